@@ -1,0 +1,27 @@
+"""The ``harness`` command line. Each concept registers its own command group."""
+
+from __future__ import annotations
+
+import click
+
+from harness import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="harness")
+def main() -> None:
+    """Burst-buffer scheduling testbed: emulate on a real Slurm, simulate, compare."""
+
+
+def _register() -> None:
+    from harness.cluster.cli import cluster
+    from harness.policies.cli import policies_command, simulate_command
+    from harness.workload.cli import workload
+
+    main.add_command(cluster)
+    main.add_command(workload)
+    main.add_command(simulate_command)
+    main.add_command(policies_command)
+
+
+_register()

@@ -1,0 +1,1 @@
+"""Cluster backends: where the emulated Slurm runs (docker, local host, ssh)."""

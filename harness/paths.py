@@ -1,0 +1,25 @@
+"""Where the project's non-Python resources live (templates, sigsleep, containers)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def repo_path(*parts: str) -> Path:
+    return REPO_ROOT.joinpath(*parts)
+
+
+def templates_dir() -> Path:
+    """``slurm-templates/`` of the checkout, or ``$HARNESS_TEMPLATES``."""
+    return Path(os.environ.get("HARNESS_TEMPLATES", repo_path("slurm-templates")))
+
+
+def state_root() -> Path:
+    """Per-cluster state (rendered configs, munge key, logs): ``$HARNESS_STATE_DIR`` or ~/.local/state."""
+    base = os.environ.get("HARNESS_STATE_DIR") or os.path.join(
+        os.environ.get("XDG_STATE_HOME", os.path.expanduser("~/.local/state")), "harness"
+    )
+    return Path(base)

@@ -1,0 +1,1 @@
+"""Scheduling policies: pure functions of a cluster state and a queue."""

@@ -1,0 +1,1 @@
+"""Workloads: SWF traces, the burst-buffer request model, cleaning and emulation transforms."""
