@@ -1,0 +1,61 @@
+#!/bin/bash
+# Entrypoint of the cluster image.
+#   controller           -> munged + slurmctld
+#   nodes NAME[,NAME...] -> munged + one slurmd per emulated node, supervised
+# Expects /etc/slurm (rendered configs), /cluster/munge/munge.key, /var/log/slurm,
+# /var/spool/slurm and /shared mounted by the harness (or compose).
+set -euo pipefail
+
+log() { echo "[$(date +%H:%M:%S.%3N)] $*"; }
+
+start_munge() {
+  install -d -o munge -g munge -m 0700 /etc/munge
+  install -d -o munge -g munge -m 0755 /run/munge
+  install -d -o munge -g munge -m 0700 /var/lib/munge /var/log/munge
+  install -o munge -g munge -m 0400 /cluster/munge/munge.key /etc/munge/munge.key
+  runuser -u munge -- /usr/sbin/munged --force
+}
+
+prepare_dirs() {
+  mkdir -p /run/slurm /var/spool/slurm/ctld /var/spool/slurm/d /var/log/slurm /shared/log /shared/jobs
+  chmod 1777 /shared/log /shared/jobs
+}
+
+run_controller() {
+  log "starting slurmctld"
+  exec /usr/sbin/slurmctld -D -i
+}
+
+# Restart a node's slurmd if it dies, so one crash does not silently shrink the cluster.
+supervise_node() {
+  local node="$1"
+  mkdir -p "/var/spool/slurm/d/$node"
+  while true; do
+    /usr/sbin/slurmd -D -N "$node" || true
+    [[ -f /run/slurm/stopping ]] && return
+    log "slurmd $node exited; restarting in 1 s"
+    sleep 1
+  done
+}
+
+run_nodes() {
+  local nodes="$1"
+  local -a pids=()
+  trap 'touch /run/slurm/stopping; kill $(jobs -p) 2>/dev/null; pkill -TERM -x slurmd; wait' TERM INT
+  IFS=',' read -ra names <<<"$nodes"
+  log "starting ${#names[@]} slurmd: ${names[0]} .. ${names[-1]}"
+  for node in "${names[@]}"; do
+    supervise_node "$node" &
+    pids+=("$!")
+  done
+  wait
+}
+
+role="${1:-controller}"
+start_munge
+prepare_dirs
+case "$role" in
+  controller) run_controller ;;
+  nodes) run_nodes "${2:?usage: nodes NAME[,NAME...]}" ;;
+  *) exec "$@" ;;
+esac

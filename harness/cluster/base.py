@@ -1,0 +1,58 @@
+"""What every cluster backend offers: run Slurm commands next to slurmctld, move files."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    rc: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0
+
+
+class ClusterError(RuntimeError):
+    """The cluster could not be brought up, reached or used; the message says why."""
+
+
+class Cluster(Protocol):
+    name: str
+
+    def exec(self, cmd: list[str], user: str | None = None, timeout: float | None = None) -> CommandResult:
+        """Run ``cmd`` on the head node (beside slurmctld)."""
+        ...
+
+    def is_up(self) -> bool: ...
+
+
+def node_states(cluster: Cluster) -> dict[str, str]:
+    """Node name -> lower-case Slurm state, from ``sinfo`` on the head node."""
+    res = cluster.exec(["sinfo", "--noheader", "--Node", "--format=%N %T"], timeout=30)
+    if not res.ok:
+        return {}
+    states: dict[str, str] = {}
+    for line in res.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            states[parts[0]] = parts[1].lower()
+    return states
+
+
+def wait_for_idle(cluster: Cluster, nodes: list[str], timeout: float) -> tuple[float, dict[str, str]]:
+    """Wait until every node is idle; returns (seconds waited, states of nodes not idle)."""
+    start = time.monotonic()
+    not_idle: dict[str, str] = {n: "unknown" for n in nodes}
+    while time.monotonic() - start < timeout:
+        states = node_states(cluster)
+        not_idle = {n: states.get(n, "absent") for n in nodes if states.get(n) != "idle"}
+        if not not_idle:
+            return time.monotonic() - start, {}
+        time.sleep(0.2)
+    return time.monotonic() - start, not_idle

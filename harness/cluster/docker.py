@@ -1,0 +1,316 @@
+"""The local Docker cluster: one slurmctld container and a few node-group containers,
+each running its share of the slurmd daemons (multiple-slurmd mode), host networking only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import socket
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import docker
+import docker.errors
+from docker.models.containers import Container
+
+from harness.cluster.base import ClusterError, CommandResult, wait_for_idle
+from harness.cluster.state import ClusterState, render_compose
+from harness.paths import repo_path
+from harness.platform import Platform, load_platform
+from harness.slurm.config import SchedulerConfig
+
+IMAGE_REPO = "harness-slurm"
+LABEL = "harness.cluster"
+SUBMIT_USER = "emu"
+# Files whose content defines the image: a change to any of them gives a new tag.
+IMAGE_INPUTS = ("containers/Dockerfile", "containers/entrypoint.sh", "pyproject.toml", "README.md")
+IMAGE_INPUT_DIRS = ("sigsleep", "harness", "slurm-templates")
+IDLE_TIMEOUT_S = 120.0
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def image_tag() -> str:
+    """``harness-slurm:<hash of the build inputs>``, so stale images are never reused."""
+    digest = hashlib.sha256()
+    paths = [repo_path(p) for p in IMAGE_INPUTS]
+    for d in IMAGE_INPUT_DIRS:
+        paths += sorted(
+            p
+            for p in repo_path(d).rglob("*")
+            if p.is_file()
+            and "__pycache__" not in p.parts
+            and p.suffix not in (".pyc", ".o")
+            and p.name != "sigsleep"
+        )
+    for path in paths:
+        digest.update(str(path.relative_to(repo_path())).encode())
+        digest.update(path.read_bytes())
+    return f"{IMAGE_REPO}:{digest.hexdigest()[:12]}"
+
+
+def _docker_client() -> docker.DockerClient:
+    try:
+        client = docker.from_env(timeout=300)
+        client.ping()
+    except docker.errors.DockerException as exc:
+        raise ClusterError(
+            f"no Docker engine answers ({exc}). Start one, e.g. "
+            "`dockerd --bridge=none --iptables=false --ip-masq=false &`"
+        ) from None
+    return client
+
+
+def _port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+@dataclass
+class UpResult:
+    already_up: bool
+    seconds_to_idle: float = 0.0
+    built_image: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+class DockerCluster:
+    """A Slurm cluster in local containers, named ``name`` (containers ``<name>-ctld``, ``<name>-nodesK``)."""
+
+    def __init__(
+        self,
+        name: str = "bbemu",
+        platform: Platform | None = None,
+        sched: SchedulerConfig | None = None,
+        state_dir: Path | None = None,
+    ) -> None:
+        self.name = name
+        self.platform = platform or load_platform()
+        self.sched = sched or SchedulerConfig()
+        self.state = ClusterState.for_cluster(name, state_dir)
+        self._client: docker.DockerClient | None = None
+
+    # -- docker plumbing --------------------------------------------------------
+    @property
+    def client(self) -> docker.DockerClient:
+        if self._client is None:
+            self._client = _docker_client()
+        return self._client
+
+    @property
+    def controller_name(self) -> str:
+        return f"{self.name}-ctld"
+
+    def containers(self) -> list[Container]:
+        return self.client.containers.list(all=True, filters={"label": f"{LABEL}={self.name}"})
+
+    def _controller(self) -> Container:
+        try:
+            return self.client.containers.get(self.controller_name)
+        except docker.errors.NotFound:
+            raise ClusterError(
+                f"cluster '{self.name}' is not up (no container {self.controller_name})"
+            ) from None
+
+    def is_up(self) -> bool:
+        running = [c for c in self.containers() if c.status == "running"]
+        return len(running) == 1 + len(self.platform.node_groups()) and self._ctld_answers()
+
+    def _ctld_answers(self) -> bool:
+        try:
+            return self.exec(["scontrol", "ping"], timeout=10).ok
+        except ClusterError:
+            return False
+
+    # -- commands ---------------------------------------------------------------
+    def exec(self, cmd: list[str], user: str | None = None, timeout: float | None = None) -> CommandResult:
+        argv = ["timeout", f"{timeout:g}", *cmd] if timeout else cmd
+        result = self._controller().exec_run(argv, user=user or "root", demux=True)
+        out, err = result.output if result.output else (b"", b"")
+        return CommandResult(result.exit_code or 0, (out or b"").decode(), (err or b"").decode())
+
+    # -- image ------------------------------------------------------------------
+    def ensure_image(self, progress: Progress = _quiet, rebuild: bool = False) -> tuple[str, bool]:
+        tag = image_tag()
+        if not rebuild:
+            try:
+                self.client.images.get(tag)
+                return tag, False
+            except docker.errors.ImageNotFound:
+                pass
+        self._require_base_image()
+        progress(f"building image {tag} (first time: a few minutes)")
+        for chunk in self._build(tag):
+            if "error" in chunk:
+                raise ClusterError(f"image build failed: {chunk['error'].strip()}")
+            line = chunk.get("stream", "").strip()
+            if line.startswith("Step "):
+                progress(f"  {line}")
+        self.client.images.get(tag).tag(IMAGE_REPO, "latest")
+        return tag, True
+
+    def _build(self, tag: str) -> Iterator[dict]:
+        return self.client.api.build(
+            path=str(repo_path()),
+            dockerfile="containers/Dockerfile",
+            tag=tag,
+            network_mode="host",
+            rm=True,
+            forcerm=True,
+            decode=True,
+        )
+
+    def _require_base_image(self) -> None:
+        try:
+            self.client.images.get("debian:trixie-slim")
+        except docker.errors.ImageNotFound:
+            raise ClusterError(
+                "base image debian:trixie-slim is missing and no registry may be reachable: "
+                "run `bash containers/make-base-image.sh` (debootstrap + docker import)"
+            ) from None
+
+    # -- lifecycle --------------------------------------------------------------
+    def up(self, progress: Progress = _quiet, rebuild: bool = False) -> UpResult:
+        existing = self.containers()
+        if existing and self.is_up():
+            return UpResult(already_up=True)
+        if existing:
+            progress(f"removing {len(existing)} leftover container(s) of a broken cluster")
+            self._remove_containers(existing)
+        tag, built = self.ensure_image(progress, rebuild)
+        self._check_ports_free()
+        self._prepare_state(tag)
+        start = time.monotonic()
+        self._start_controller(tag)
+        self._wait_controller(timeout=30)
+        self._start_node_groups(tag)
+        progress(f"waiting for {self.platform.node_count} nodes to become idle")
+        self._wait_nodes_idle(IDLE_TIMEOUT_S)
+        return UpResult(already_up=False, seconds_to_idle=time.monotonic() - start, built_image=built)
+
+    def _check_ports_free(self) -> None:
+        ports = [self.platform.controller_port, *self.platform.ports().values()]
+        busy = [p for p in ports if _port_in_use(p)]
+        if busy:
+            raise ClusterError(
+                f"127.0.0.1 ports already in use: {busy[:10]}{' ...' if len(busy) > 10 else ''}; "
+                "another Slurm (or cluster) is running: stop it or change [network] in the platform file"
+            )
+
+    def _prepare_state(self, tag: str) -> None:
+        # A fresh cluster each time: no jobs or logs leak from an earlier one.
+        for sub in ("spool", "log", "shared"):
+            path = self.state.root / sub
+            if path.exists():
+                _clear_dir(path)
+        self.state.create()
+        self.state.render(self.platform, self.sched)
+        (self.state.root / "compose.yaml").write_text(
+            render_compose(self.platform, self.name, tag, str(self.state.root))
+        )
+
+    def _run_container(self, tag: str, name: str, command: list[str]) -> Container:
+        return self.client.containers.run(
+            tag,
+            command=command,
+            name=name,
+            detach=True,
+            network_mode="host",
+            init=True,
+            labels={LABEL: self.name},
+            volumes={
+                host: {"bind": ctr, "mode": "ro" if ctr in ("/etc/slurm", "/cluster/munge") else "rw"}
+                for host, ctr in self.state.mounts().items()
+            },
+        )
+
+    def _start_controller(self, tag: str) -> None:
+        self._run_container(tag, self.controller_name, ["controller"])
+
+    def _start_node_groups(self, tag: str) -> None:
+        for index, group in enumerate(self.platform.node_groups()):
+            self._run_container(tag, f"{self.name}-nodes{index}", ["nodes", ",".join(group)])
+
+    def _wait_controller(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._ctld_answers():
+                return
+            ctr = self._controller()
+            ctr.reload()
+            if ctr.status == "exited":
+                break
+            time.sleep(0.1)
+        raise ClusterError(
+            f"slurmctld did not answer within {timeout:.0f} s. Last log lines:\n"
+            + self._tail(self.state.log / "slurmctld.log", 15)
+            + "\nContainer output:\n"
+            + self._controller().logs(tail=15).decode(errors="replace")
+        )
+
+    def _wait_nodes_idle(self, timeout: float) -> None:
+        _, missing = wait_for_idle(self, self.platform.all_nodes(), timeout)
+        if not missing:
+            return
+        names = sorted(missing)
+        details = [f"{n}: {missing[n]}" for n in names[:10]]
+        logs = "\n".join(
+            f"--- slurmd-{n}.log\n{self._tail(self.state.log / f'slurmd-{n}.log', 5)}" for n in names[:3]
+        )
+        raise ClusterError(
+            f"{len(missing)} of {self.platform.node_count} nodes not idle after {timeout:.0f} s "
+            f"({', '.join(details)}{' ...' if len(names) > 10 else ''}).\n{logs}\n"
+            f"--- slurmctld.log\n{self._tail(self.state.log / 'slurmctld.log', 10)}"
+        )
+
+    @staticmethod
+    def _tail(path: Path, lines: int) -> str:
+        try:
+            return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+        except FileNotFoundError:
+            return f"(no {path.name})"
+
+    def reconfigure(self, sched: SchedulerConfig, progress: Progress = _quiet) -> None:
+        """Re-render the Slurm files for ``sched`` and restart slurmctld (nodes stay up)."""
+        self.sched = sched
+        self.state.render(self.platform, sched)
+        progress(f"restarting slurmctld with scheduler {sched.mode} ({sched.scheduler_parameters})")
+        self._controller().restart(timeout=10)
+        self._wait_controller(timeout=30)
+        self._wait_nodes_idle(IDLE_TIMEOUT_S)
+
+    def down(self, keep_state: bool = False) -> int:
+        """Remove every container of the cluster (and its state unless ``keep_state``); idempotent."""
+        containers = self.containers()
+        self._remove_containers(containers)
+        if not keep_state:
+            self.state.remove()
+        return len(containers)
+
+    @staticmethod
+    def _remove_containers(containers: list[Container]) -> None:
+        for ctr in containers:
+            with contextlib.suppress(docker.errors.NotFound):
+                ctr.remove(force=True)
+
+
+def _clear_dir(path: Path) -> None:
+    import shutil
+
+    for child in path.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)

@@ -1,0 +1,102 @@
+"""A cluster's state directory: rendered Slurm files, munge key, compose file, logs.
+
+Layout (mounted into every container):
+    etc/     -> /etc/slurm          rendered slurm.conf, gres.conf, cgroup.conf, job_submit.lua
+    munge/   -> /cluster/munge      munge.key, generated per cluster, never in an image
+    log/     -> /var/log/slurm      daemon logs, jobcomp
+    spool/   -> /var/spool/slurm    controller state, slurmd spools
+    shared/  -> /shared             sigsleep log (shared/log/jobs.jsonl), job scripts
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from harness import __version__
+from harness.paths import repo_path, state_root
+from harness.platform import Platform
+from harness.slurm.config import SchedulerConfig, render_slurm_files, write_slurm_files
+
+MUNGE_KEY_BYTES = 1024
+SUBDIRS = ("etc", "munge", "log", "spool", "shared", "shared/log", "shared/jobs")
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    name: str
+    root: Path
+
+    @classmethod
+    def for_cluster(cls, name: str, root: Path | None = None) -> ClusterState:
+        return cls(name=name, root=root or state_root() / name)
+
+    @property
+    def etc(self) -> Path:
+        return self.root / "etc"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "log"
+
+    @property
+    def shared(self) -> Path:
+        return self.root / "shared"
+
+    @property
+    def munge_key(self) -> Path:
+        return self.root / "munge" / "munge.key"
+
+    def mounts(self) -> dict[str, str]:
+        """Host path -> container path."""
+        return {
+            str(self.etc): "/etc/slurm",
+            str(self.root / "munge"): "/cluster/munge",
+            str(self.log): "/var/log/slurm",
+            str(self.root / "spool"): "/var/spool/slurm",
+            str(self.shared): "/shared",
+        }
+
+    def create(self) -> None:
+        for sub in SUBDIRS:
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        # Jobs run as an unprivileged user and append to the shared log.
+        for sub in ("shared/log", "shared/jobs"):
+            os.chmod(self.root / sub, 0o1777)
+        if not self.munge_key.exists():
+            self.munge_key.write_bytes(os.urandom(MUNGE_KEY_BYTES))
+            self.munge_key.chmod(0o400)
+
+    def render(self, platform: Platform, sched: SchedulerConfig) -> dict[str, str]:
+        files = render_slurm_files(platform, sched, cluster_name=self.name)
+        write_slurm_files(self.etc, files)
+        (self.root / "experiment.json").write_text(
+            json.dumps({"platform": platform.as_dict(), "scheduler": sched.__dict__}, indent=2) + "\n"
+        )
+        return files
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def render_compose(platform: Platform, cluster_name: str, image: str, state: str) -> str:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(repo_path("containers"))),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    return env.get_template("compose.yaml.j2").render(
+        harness_version=__version__,
+        platform=platform,
+        cluster_name=cluster_name,
+        image=image,
+        state=state,
+        node_groups=platform.node_groups(),
+    )

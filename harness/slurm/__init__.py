@@ -1,0 +1,1 @@
+"""The Slurm side: config rendering, the CLI client, the ordering agent."""

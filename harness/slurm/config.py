@@ -1,0 +1,146 @@
+"""Render slurm.conf and friends from a platform description plus a scheduler mode.
+
+The templates live in ``slurm-templates/``; this module only computes the values
+they need. The same rendering feeds the Docker cluster, compose users and Ansible.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import jinja2
+
+from harness import __version__
+from harness.paths import templates_dir
+from harness.platform import Platform
+
+LOOPBACK = "127.0.0.1"
+SLURM_FILES = ("slurm.conf", "gres.conf", "cgroup.conf", "job_submit.lua")
+
+SchedulerMode = Literal["builtin", "backfill"]
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """How slurmctld orders jobs.
+
+    Times are chosen for time-shrunk jobs that last seconds: ``bf_resolution=1`` (the
+    default 60 s would be coarser than most shrunk jobs), ``bf_interval=1`` (a job that
+    only backfill can start waits up to bf_interval), ``batch_sched_delay=0`` (the
+    default 3 s delays every batch launch), ``sched_min_interval=0``.
+    """
+
+    mode: SchedulerMode = "backfill"
+    bf_licenses: bool = True  # reserve licenses (burst buffers) for blocked jobs
+    reserve_depth: int | None = None  # bf_job_part_count_reserve; None = Slurm default (all)
+    external_ordering: bool = False  # the harness agent decides the order (job_submit holds)
+    bf_interval: int = 1
+    bf_resolution: int = 1
+    bf_window_min: int = 2880
+    max_job_count: int = 100_000
+    min_job_age: int = 600
+    ctld_debug: str = "info"
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("builtin", "backfill"):
+            raise ValueError(f"scheduler mode must be 'builtin' or 'backfill', not {self.mode!r}")
+        if self.reserve_depth is not None and self.reserve_depth < 0:
+            raise ValueError("reserve_depth must be >= 0")
+
+    @property
+    def scheduler_parameters(self) -> str:
+        params = ["batch_sched_delay=0", "sched_min_interval=0", "default_queue_depth=1000"]
+        if self.mode == "backfill":
+            params += [
+                f"bf_interval={self.bf_interval}",
+                f"bf_resolution={self.bf_resolution}",
+                f"bf_window={self.bf_window_min}",
+                "bf_continue",
+                "bf_max_job_test=1000",
+            ]
+            if self.bf_licenses:
+                params.append("bf_licenses")
+            if self.reserve_depth is not None:
+                params.append(f"bf_job_part_count_reserve={self.reserve_depth}")
+        return ",".join(params)
+
+
+@dataclass(frozen=True)
+class NodeLine:
+    name: str
+    port: int
+
+
+def hostlist(names: list[str]) -> str:
+    """Compress consecutive names sharing a prefix and width, e.g. ``c[001-096]``."""
+    if not names:
+        return ""
+    groups: list[tuple[str, int, int, int]] = []  # prefix, width, first, last
+    for name in names:
+        prefix = name.rstrip("0123456789")
+        digits = name[len(prefix) :]
+        if not digits:
+            groups.append((name, 0, -1, -1))
+            continue
+        num, width = int(digits), len(digits)
+        last = groups[-1] if groups else None
+        if last and last[0] == prefix and last[1] == width and last[3] == num - 1:
+            groups[-1] = (prefix, width, last[2], num)
+        else:
+            groups.append((prefix, width, num, num))
+    return ",".join(_format_range(*g) for g in groups)
+
+
+def _format_range(prefix: str, width: int, first: int, last: int) -> str:
+    if first < 0:
+        return prefix
+    if first == last:
+        return f"{prefix}{first:0{width}d}"
+    return f"{prefix}[{first:0{width}d}-{last:0{width}d}]"
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def template_context(platform: Platform, sched: SchedulerConfig, cluster_name: str) -> dict:
+    ports = platform.ports()
+    return {
+        "harness_version": __version__,
+        "platform": platform,
+        "sched": sched,
+        "cluster_name": cluster_name,
+        "addr": LOOPBACK,
+        "compute_nodes": [NodeLine(n, ports[n]) for n in platform.compute_nodes()],
+        "bb_nodes": [NodeLine(n, ports[n]) for n in platform.bb_nodes()],
+        "compute_hostlist": hostlist(platform.compute_nodes()),
+        "bb_hostlist": hostlist(platform.bb_nodes()),
+    }
+
+
+def render_slurm_files(
+    platform: Platform, sched: SchedulerConfig | None = None, cluster_name: str = "bbemu"
+) -> dict[str, str]:
+    """File name -> content for every Slurm file of the cluster."""
+    env = _environment()
+    ctx = template_context(platform, sched or SchedulerConfig(), cluster_name)
+    return {name: env.get_template(f"{name}.j2").render(ctx) for name in SLURM_FILES}
+
+
+def write_slurm_files(directory: Path, files: dict[str, str]) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in files.items():
+        path = directory / name
+        path.write_text(text)
+        path.chmod(0o644)
+        written.append(path)
+    return written
