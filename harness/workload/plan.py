@@ -1,0 +1,297 @@
+"""The job plan: ``prepare`` turns a trace into it; ``save_plan``/``load_plan`` store it.
+
+A plan is a parquet file of the PLAN_COLUMNS (plus PLAN_EXTRA_COLUMNS) and a JSON
+sidecar manifest ``<name>.manifest.json`` holding every parameter, the counts of
+every cleaning rule and the input checksum. The manifest is also embedded in the
+parquet metadata, so a plan whose sidecar got lost still loads.
+
+Pipeline order of ``prepare`` (each step documented in its module):
+read (swf) -> table -> BB draws for every record -> clean -> BB requests ->
+select (period / window / first N) -> sample -> shuffle -> rebase -> shrink.
+The BB model uses the unshrunk walltime (its 120 s rule is about real jobs).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from harness import __version__
+from harness.platform import Platform, load_platform
+from harness.workload import bbmodel, transforms
+from harness.workload.cleaning import CleaningReport, clean
+from harness.workload.schema import PLAN_COLUMNS, PLAN_DTYPES, PLAN_EXTRA_COLUMNS, validate_plan
+from harness.workload.swf import SwfTrace, read_swf
+from harness.workload.table import trace_to_table
+
+DEFAULT_SEED = 2020  # the year of Kopański's study; recorded in every manifest
+MANIFEST_FORMAT = "harness-plan"
+MANIFEST_VERSION = 1
+SAMPLING_METHODS = ("ordered", "su")
+_PARQUET_KEY = b"harness.manifest"
+
+
+class PlanError(ValueError):
+    """A plan file is missing, unreadable or inconsistent with what was asked."""
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Barberato's sampling: ``method`` "ordered" (ratio + offset) or "su" (runtime window)."""
+
+    method: str
+    n: int | None = None
+    ratio: float | None = None
+    offset: int = 0
+    window: float = 60.0
+
+    def apply(self, df: pd.DataFrame) -> pd.DataFrame:
+        if self.method == "ordered":
+            return transforms.sample_ordered(df, self.n, ratio=self.ratio, offset=self.offset)
+        if self.method == "su":
+            return transforms.sample_su_balanced(df, self.n, ratio=self.ratio, window=self.window)
+        raise transforms.TransformError(f"unknown sampling method '{self.method}' ({SAMPLING_METHODS})")
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"method": self.method, "n": self.n, "ratio": self.ratio}
+        out.update({"offset": self.offset} if self.method == "ordered" else {"window_s": self.window})
+        return out
+
+
+def bundled_slice_path() -> Path:
+    """The KTH slice shipped with the package (the default workload of a product run)."""
+    return Path(str(resources.files("harness").joinpath("data", "kth-slice.swf")))
+
+
+# -- prepare ----------------------------------------------------------------------------
+
+
+def load_trace_table(
+    trace_path: str | Path,
+    *,
+    platform: Platform | None = None,
+    lenient: bool = False,
+    cleaning: dict[str, str] | None = None,
+) -> tuple[SwfTrace, pd.DataFrame, CleaningReport]:
+    """Read and clean a trace for a platform: (trace, cleaned table, report)."""
+    platform = platform or load_platform()
+    trace = read_swf(trace_path, lenient=lenient)
+    table, report = clean(trace_to_table(trace), platform, actions=cleaning)
+    return trace, table, report
+
+
+def prepare(
+    trace_path: str | Path,
+    *,
+    platform: Platform | None = None,
+    shrink: float = 0.0,
+    seed: int = DEFAULT_SEED,
+    bb_model: str | bbmodel.BBModel = "lognormal",
+    bb_constant_mb: int | None = None,
+    bb_column: str | None = None,
+    lenient: bool = False,
+    cleaning: dict[str, str] | None = None,
+    first_n: int | None = None,
+    window: tuple[float, float | None] | None = None,
+    period: tuple[int, int] | None = None,
+    sampling: Sampling | None = None,
+    shuffle: bool = False,
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Turn an SWF trace into a plan and its manifest.
+
+    ``window`` is (start, end) in seconds after the first submission (end None: to
+    the end); ``period`` is (i, k): the i-th (0-based) of k equal periods. Selection
+    runs period, then window, then first_n, all on the cleaned table. Times of the
+    plan start at 0 and are multiplied by 1 - ``shrink``.
+    """
+    platform = platform or load_platform()
+    transforms.check_shrink(shrink)
+    model = _model(bb_model, bb_constant_mb, bb_column)
+    trace, table, report = load_trace_table(trace_path, platform=platform, lenient=lenient, cleaning=cleaning)
+    draws = bbmodel.draw_lognormal_kb(len(trace), seed) if model.kind == "lognormal" else None
+    table, bb_counts = bbmodel.apply_model(
+        table, model, bb_count=platform.bb_count, capacity_mb=platform.bb_capacity_mb, draws_kb=draws
+    )
+    table["trace_submit"] = table["submit"]
+    table = _select(table, first_n=first_n, window=window, period=period)
+    if sampling is not None:
+        table = sampling.apply(table)
+    if shuffle:
+        table = transforms.shuffle(table, seed)
+    table, offset = transforms.rebase(table)
+    table = transforms.shrink(table, shrink)
+    plan = to_plan(table)
+    manifest = _manifest(
+        trace, report, platform, plan,
+        params={
+            "seed": seed, "shrink": float(shrink), "lenient": lenient, "shuffle": shuffle,
+            "selection": {"first_n": first_n, "window_s": list(window) if window else None,
+                          "period": list(period) if period else None},
+            "sampling": sampling.as_dict() if sampling else None,
+            "bb_model": {**model.as_dict(), "counts": bb_counts},
+            "rebase_offset_s": offset,
+        },
+    )  # fmt: skip
+    return plan, manifest
+
+
+def _model(
+    bb_model: str | bbmodel.BBModel, constant_mb: int | None, column: str | None
+) -> bbmodel.BBModel:
+    if isinstance(bb_model, bbmodel.BBModel):
+        return bb_model
+    return bbmodel.BBModel(kind=bb_model, constant_mb=constant_mb, column=column)
+
+
+def _select(
+    df: pd.DataFrame,
+    *,
+    first_n: int | None,
+    window: tuple[float, float | None] | None,
+    period: tuple[int, int] | None,
+) -> pd.DataFrame:
+    if period is not None:
+        i, k = period
+        if not 0 <= i < k:
+            raise transforms.TransformError(f"period index must be in [0, {k}), got {i}")
+        df = transforms.split_periods(df, k)[i]
+    if window is not None:
+        df = transforms.time_window(df, window[0], window[1])
+    if first_n is not None:
+        df = transforms.first_n(df, first_n)
+    if df.empty:
+        raise transforms.TransformError("the selection left no jobs")
+    return df
+
+
+def to_plan(table: pd.DataFrame) -> pd.DataFrame:
+    """The plan columns of a prepared table, typed, ordered by submit time."""
+    cols = [c for c in (*PLAN_COLUMNS, *PLAN_EXTRA_COLUMNS) if c in table.columns]
+    plan = table[cols].astype({c: PLAN_DTYPES[c] for c in cols})
+    plan = plan.sort_values("submit", kind="stable").reset_index(drop=True)
+    validate_plan(plan)
+    return plan
+
+
+def _manifest(
+    trace: SwfTrace, report: CleaningReport, platform: Platform, plan: pd.DataFrame, params: dict[str, Any]
+) -> dict[str, Any]:
+    s = params["shrink"]
+    return {
+        "format": MANIFEST_FORMAT,
+        "version": MANIFEST_VERSION,
+        "harness_version": __version__,
+        "input": {
+            "path": trace.path,
+            "name": Path(trace.path).name,
+            "sha256": trace.sha256,
+            "file_sha256": trace.file_sha256,
+            "records": len(trace),
+            "skipped": len(trace.skipped),
+            "skipped_records": [str(r) for r in trace.skipped[:100]],
+            "unix_start_time": trace.header_int("UnixStartTime"),
+            "max_nodes": trace.header_int("MaxNodes"),
+            "max_procs": trace.header_int("MaxProcs"),
+        },
+        "platform": platform.as_dict(),
+        "cleaning": report.as_dict(),
+        **params,
+        "speedup": transforms.speedup(s),
+        "jobs": len(plan),
+        "span_s": float(plan["submit"].max() - plan["submit"].min()) if len(plan) else 0.0,
+        "span_s_unshrunk": float(transforms.unshrink(plan["submit"].max(), s)) if len(plan) else 0.0,
+        "columns": list(plan.columns),
+    }
+
+
+# -- storage ----------------------------------------------------------------------------
+
+
+def manifest_path(plan_path: str | Path) -> Path:
+    """``plan.parquet`` -> ``plan.manifest.json``."""
+    p = Path(plan_path)
+    base = p.stem if p.suffix == ".parquet" else p.name
+    return p.with_name(base + ".manifest.json")
+
+
+def save_plan(df: pd.DataFrame, manifest: dict[str, Any], path: str | Path) -> Path:
+    """Write the plan (parquet) and its sidecar manifest; returns the manifest's path."""
+    validate_plan(df, where=str(path))
+    text = json.dumps(manifest, indent=2, sort_keys=False, default=_json_default)
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    meta = dict(table.schema.metadata or {})
+    meta[_PARQUET_KEY] = text.encode()
+    pq.write_table(table.replace_schema_metadata(meta), str(path))
+    side = manifest_path(path)
+    side.write_text(text + "\n")
+    return side
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    raise TypeError(f"not JSON serialisable: {value!r}")
+
+
+def load_plan(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Read a plan and its manifest (the sidecar wins over the embedded copy)."""
+    p = Path(path)
+    try:
+        table = pq.read_table(str(p))
+    except FileNotFoundError:
+        raise PlanError(f"{p}: no such plan file") from None
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise PlanError(f"{p}: not a readable parquet plan: {exc}") from None
+    df = table.to_pandas()
+    validate_plan(df, where=str(p))
+    return df, _read_manifest(p, table)
+
+
+def _read_manifest(p: Path, table: pa.Table) -> dict[str, Any]:
+    side = manifest_path(p)
+    try:
+        text = side.read_text() if side.exists() else (table.schema.metadata or {})[_PARQUET_KEY].decode()
+        manifest = json.loads(text)
+    except KeyError:
+        raise PlanError(f"{p}: no manifest ({side.name} missing and none embedded)") from None
+    except json.JSONDecodeError as exc:
+        raise PlanError(f"{side}: manifest is not valid JSON: {exc}") from None
+    if manifest.get("format") != MANIFEST_FORMAT or "shrink" not in manifest:
+        raise PlanError(f"{side}: not a harness plan manifest (format/shrink missing)")
+    return manifest
+
+
+def is_plan_file(path: str | Path) -> bool:
+    """Parquet files start with the magic bytes PAR1."""
+    with open(path, "rb") as fh:
+        return fh.read(4) == b"PAR1"
+
+
+def load_plan_or_trace(path: str | Path, **prepare_kwargs: Any) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """A parquet plan as stored, or an SWF trace prepared with ``prepare_kwargs``.
+
+    For a plan the keyword arguments cannot be applied: a ``shrink`` different from
+    the plan's is an error (times would be silently wrong), others are ignored with
+    a warning.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise PlanError(f"{p}: no such plan or trace")
+    if not is_plan_file(p):
+        return prepare(p, **prepare_kwargs)
+    df, manifest = load_plan(p)
+    wanted = prepare_kwargs.pop("shrink", None)
+    if wanted is not None and abs(float(wanted) - float(manifest["shrink"])) > 1e-12:
+        raise PlanError(f"{p}: plan was prepared with shrink {manifest['shrink']}, asked for {wanted}")
+    ignored = sorted(k for k, v in prepare_kwargs.items() if v is not None)
+    if ignored:
+        warnings.warn(f"{p} is a prepared plan; ignoring {', '.join(ignored)}", stacklevel=2)
+    return df, manifest
