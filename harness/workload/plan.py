@@ -88,6 +88,37 @@ def load_trace_table(
     return trace, table, report
 
 
+@dataclass
+class _Base:
+    """A read, cleaned trace with BB requests: what every selection of it starts from."""
+
+    trace: SwfTrace
+    table: pd.DataFrame
+    report: CleaningReport
+    platform: Platform
+    params: dict[str, Any]
+
+
+def _load_base(
+    trace_path: str | Path,
+    *,
+    platform: Platform | None,
+    seed: int,
+    model: bbmodel.BBModel,
+    lenient: bool,
+    cleaning: dict[str, str] | None,
+) -> _Base:
+    platform = platform or load_platform()
+    trace, table, report = load_trace_table(trace_path, platform=platform, lenient=lenient, cleaning=cleaning)
+    draws = bbmodel.draw_lognormal_kb(len(trace), seed) if model.kind == "lognormal" else None
+    table, bb_counts = bbmodel.apply_model(
+        table, model, bb_count=platform.bb_count, capacity_mb=platform.bb_capacity_mb, draws_kb=draws
+    )
+    table["trace_submit"] = table["submit"]
+    params = {"seed": seed, "lenient": lenient, "bb_model": {**model.as_dict(), "counts": bb_counts}}
+    return _Base(trace, table, report, platform, params)
+
+
 def prepare(
     trace_path: str | Path,
     *,
@@ -112,35 +143,80 @@ def prepare(
     runs period, then window, then first_n, all on the cleaned table. Times of the
     plan start at 0 and are multiplied by 1 - ``shrink``.
     """
-    platform = platform or load_platform()
     transforms.check_shrink(shrink)
     model = _model(bb_model, bb_constant_mb, bb_column)
-    trace, table, report = load_trace_table(trace_path, platform=platform, lenient=lenient, cleaning=cleaning)
-    draws = bbmodel.draw_lognormal_kb(len(trace), seed) if model.kind == "lognormal" else None
-    table, bb_counts = bbmodel.apply_model(
-        table, model, bb_count=platform.bb_count, capacity_mb=platform.bb_capacity_mb, draws_kb=draws
+    base = _load_base(
+        trace_path, platform=platform, seed=seed, model=model, lenient=lenient, cleaning=cleaning
     )
-    table["trace_submit"] = table["submit"]
-    table = _select(table, first_n=first_n, window=window, period=period)
+    selection = {"first_n": first_n, "window": window, "period": period}
+    return _finish(base, selection, sampling=sampling, shuffle=shuffle, shrink=shrink)
+
+
+def prepare_split(
+    trace_path: str | Path, k: int, **prepare_kwargs: Any
+) -> list[tuple[pd.DataFrame, dict[str, Any]] | None]:
+    """``prepare`` for each of ``k`` equal periods, reading the trace once; None for an
+    empty period. ``first_n``/``window``/``sampling``/``shuffle`` apply within each part."""
+    kw = dict(prepare_kwargs)
+    shrink = float(kw.pop("shrink", 0.0))
+    transforms.check_shrink(shrink)
+    model = _model(kw.pop("bb_model", "lognormal"), kw.pop("bb_constant_mb", None), kw.pop("bb_column", None))
+    base = _load_base(
+        trace_path,
+        platform=kw.pop("platform", None),
+        seed=kw.pop("seed", DEFAULT_SEED),
+        model=model,
+        lenient=kw.pop("lenient", False),
+        cleaning=kw.pop("cleaning", None),
+    )
+    sampling, shuffle = kw.pop("sampling", None), kw.pop("shuffle", False)
+    selection = {"first_n": kw.pop("first_n", None), "window": kw.pop("window", None)}
+    if kw:
+        raise TypeError(f"prepare_split: unexpected argument(s) {', '.join(sorted(kw))}")
+    parts: list[tuple[pd.DataFrame, dict[str, Any]] | None] = []
+    for i, size in enumerate(_period_sizes(base.table, k)):
+        if size == 0:
+            parts.append(None)
+            continue
+        sel = {**selection, "period": (i, k)}
+        parts.append(_finish(base, sel, sampling=sampling, shuffle=shuffle, shrink=shrink))
+    return parts
+
+
+def _period_sizes(table: pd.DataFrame, k: int) -> list[int]:
+    idx = transforms.period_index(table, k)
+    return [int((idx == i).sum()) for i in range(k)]
+
+
+def _finish(
+    base: _Base,
+    selection: dict[str, Any],
+    *,
+    sampling: Sampling | None,
+    shuffle: bool,
+    shrink: float,
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    table = _select(base.table, **selection)
     if sampling is not None:
         table = sampling.apply(table)
     if shuffle:
-        table = transforms.shuffle(table, seed)
+        table = transforms.shuffle(table, base.params["seed"])
     table, offset = transforms.rebase(table)
-    table = transforms.shrink(table, shrink)
-    plan = to_plan(table)
-    manifest = _manifest(
-        trace, report, platform, plan,
-        params={
-            "seed": seed, "shrink": float(shrink), "lenient": lenient, "shuffle": shuffle,
-            "selection": {"first_n": first_n, "window_s": list(window) if window else None,
-                          "period": list(period) if period else None},
-            "sampling": sampling.as_dict() if sampling else None,
-            "bb_model": {**model.as_dict(), "counts": bb_counts},
-            "rebase_offset_s": offset,
+    plan = to_plan(transforms.shrink(table, shrink))
+    window, period = selection.get("window"), selection.get("period")
+    params = {
+        **base.params,
+        "shrink": float(shrink),
+        "shuffle": shuffle,
+        "selection": {
+            "first_n": selection.get("first_n"),
+            "window_s": list(window) if window else None,
+            "period": list(period) if period else None,
         },
-    )  # fmt: skip
-    return plan, manifest
+        "sampling": sampling.as_dict() if sampling else None,
+        "rebase_offset_s": offset,
+    }
+    return plan, _manifest(base.trace, base.report, base.platform, plan, params)
 
 
 def _model(
