@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 
-@dataclass(frozen=True)
-class CommandResult:
+class CommandResult(NamedTuple):
+    """Unpacks as ``rc, stdout, stderr``."""
+
     rc: int
     stdout: str
     stderr: str

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import shutil
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -29,6 +30,7 @@ SUBMIT_USER = "emu"
 IMAGE_INPUTS = ("containers/Dockerfile", "containers/entrypoint.sh", "pyproject.toml", "README.md")
 IMAGE_INPUT_DIRS = ("sigsleep", "harness", "slurm-templates")
 IDLE_TIMEOUT_S = 120.0
+HOST_CA_DIR = Path("/usr/local/share/ca-certificates")
 
 Progress = Callable[[str], None]
 
@@ -162,6 +164,7 @@ class DockerCluster:
         return tag, True
 
     def _build(self, tag: str) -> Iterator[dict]:
+        copy_host_ca_certificates()
         return self.client.api.build(
             path=str(repo_path()),
             dockerfile="containers/Dockerfile",
@@ -306,9 +309,14 @@ class DockerCluster:
                 ctr.remove(force=True)
 
 
-def _clear_dir(path: Path) -> None:
-    import shutil
+def copy_host_ca_certificates() -> None:
+    """Let the image build trust the same extra CAs as the host (TLS-intercepting proxies)."""
+    target = repo_path("containers", "extra-ca")
+    for cert in HOST_CA_DIR.glob("*.crt"):
+        shutil.copyfile(cert, target / cert.name)
 
+
+def _clear_dir(path: Path) -> None:
     for child in path.iterdir():
         if child.is_dir() and not child.is_symlink():
             shutil.rmtree(child, ignore_errors=True)

@@ -1,0 +1,186 @@
+"""Rendering the Slurm files from platform descriptions: exact node lists, ports, licenses, GRES."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from harness.cluster.state import render_compose
+from harness.paths import repo_path
+from harness.platform import PlatformError, load_platform, platform_from_dict
+from harness.slurm.config import SchedulerConfig, hostlist, render_slurm_files
+
+SMALL = """
+[platform]
+name = "tiny"
+[topology]
+groups = 1
+chassis_per_group = 1
+compute_per_chassis = 8
+[compute]
+prefix = "n"
+digits = 2
+cpus = 4
+real_memory_mb = 2000
+partition = "batch"
+[burst_buffer]
+prefix = "ssd"
+digits = 1
+capacity_mb = 1000
+cpus = 1
+real_memory_mb = 500
+partition = "ssd"
+license = "bbmb"
+[network]
+controller_host = "localhost"
+controller_port = 7817
+slurmd_base_port = 20000
+[deploy]
+node_containers = 2
+"""
+
+
+@pytest.fixture
+def small(tmp_path: Path):
+    path = tmp_path / "tiny.toml"
+    path.write_text(SMALL)
+    return load_platform(path)
+
+
+def node_lines(conf: str) -> list[str]:
+    return [line for line in conf.splitlines() if line.startswith("NodeName=")]
+
+
+def test_default_platform_sizes() -> None:
+    p = load_platform()
+    assert (p.compute_count, p.bb_count, p.node_count) == (96, 12, 108)
+    assert p.bb_total_mb == 480_000
+    assert p.compute_nodes()[0] == "c001" and p.compute_nodes()[-1] == "c096"
+    assert p.bb_nodes() == [f"bb{i:02d}" for i in range(1, 13)]
+
+
+def test_default_topology_nearest_bb() -> None:
+    p = load_platform()
+    # compute node 9 (c010) sits in chassis 1 of group 0: its own BB node first, then group 0's.
+    assert p.bb_preference(9)[:4] == [1, 0, 2, 3]
+    assert p.bb_distance(9, 1) == 0 and p.bb_distance(9, 3) == 1 and p.bb_distance(9, 4) == 2
+    # compute node 95 (c096) is in the last chassis, 11, of group 2.
+    assert p.bb_preference(95)[:4] == [11, 8, 9, 10]
+
+
+def test_default_slurm_conf_nodes_ports_licenses() -> None:
+    files = render_slurm_files(load_platform())
+    conf = files["slurm.conf"]
+    lines = node_lines(conf)
+    assert len(lines) == 108
+    assert lines[0] == (
+        "NodeName=c001 NodeHostname=localhost NodeAddr=127.0.0.1 Port=17001 CPUs=1 RealMemory=1000 State=UNKNOWN"
+    )
+    assert lines[95].startswith("NodeName=c096 ") and "Port=17096" in lines[95]
+    assert lines[96] == (
+        "NodeName=bb01 NodeHostname=localhost NodeAddr=127.0.0.1 Port=17097 CPUs=1 RealMemory=1000 "
+        "Gres=bb:40000 State=UNKNOWN"
+    )
+    assert lines[107].startswith("NodeName=bb12 ") and "Port=17108" in lines[107]
+    assert "Licenses=bb:480000" in conf.splitlines()
+    assert "GresTypes=bb" in conf.splitlines()
+    assert "CommunicationParameters=NoCtldInAddrAny,NoInAddrAny" in conf.splitlines()
+    assert re.search(r"^PartitionName=compute Nodes=c\[001-096\] Default=YES", conf, re.M)
+    assert re.search(r"^PartitionName=bb Nodes=bb\[01-12\] Default=NO", conf, re.M)
+    assert files["gres.conf"].splitlines()[-1] == "NodeName=bb[01-12] Name=bb Count=40000"
+
+
+def test_no_address_other_than_loopback() -> None:
+    for text in render_slurm_files(load_platform()).values():
+        addresses = set(re.findall(r"\b\d{1,3}(?:\.\d{1,3}){3}\b", text))
+        assert addresses <= {"127.0.0.1"}
+
+
+def test_small_platform_renders_exactly(small) -> None:
+    files = render_slurm_files(small, SchedulerConfig(mode="builtin"), cluster_name="tiny")
+    conf = files["slurm.conf"]
+    assert node_lines(conf) == [
+        *(
+            f"NodeName=n{i:02d} NodeHostname=localhost NodeAddr=127.0.0.1 Port={19999 + i} CPUs=4 "
+            "RealMemory=2000 State=UNKNOWN"
+            for i in range(1, 9)
+        ),
+        "NodeName=ssd1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=20008 CPUs=1 RealMemory=500 "
+        "Gres=bbmb:1000 State=UNKNOWN",
+    ]
+    assert "Licenses=bbmb:1000" in conf.splitlines()
+    assert "SlurmctldPort=7817" in conf.splitlines()
+    assert "SchedulerType=sched/builtin" in conf.splitlines()
+    assert "SchedulerParameters=batch_sched_delay=0,sched_min_interval=0,default_queue_depth=1000" in conf
+    assert "bf_" not in conf.split("SchedulerParameters=")[1].splitlines()[0]
+    assert re.search(r"^PartitionName=batch Nodes=n\[01-08\] Default=YES", conf, re.M)
+    assert files["gres.conf"].splitlines()[-1] == "NodeName=ssd1 Name=bbmb Count=1000"
+    assert 'local BB_LICENSE = "bbmb"' in files["job_submit.lua"]
+    assert "local BB_TOTAL_MB = 1000" in files["job_submit.lua"]
+    assert small.node_groups() == [[f"n{i:02d}" for i in range(1, 6)], ["n06", "n07", "n08", "ssd1"]]
+
+
+def test_scheduler_parameters_backfill_variants() -> None:
+    with_reserve = SchedulerConfig(reserve_depth=4).scheduler_parameters.split(",")
+    assert "bf_licenses" in with_reserve and "bf_job_part_count_reserve=4" in with_reserve
+    assert "bf_resolution=1" in with_reserve and "batch_sched_delay=0" in with_reserve
+    no_future = SchedulerConfig(bf_licenses=False, reserve_depth=1).scheduler_parameters.split(",")
+    assert "bf_licenses" not in no_future and "bf_job_part_count_reserve=1" in no_future
+    with pytest.raises(ValueError):
+        SchedulerConfig(mode="fifo")  # type: ignore[arg-type]
+
+
+def test_external_ordering_switches_priority_and_holds() -> None:
+    files = render_slurm_files(load_platform(), SchedulerConfig(external_ordering=True))
+    assert "PriorityType=priority/multifactor" in files["slurm.conf"].splitlines()
+    assert "PriorityWeightAge=0" in files["slurm.conf"].splitlines()
+    assert "local EXTERNAL_ORDERING = true" in files["job_submit.lua"]
+    plain = render_slurm_files(load_platform())
+    assert "PriorityType=priority/basic" in plain["slurm.conf"].splitlines()
+    assert "local EXTERNAL_ORDERING = false" in plain["job_submit.lua"]
+
+
+@pytest.mark.parametrize(
+    ("names", "expected"),
+    [
+        (["c001", "c002", "c003"], "c[001-003]"),
+        (["c001", "c003"], "c001,c003"),
+        (["bb01", "bb02", "c001"], "bb[01-02],c001"),
+        (["head"], "head"),
+        ([], ""),
+    ],
+)
+def test_hostlist(names: list[str], expected: str) -> None:
+    assert hostlist(names) == expected
+
+
+def test_committed_compose_file_is_the_default_render() -> None:
+    committed = repo_path("containers", "compose.yaml").read_text()
+    assert committed == render_compose(load_platform(), "bbemu", "harness-slurm:latest", "./state")
+    assert "network_mode: host" in committed
+    assert "networks:" not in committed
+
+
+@pytest.mark.parametrize(
+    ("patch", "message"),
+    [
+        ('controller_port = 7817', "controller_port = 20003"),
+        ('prefix = "ssd"', 'prefix = "n"'),
+        ("digits = 1", "digits = 0"),
+    ],
+)
+def test_bad_platform_is_rejected_clearly(patch: str, message: str) -> None:
+    import tomllib
+
+    data = tomllib.loads(SMALL.replace(patch, message))
+    with pytest.raises(PlatformError):
+        platform_from_dict(data)
+
+
+def test_missing_table_named(tmp_path: Path) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text(SMALL.replace("[deploy]\nnode_containers = 2\n", ""))
+    with pytest.raises(PlatformError, match=r"missing table \[deploy\]"):
+        load_platform(path)
