@@ -36,6 +36,7 @@ DEFAULT_SEED = 2020  # the year of Kopański's study; recorded in every manifest
 MANIFEST_FORMAT = "harness-plan"
 MANIFEST_VERSION = 1
 SAMPLING_METHODS = ("ordered", "su")
+BUNDLED = "bundled"  # the name that stands for bundled_slice_path() wherever a trace is taken
 _PARQUET_KEY = b"harness.manifest"
 
 
@@ -69,6 +70,11 @@ class Sampling:
 def bundled_slice_path() -> Path:
     """The KTH slice shipped with the package (the default workload of a product run)."""
     return Path(str(resources.files("harness").joinpath("data", "kth-slice.swf")))
+
+
+def resolve_input(path: str | Path) -> Path:
+    """``"bundled"`` names the packaged KTH slice; anything else is a path."""
+    return bundled_slice_path() if str(path) == BUNDLED else Path(path)
 
 
 # -- prepare ----------------------------------------------------------------------------
@@ -301,6 +307,7 @@ def manifest_path(plan_path: str | Path) -> Path:
 def save_plan(df: pd.DataFrame, manifest: dict[str, Any], path: str | Path) -> Path:
     """Write the plan (parquet) and its sidecar manifest; returns the manifest's path."""
     validate_plan(df, where=str(path))
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(manifest, indent=2, sort_keys=False, default=_json_default)
     table = pa.Table.from_pandas(df, preserve_index=False)
     meta = dict(table.schema.metadata or {})
@@ -358,7 +365,7 @@ def load_plan_or_trace(path: str | Path, **prepare_kwargs: Any) -> tuple[pd.Data
     the plan's is an error (times would be silently wrong), others are ignored with
     a warning.
     """
-    p = Path(path)
+    p = resolve_input(path)
     if not p.exists():
         raise PlanError(f"{p}: no such plan or trace")
     if not is_plan_file(p):
