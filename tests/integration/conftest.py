@@ -1,0 +1,92 @@
+"""Integration fixtures: a real Slurm 24.11 cluster in local containers (no mocks).
+
+The session shares one cluster of the default platform (96 + 12 nodes) named
+``bbtest``; it is removed at the end of the session.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.cluster.base import CommandResult
+from harness.cluster.docker import DockerCluster
+from harness.slurm.config import SchedulerConfig
+
+TEST_CLUSTER = "bbtest"
+SUBMIT_USER = "emu"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.integration)
+
+
+class SlurmTestCluster:
+    """The running test cluster plus helpers the tests share."""
+
+    def __init__(self, backend: DockerCluster) -> None:
+        self.backend = backend
+        self.state = backend.state
+        self.platform = backend.platform
+
+    def exec(self, cmd: list[str], user: str | None = None, timeout: float | None = 60) -> CommandResult:
+        return self.backend.exec(cmd, user=user, timeout=timeout)
+
+    def sbatch(self, *args: str) -> int:
+        """Submit as the unprivileged user; returns the job id."""
+        res = self.exec(["sbatch", "--parsable", "--chdir=/shared/jobs", "--output=/dev/null", *args],
+                        user=SUBMIT_USER)
+        assert res.rc == 0, f"sbatch failed: {res.stderr}"
+        return int(res.stdout.strip().split(";")[0])
+
+    def job_state(self, job_id: int) -> str:
+        res = self.exec(["scontrol", "show", "job", str(job_id)])
+        for field in res.stdout.split():
+            if field.startswith("JobState="):
+                return field.split("=", 1)[1]
+        return "UNKNOWN"
+
+    def wait_state(self, job_id: int, states: set[str], timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        state = self.job_state(job_id)
+        while state not in states and time.monotonic() < deadline:
+            time.sleep(0.2)
+            state = self.job_state(job_id)
+        return state
+
+    def cancel_all(self) -> None:
+        self.exec(["scancel", "--user", SUBMIT_USER])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if not self.exec(["squeue", "--noheader", "--user", SUBMIT_USER]).stdout.strip():
+                return
+            time.sleep(0.3)
+
+    def reconfigure(self, sched: SchedulerConfig) -> None:
+        self.backend.reconfigure(sched)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[SlurmTestCluster]:
+    backend = DockerCluster(name=TEST_CLUSTER)
+    backend.down()  # leftovers of an interrupted earlier session
+    backend.up(progress=print)
+    cluster = SlurmTestCluster(backend)
+    try:
+        yield cluster
+    finally:
+        backend.down()
+
+
+@pytest.fixture
+def clean_queue(slurm_cluster: SlurmTestCluster) -> Iterator[SlurmTestCluster]:
+    """The cluster with no job of the test user left before and after the test."""
+    slurm_cluster.cancel_all()
+    yield slurm_cluster
+    slurm_cluster.cancel_all()
