@@ -40,8 +40,9 @@ class SlurmTestCluster:
 
     def sbatch(self, *args: str) -> int:
         """Submit as the unprivileged user; returns the job id."""
-        res = self.exec(["sbatch", "--parsable", "--chdir=/shared/jobs", "--output=/dev/null", *args],
-                        user=SUBMIT_USER)
+        res = self.exec(
+            ["sbatch", "--parsable", "--chdir=/shared/jobs", "--output=/dev/null", *args], user=SUBMIT_USER
+        )
         assert res.rc == 0, f"sbatch failed: {res.stderr}"
         return int(res.stdout.strip().split(";")[0])
 

@@ -122,7 +122,9 @@ def small_platform_file(tmp_path: Path) -> Path:
     return path
 
 
-def test_cli_up_twice_status_down_leaves_nothing(small_platform_file: Path, tmp_path: Path, monkeypatch) -> None:
+def test_cli_up_twice_status_down_leaves_nothing(
+    small_platform_file: Path, tmp_path: Path, monkeypatch
+) -> None:
     """A second, small cluster beside the session one (other ports): the CLI lifecycle."""
     monkeypatch.setenv("HARNESS_STATE_DIR", str(tmp_path / "state"))
     runner = CliRunner()

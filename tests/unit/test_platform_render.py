@@ -76,7 +76,8 @@ def test_default_slurm_conf_nodes_ports_licenses() -> None:
     lines = node_lines(conf)
     assert len(lines) == 108
     assert lines[0] == (
-        "NodeName=c001 NodeHostname=localhost NodeAddr=127.0.0.1 Port=17001 CPUs=1 RealMemory=1000 State=UNKNOWN"
+        "NodeName=c001 NodeHostname=localhost NodeAddr=127.0.0.1 Port=17001 CPUs=1 RealMemory=1000 "
+        "State=UNKNOWN"
     )
     assert lines[95].startswith("NodeName=c096 ") and "Port=17096" in lines[95]
     assert lines[96] == (
@@ -166,7 +167,7 @@ def test_committed_compose_file_is_the_default_render() -> None:
 @pytest.mark.parametrize(
     ("patch", "message"),
     [
-        ('controller_port = 7817', "controller_port = 20003"),
+        ("controller_port = 7817", "controller_port = 20003"),
         ('prefix = "ssd"', 'prefix = "n"'),
         ("digits = 1", "digits = 0"),
     ],
