@@ -18,9 +18,11 @@ Per job, in this order:
 4. jobs with walltime <= 120 s get 10 MB (Kopański gives very short jobs a constant
    minimal request: they are likely to time out).
 
-Draws are made for every record of the trace, in record order, from a generator
-seeded with (seed, BB_STREAM): a job's request depends only on the seed and its
-position in the trace, not on cleaning, selection, sampling or shuffling.
+Draws come from a generator seeded with (seed, BB_STREAM), one per job number
+1, 2, 3, ... up to the largest in the trace, and a job takes the draw of its SWF
+job number: its request depends only on the seed and its job number, not on
+cleaning, selection, sampling or shuffling, and a slice of a trace (such as the
+bundled KTH slice) gives its jobs the same requests as the full trace does.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ LOGNORMAL_SCALE_KB = 2714115.572
 KIB_TO_MB = 1024 / 1e6
 
 BB_STREAM = 1  # keys the generator of the BB draws apart from the shuffle's
+MAX_JOB_NUMBER = 100_000_000  # draws are indexed by job number; beyond this the array gets silly
 MODELS = ("lognormal", "constant", "column")
 
 
@@ -84,6 +87,19 @@ def draw_lognormal_kb(n: int, seed: int) -> np.ndarray:
     computed directly so that the stream is numpy's, stable and fast."""
     rng = np.random.default_rng([seed, BB_STREAM])
     return LOGNORMAL_LOC_KB + LOGNORMAL_SCALE_KB * np.exp(LOGNORMAL_S * rng.standard_normal(n))
+
+
+def job_draws_kb(job_ids: np.ndarray, seed: int) -> np.ndarray:
+    """The unclipped draw of every job, by SWF job number (see the module docstring)."""
+    ids = np.asarray(job_ids, dtype=np.int64)
+    if not len(ids):
+        return np.empty(0)
+    top = int(ids.max())
+    if ids.min() < 0 or top > MAX_JOB_NUMBER:
+        raise BBModelError(
+            f"job numbers must be in [0, {MAX_JOB_NUMBER:,}] for the log-normal draws, got {top:,}"
+        )
+    return draw_lognormal_kb(top + 1, seed)[ids]
 
 
 def source_mb(model: BBModel, table: pd.DataFrame, draws_kb: np.ndarray | None) -> tuple[np.ndarray, int]:
@@ -146,16 +162,11 @@ def apply_model(
     *,
     bb_count: int,
     capacity_mb: int,
-    draws_kb: np.ndarray | None = None,
+    seed: int,
 ) -> tuple[pd.DataFrame, dict[str, int]]:
-    """Add ``bb_per_node_mb`` and ``bb_total_mb`` to a cleaned table.
-
-    ``draws_kb`` holds one draw per *trace record*; the table's ``record`` column
-    picks each job's draw, which keeps a job's request independent of the rows
-    around it.
-    """
-    job_draws = None if draws_kb is None else draws_kb[table["record"].to_numpy()]
-    raw, filled = source_mb(model, table, job_draws)
+    """Add ``bb_per_node_mb`` and ``bb_total_mb`` to a cleaned table."""
+    draws = job_draws_kb(table["job_id"].to_numpy(), seed) if model.kind == "lognormal" else None
+    raw, filled = source_mb(model, table, draws)
     per_node, counts = assign(
         raw,
         table["nodes"].to_numpy(),

@@ -173,9 +173,8 @@ def inspect_summary(trace_path: str | Path, **kwargs: Any) -> dict[str, Any]:
     trace, jobs, report = plan.load_trace_table(
         trace_path, platform=platform, lenient=kwargs["lenient"], cleaning=kwargs["cleaning"]
     )
-    draws = bbmodel.draw_lognormal_kb(len(trace), kwargs["seed"]) if model.kind == "lognormal" else None
     jobs, bb_counts = bbmodel.apply_model(
-        jobs, model, bb_count=platform.bb_count, capacity_mb=platform.bb_capacity_mb, draws_kb=draws
+        jobs, model, bb_count=platform.bb_count, capacity_mb=platform.bb_capacity_mb, seed=kwargs["seed"]
     )
     summary = stats.summarize(trace, trace_to_table(trace), jobs, report, platform, bb_counts)
     summary["seed"] = kwargs["seed"]

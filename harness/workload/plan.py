@@ -6,7 +6,7 @@ every cleaning rule and the input checksum. The manifest is also embedded in the
 parquet metadata, so a plan whose sidecar got lost still loads.
 
 Pipeline order of ``prepare`` (each step documented in its module):
-read (swf) -> table -> BB draws for every record -> clean -> BB requests ->
+read (swf) -> table -> clean -> BB requests (drawn by job number) ->
 select (period / window / first N) -> sample -> shuffle -> rebase -> shrink.
 The BB model uses the unshrunk walltime (its 120 s rule is about real jobs).
 """
@@ -89,7 +89,7 @@ def load_trace_table(
 ) -> tuple[SwfTrace, pd.DataFrame, CleaningReport]:
     """Read and clean a trace for a platform: (trace, cleaned table, report)."""
     platform = platform or load_platform()
-    trace = read_swf(trace_path, lenient=lenient)
+    trace = read_swf(resolve_input(trace_path), lenient=lenient)
     table, report = clean(trace_to_table(trace), platform, actions=cleaning)
     return trace, table, report
 
@@ -116,9 +116,8 @@ def _load_base(
 ) -> _Base:
     platform = platform or load_platform()
     trace, table, report = load_trace_table(trace_path, platform=platform, lenient=lenient, cleaning=cleaning)
-    draws = bbmodel.draw_lognormal_kb(len(trace), seed) if model.kind == "lognormal" else None
     table, bb_counts = bbmodel.apply_model(
-        table, model, bb_count=platform.bb_count, capacity_mb=platform.bb_capacity_mb, draws_kb=draws
+        table, model, bb_count=platform.bb_count, capacity_mb=platform.bb_capacity_mb, seed=seed
     )
     table["trace_submit"] = table["submit"]
     params = {"seed": seed, "lenient": lenient, "bb_model": {**model.as_dict(), "counts": bb_counts}}
