@@ -40,6 +40,8 @@ supervise_node() {
 
 run_nodes() {
   local nodes="$1"
+  # One malloc arena per slurmd: ~100 daemons on one host otherwise each reserve several.
+  export MALLOC_ARENA_MAX=1
   local -a pids=()
   trap 'touch /run/slurm/stopping; kill $(jobs -p) 2>/dev/null; pkill -TERM -x slurmd; wait' TERM INT
   IFS=',' read -ra names <<<"$nodes"
