@@ -1,0 +1,194 @@
+"""prepare / save_plan / load_plan / load_plan_or_trace and the bundled KTH slice."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.workload import plan as wp
+from harness.workload.schema import PLAN_COLUMNS, SchemaError
+from harness.workload.swf import read_swf
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+KTH = Path(
+    os.environ.get(
+        "HARNESS_KTH_TRACE",
+        Path(__file__).resolve().parents[2].parent / "shared/data/KTH-SP2-1996-2.1-cln.swf.gz",
+    )
+)
+needs_kth = pytest.mark.skipif(not KTH.exists(), reason=f"KTH trace not found at {KTH}")
+THREE = DATA / "three_jobs.swf"
+
+
+@pytest.fixture(scope="module")
+def three():
+    return wp.prepare(THREE, shrink=0.9, bb_model="constant", bb_constant_mb=500)
+
+
+def test_prepare_three_jobs_by_hand(three):
+    df, _ = three
+    assert tuple(df.columns[: len(PLAN_COLUMNS)]) == PLAN_COLUMNS
+    # submits 100 200 400 -> rebased 0 100 300 -> x 0.1
+    assert df["submit"].tolist() == pytest.approx([0.0, 10.0, 30.0], rel=1e-12)
+    assert df["runtime"].tolist() == pytest.approx([5.0, 1.0, 100.0], rel=1e-12)
+    assert df["walltime"].tolist() == pytest.approx([6.0, 10.0, 200.0], rel=1e-12)
+    assert df["nodes"].tolist() == [1, 2, 4]
+    # walltimes 60 and 100 s (unshrunk) are <= 120 s: 10 MB
+    assert df["bb_per_node_mb"].tolist() == [10, 10, 500]
+    assert df["bb_total_mb"].tolist() == [10, 20, 2000]
+    assert df["trace_submit"].tolist() == [100.0, 200.0, 400.0]
+
+
+def test_manifest_records_parameters_and_checksum(three):
+    _, m = three
+    assert (m["shrink"], m["seed"], m["rebase_offset_s"]) == (0.9, wp.DEFAULT_SEED, 100.0)
+    assert m["speedup"] == pytest.approx(10.0)
+    assert m["input"]["sha256"] == hashlib.sha256(THREE.read_bytes()).hexdigest()
+    assert m["input"]["records"] == 3
+    assert m["input"]["unix_start_time"] == 1000000000
+    assert m["cleaning"]["jobs"] == 3
+    assert m["bb_model"]["kind"] == "constant"
+    assert m["bb_model"]["constant_mb"] == 500
+    assert m["jobs"] == 3
+    assert m["span_s"] == pytest.approx(30.0)
+    assert m["span_s_unshrunk"] == pytest.approx(300.0)
+    assert m["platform"]["compute_count"] == 96
+
+
+def test_default_seed_is_recorded():
+    _, m = wp.prepare(THREE)
+    assert m["seed"] == wp.DEFAULT_SEED == 2020
+    assert m["bb_model"]["kind"] == "lognormal"
+
+
+def test_save_and_load_round_trip(three, tmp_path):
+    df, m = three
+    target = tmp_path / "plan.parquet"
+    side = wp.save_plan(df, m, target)
+    assert side == tmp_path / "plan.manifest.json"
+    assert json.loads(side.read_text())["shrink"] == 0.9
+    df2, m2 = wp.load_plan(target)
+    pd.testing.assert_frame_equal(df2, df)
+    assert m2 == json.loads(json.dumps(m))
+
+
+def test_manifest_embedded_when_sidecar_lost(three, tmp_path):
+    df, m = three
+    target = tmp_path / "plan.parquet"
+    wp.save_plan(df, m, target).unlink()
+    assert wp.load_plan(target)[1]["shrink"] == 0.9
+
+
+def test_load_plan_errors(three, tmp_path):
+    with pytest.raises(wp.PlanError, match="no such plan file"):
+        wp.load_plan(tmp_path / "missing.parquet")
+    (tmp_path / "bad.parquet").write_text("not parquet")
+    with pytest.raises(wp.PlanError, match="not a readable parquet plan"):
+        wp.load_plan(tmp_path / "bad.parquet")
+    df, m = three
+    wp.save_plan(df, m, tmp_path / "p.parquet")
+    (tmp_path / "p.manifest.json").write_text("{")
+    with pytest.raises(wp.PlanError, match="manifest is not valid JSON"):
+        wp.load_plan(tmp_path / "p.parquet")
+
+
+def test_plan_without_required_column_is_refused(tmp_path):
+    pd.DataFrame({"job_id": [1], "submit": [0.0]}).to_parquet(tmp_path / "x.parquet")
+    with pytest.raises(SchemaError, match="missing column"):
+        wp.load_plan(tmp_path / "x.parquet")
+
+
+def test_load_plan_or_trace_accepts_both(three, tmp_path):
+    df, m = three
+    target = tmp_path / "plan.parquet"
+    wp.save_plan(df, m, target)
+    from_plan, m1 = wp.load_plan_or_trace(target)
+    from_trace, m2 = wp.load_plan_or_trace(THREE, shrink=0.9, bb_model="constant", bb_constant_mb=500)
+    pd.testing.assert_frame_equal(from_plan, from_trace)
+    assert m1["shrink"] == m2["shrink"] == 0.9
+
+
+def test_load_plan_or_trace_checks_shrink_and_warns(three, tmp_path):
+    df, m = three
+    target = tmp_path / "plan.parquet"
+    wp.save_plan(df, m, target)
+    with pytest.raises(wp.PlanError, match=r"prepared with shrink 0\.9, asked for 0\.5"):
+        wp.load_plan_or_trace(target, shrink=0.5)
+    with pytest.warns(UserWarning, match="ignoring seed"):
+        wp.load_plan_or_trace(target, shrink=0.9, seed=3)
+    with pytest.raises(wp.PlanError, match="no such plan or trace"):
+        wp.load_plan_or_trace(tmp_path / "nothing")
+
+
+def test_selection_and_sampling_are_recorded():
+    _, m = wp.prepare(
+        DATA / "small.swf",
+        window=(0.0, 60.0),
+        first_n=2,
+        sampling=wp.Sampling("ordered", n=1, offset=1),
+        shuffle=True,
+    )
+    assert m["selection"] == {"first_n": 2, "window_s": [0.0, 60.0], "period": None}
+    assert m["sampling"] == {"method": "ordered", "n": 1, "ratio": None, "offset": 1}
+    assert m["shuffle"] is True
+    assert m["jobs"] == 1
+
+
+def test_selection_that_leaves_nothing_is_an_error():
+    with pytest.raises(wp.transforms.TransformError, match="left no jobs"):
+        wp.prepare(DATA / "small.swf", window=(10_000.0, None))
+
+
+# -- the bundled slice -----------------------------------------------------------------
+
+
+def test_bundled_slice_is_a_200_record_swf_with_the_archive_header():
+    path = wp.bundled_slice_path()
+    trace = read_swf(path)
+    assert len(trace) == 200
+    assert trace.metadata["Installation"] == "Swedish Royal Institute of Technology (KTH)"
+    assert "http://www.cs.huji.ac.il/labs/parallel/workload/" in trace.metadata["Information"]
+    assert "benchmarks/kth_slice.py" in trace.metadata["Note"]
+    assert np.all(np.diff(trace.records[:, 0]) == 1)  # consecutive job numbers
+
+
+@needs_kth
+def test_bundled_slice_is_a_verbatim_run_of_kth():
+    kth = read_swf(KTH)
+    piece = read_swf(wp.bundled_slice_path())
+    start = int(np.flatnonzero(kth.records[:, 0] == piece.records[0, 0])[0])
+    assert start == 19139
+    assert np.array_equal(kth.records[start : start + 200], piece.records)
+
+
+@needs_kth
+def test_bundled_slice_jobs_get_the_same_bb_requests_as_in_full_kth():
+    full, _ = wp.prepare(KTH)
+    part, _ = wp.prepare(wp.BUNDLED)
+    merged = part.merge(full, on="job_id", suffixes=("", "_full"))
+    assert len(merged) == 200
+    assert (merged["bb_per_node_mb"] == merged["bb_per_node_mb_full"]).all()
+
+
+def test_prepare_bundled_at_shrink_099():
+    df, m = wp.prepare(wp.BUNDLED, shrink=0.99)
+    assert len(df) == 200
+    assert df["submit"].iloc[0] == 0.0
+    # the slice's submissions span 26,064 trace seconds: 260.64 s at speed-up 100
+    assert m["span_s"] == pytest.approx(260.64)
+    assert m["input"]["path"].endswith("kth-slice.swf")
+
+
+@needs_kth
+def test_prepare_split_16_on_kth():
+    parts = wp.prepare_split(KTH, 16, shrink=0.5)
+    assert all(p is not None for p in parts)
+    assert sum(len(p[0]) for p in parts) == 28453
+    assert [p[1]["selection"]["period"] for p in parts[:2]] == [[0, 16], [1, 16]]
+    assert all(p[0]["submit"].iloc[0] == 0.0 for p in parts)
