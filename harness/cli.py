@@ -16,12 +16,15 @@ def main() -> None:
 def _register() -> None:
     from harness.cluster.cli import cluster
     from harness.policies.cli import policies_command, simulate_command
+    from harness.run_cli import replay_command, run_command
     from harness.workload.cli import workload
 
     main.add_command(cluster)
     main.add_command(workload)
     main.add_command(simulate_command)
     main.add_command(policies_command)
+    main.add_command(run_command)
+    main.add_command(replay_command)
 
 
 _register()

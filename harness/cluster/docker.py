@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import shutil
 import socket
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -142,6 +143,20 @@ class DockerCluster:
         result = self._controller().exec_run(argv, user=user or "root", demux=True)
         out, err = result.output if result.output else (b"", b"")
         return CommandResult(result.exit_code or 0, (out or b"").decode(), (err or b"").decode())
+
+    def spawn(self, cmd: list[str], user: str | None = None) -> subprocess.Popen:
+        """Start ``cmd`` in the controller container without waiting (stdout/stderr piped)."""
+        argv = ["docker", "exec", "--user", user or "root", self.controller_name, *cmd]
+        return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    @property
+    def shared_host_path(self) -> Path:
+        """The host directory mounted as /shared in every container."""
+        return self.state.shared
+
+    def image_is_current(self) -> bool:
+        """False when the sources changed since the running cluster's image was built."""
+        return image_tag() in self._controller().image.tags
 
     # -- image ------------------------------------------------------------------
     def ensure_image(self, progress: Progress = _quiet, rebuild: bool = False) -> tuple[str, bool]:

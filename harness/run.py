@@ -1,0 +1,393 @@
+"""``harness run``: prepare a plan, replay it on the emulated Slurm, collect, measure, report.
+
+The host side of an experiment. The replay itself runs on the head node (``harness
+replay``); this module brings the cluster up, configures the policy, watches progress
+through the shared directory, and writes the run directory:
+
+    runs/<time>-<trace>-<policy>-s<shrink>/
+        manifest.json   every parameter, seed, versions, input checksum, completeness
+        plan.parquet    the replayed plan (+ plan.manifest.json)
+        results.parquet, results.csv   per-job results (sigsleep times, Slurm ids)
+        metrics.json    summary in original time (same keys as `harness simulate --json`)
+        raw/            submissions.jsonl, jobs.jsonl (sigsleep), replay.json
+        slurm/          the rendered Slurm files of the run, daemon logs, jobcomp.log
+        plots/, report.md, report.html
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness import __version__
+from harness.cluster.base import ClusterError
+from harness.collect import build_results, cross_check, finished, lag_stats
+from harness.metrics import summary, time_scale_of
+from harness.replay import SIGSLEEP_LOG, STATUS, STOP_FILE, SUBMISSIONS, read_jsonl
+from harness.slurm.jobcomp import read_jobcomp
+from harness.slurm.native import is_native, scheduler_for
+from harness.workload.plan import bundled_slice_path, prepare, save_plan
+
+SUBMIT_USER = "emu"
+CLUSTER_SHARED = "/shared"
+Progress = Callable[[str], None]
+
+
+class RunError(RuntimeError):
+    pass
+
+
+@dataclass
+class RunOptions:
+    trace: Path | None = None  # None: the bundled KTH slice
+    shrink: float = 0.99
+    policy: str = "slurm-backfill-1"
+    cluster: str = "docker"
+    cluster_name: str = "bbemu"
+    seed: int = 2020
+    shuffle: bool = False
+    first_n: int | None = None
+    runs_dir: Path = Path("runs")
+    warmup: float = 2.0
+    drift: float = 0.0
+    quiet: bool = False
+    keep_jobs: bool = False
+    timeout: float | None = None  # seconds of wall time after the last submission
+    label: str = ""
+    prepare_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def run_id_for(opts: RunOptions, trace_name: str, now: datetime | None = None) -> str:
+    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
+    stem = trace_name.split(".")[0]
+    suffix = f"-{opts.label}" if opts.label else ""
+    return f"{stamp}-{stem}-{opts.policy}-s{opts.shrink:g}{suffix}"
+
+
+def make_backend(opts: RunOptions):
+    if opts.cluster == "docker":
+        from harness.cluster.docker import DockerCluster
+
+        return DockerCluster(name=opts.cluster_name)
+    raise RunError(f"cluster '{opts.cluster}' is not supported yet (use docker)")
+
+
+class Experiment:
+    """One replay of one plan under one policy, from plan to report."""
+
+    def __init__(self, opts: RunOptions, progress: Progress | None = None) -> None:
+        if not is_native(opts.policy):
+            raise RunError(
+                f"policy '{opts.policy}' needs the ordering agent; Slurm-native policies are "
+                "slurm-fcfs, slurm-backfill-D, slurm-backfill-no-future-D"
+            )
+        self.opts = opts
+        self.say = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
+        self.sched = scheduler_for(opts.policy)
+        self.backend = make_backend(opts)
+        self.trace = opts.trace or bundled_slice_path()
+
+    # -- phases -----------------------------------------------------------------------
+    def prepare(self) -> tuple[pd.DataFrame, dict]:
+        plan, manifest = prepare(
+            self.trace, shrink=self.opts.shrink, seed=self.opts.seed, shuffle=self.opts.shuffle,
+            first_n=self.opts.first_n, **self.opts.prepare_kwargs,
+        )  # fmt: skip
+        return plan, manifest
+
+    def ensure_cluster(self) -> None:
+        backend = self.backend
+        if backend.containers() and backend.is_up() and not backend.image_is_current():
+            self.say("the running cluster's image is older than the sources: recreating it")
+            backend.down()
+        result = backend.up(progress=self.say)
+        if result.already_up:
+            self.say(f"cluster '{backend.name}' is up")
+        else:
+            self.say(f"cluster '{backend.name}' up in {result.seconds_to_idle:.1f} s")
+        backend.reconfigure(self.sched, progress=self.say)
+
+    def execute(self) -> Path:
+        plan, plan_manifest = self.prepare()
+        run_id = run_id_for(self.opts, Path(self.trace).name)
+        run_dir = self.opts.runs_dir / run_id
+        run_dir.mkdir(parents=True, exist_ok=False)
+        save_plan(plan, plan_manifest, run_dir / "plan.parquet")
+        self.say(f"run {run_id}: {len(plan)} jobs, shrink {self.opts.shrink:g}, policy {self.opts.policy}")
+        started_at = datetime.now().astimezone().isoformat(timespec="seconds")
+        try:
+            self.ensure_cluster()
+        except ClusterError as exc:
+            self._write_manifest(run_dir, plan_manifest, run_id, started_at, False, f"cluster: {exc}", {})
+            raise
+        shared = self.backend.shared_host_path / "runs" / run_id
+        shared.mkdir(parents=True)
+        shared.chmod(0o1777)  # the replay runs as the unprivileged submit user
+        save_plan(plan, plan_manifest, shared / "plan.parquet")
+        complete, reason = self._replay_and_wait(plan, run_id, shared)
+        self._finish(run_dir, shared, plan, plan_manifest, run_id, started_at, complete, reason)
+        return run_dir
+
+    # -- replay and progress ----------------------------------------------------------
+    def _replay_command(self, run_id: str) -> list[str]:
+        cdir = f"{CLUSTER_SHARED}/runs/{run_id}"
+        return [
+            "harness", "replay", f"{cdir}/plan.parquet", "--run-dir", cdir, "--run-id", run_id,
+            "--warmup", f"{self.opts.warmup:g}", "--drift", f"{self.opts.drift:g}",
+            "--bb-license", self.backend.platform.bb_license,
+            "--partition", self.backend.platform.compute.partition,
+        ]  # fmt: skip
+
+    def _replay_and_wait(self, plan: pd.DataFrame, run_id: str, shared: Path) -> tuple[bool, str]:
+        proc = self.backend.spawn(self._replay_command(run_id), user=SUBMIT_USER)
+        watcher = Watcher(self, plan, shared, self.opts.quiet)
+        complete, reason = False, ""
+        try:
+            complete, reason = watcher.wait(proc)
+        except KeyboardInterrupt:
+            reason = "interrupted by the user (Ctrl-C)"
+            self.say(f"\n{reason}: stopping the replay")
+        finally:
+            self._stop_replay(proc, shared)
+            if not complete:
+                self._cancel_or_keep(shared)
+        return complete, reason
+
+    def _stop_replay(self, proc: subprocess.Popen, shared: Path) -> None:
+        if proc.poll() is None:
+            (shared / STOP_FILE).touch()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+    def _cancel_or_keep(self, shared: Path) -> None:
+        ids = [str(s["slurm_job_id"]) for s in read_jsonl(shared / SUBMISSIONS) if s.get("slurm_job_id")]
+        if self.opts.keep_jobs:
+            self.say(f"--keep-jobs: leaving {len(ids)} submitted job(s) in Slurm")
+            return
+        for chunk in range(0, len(ids), 500):
+            self.backend.exec(["scancel", *ids[chunk : chunk + 500]], timeout=60)
+        self.say(f"asked Slurm to cancel the run's {len(ids)} submitted job(s)")
+
+    def queue_counts(self) -> tuple[int, int]:
+        """(pending, running) jobs of the submit user, from squeue."""
+        res = self.backend.exec(["squeue", "--noheader", f"--user={SUBMIT_USER}", "--format=%T"], timeout=30)
+        states = res.stdout.split() if res.ok else []
+        return states.count("PENDING"), states.count("RUNNING") + states.count("COMPLETING")
+
+    # -- collection ---------------------------------------------------------------------
+    def _finish(
+        self, run_dir: Path, shared: Path, plan: pd.DataFrame, plan_manifest: dict, run_id: str,
+        started_at: str, complete: bool, reason: str,
+    ) -> None:  # fmt: skip
+        raw = run_dir / "raw"
+        raw.mkdir(exist_ok=True)
+        for name in (SUBMISSIONS, SIGSLEEP_LOG, STATUS):
+            if (shared / name).exists():
+                shutil.copyfile(shared / name, raw / name)
+        self._copy_slurm_files(run_dir / "slurm")
+        status = json.loads((raw / STATUS).read_text()) if (raw / STATUS).exists() else {}
+        t0 = float(status.get("t0", 0.0))
+        submissions = read_jsonl(raw / SUBMISSIONS)
+        results = build_results(plan, submissions, read_jsonl(raw / SIGSLEEP_LOG), t0)
+        missing = int((results["status"] == "missing").sum())
+        if complete and missing:
+            complete, reason = False, f"{missing} job(s) have no record"
+        results.to_parquet(run_dir / "results.parquet", index=False)
+        results.to_csv(run_dir / "results.csv", index=False)
+        check = cross_check(results, read_jobcomp(run_dir / "slurm" / "jobcomp.log"), t0)
+        extra = {"submission": lag_stats(submissions), "cross_check": check.as_dict()}
+        self._write_metrics(run_dir, results, extra)
+        self._write_manifest(run_dir, plan_manifest, run_id, started_at, complete, reason, {"t0": t0})
+        self._report(run_dir, check, complete, reason)
+
+    def _copy_slurm_files(self, target: Path) -> None:
+        state = self.backend.state
+        shutil.copytree(state.etc, target / "etc", dirs_exist_ok=True)
+        for name in ("slurmctld.log", "jobcomp.log"):
+            if (state.log / name).exists():
+                shutil.copyfile(state.log / name, target / name)
+
+    def _write_metrics(self, run_dir: Path, results: pd.DataFrame, extra: dict) -> None:
+        ran = finished(results)
+        metrics = (
+            summary(ran, self.backend.platform, time_scale=time_scale_of(self.opts.shrink))
+            if len(ran)
+            else {}
+        )
+        metrics.update(extra)
+        (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, default=_json_default) + "\n")
+
+    def _write_manifest(
+        self, run_dir: Path, plan_manifest: dict, run_id: str, started_at: str, complete: bool,
+        reason: str, extra: dict,
+    ) -> None:  # fmt: skip
+        manifest = {
+            "run_id": run_id,
+            "policy": self.opts.policy,
+            "shrink": self.opts.shrink,
+            "time_scale": time_scale_of(self.opts.shrink),
+            "speedup": time_scale_of(self.opts.shrink),
+            "trace": Path(self.trace).name,
+            "trace_path": str(self.trace),
+            "input_sha256": plan_manifest.get("input", {}).get("sha256"),
+            "seed": self.opts.seed,
+            "complete": complete,
+            "incomplete_reason": reason,
+            "started_at": started_at,
+            "finished_at": datetime.now().astimezone().isoformat(timespec="seconds"),
+            "harness_version": __version__,
+            "slurm_version": self._slurm_version(),
+            "cluster": {"backend": self.opts.cluster, "name": self.backend.name},
+            "scheduler": asdict(self.sched) | {"scheduler_parameters": self.sched.scheduler_parameters},
+            "platform": self.backend.platform.as_dict(),
+            "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self.opts).items()},
+            "plan": plan_manifest,
+            **extra,
+        }
+        (run_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, default=_json_default) + "\n")
+
+    def _slurm_version(self) -> str:
+        try:
+            res = self.backend.exec(["sinfo", "--version"], timeout=10)
+        except ClusterError:
+            return "unknown"
+        return res.stdout.strip() or "unknown"
+
+    def _report(self, run_dir: Path, check, complete: bool, reason: str) -> None:
+        try:
+            from harness.report import write_report
+        except ImportError:
+            self.say("report module not available: skipping plots and report")
+        else:
+            write_report(run_dir)
+        if not check.ok:
+            self.say(
+                f"cross-check: {check.as_dict()['n_disagreements']} disagreement(s) beyond "
+                f"{check.as_dict()['tolerance_s']} s, {len(check.missing_in_slurm)} job(s) missing in "
+                f"Slurm's records, {len(check.missing_in_log)} missing in the sigsleep log"
+            )
+        if not complete:
+            self.say(
+                f"INCOMPLETE run ({reason}); everything collected so far is in {run_dir}. "
+                f"Remove leftovers with `harness cluster status` / `scancel --user {SUBMIT_USER}` "
+                "or start again with `harness run`."
+            )
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value)}")
+
+
+class Watcher:
+    """Polls the shared run directory and squeue; prints progress; decides when it is over."""
+
+    GRACE_S = 10.0  # queue empty but records missing: wait this long for late records
+
+    def __init__(self, exp: Experiment, plan: pd.DataFrame, shared: Path, quiet: bool) -> None:
+        self.exp = exp
+        self.total = len(plan)
+        self.last_submit = float(plan["submit"].max()) if len(plan) else 0.0
+        self.shared = shared
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty() and not quiet
+        self.started = time.monotonic()
+        self._last_line = 0.0
+        self._empty_since: float | None = None
+
+    def wait(self, proc: subprocess.Popen) -> tuple[bool, str]:
+        while True:
+            status = _read_status(self.shared)
+            subs = read_jsonl(self.shared / SUBMISSIONS)
+            done_records = _count_lines(self.shared / SIGSLEEP_LOG)
+            pending, running = self.exp.queue_counts()
+            self._show(status, subs, done_records, pending, running)
+            verdict = self._verdict(proc, status, subs, done_records, pending + running)
+            if verdict is not None:
+                if self.tty:
+                    print(file=sys.stderr)
+                return verdict
+            time.sleep(1.0)
+
+    def _verdict(self, proc, status: dict, subs: list[dict], records: int, queued: int):
+        accepted = sum(1 for s in subs if s.get("slurm_job_id") is not None)
+        replay_done = bool(status.get("done"))
+        if proc.poll() is not None and not replay_done:
+            output = proc.stdout.read() if proc.stdout else ""
+            return False, f"the replay stopped early (exit {proc.returncode}): {output.strip()[-500:]}"
+        if replay_done and records >= accepted:
+            return True, ""
+        if replay_done and queued == 0:
+            self._empty_since = self._empty_since or time.monotonic()
+            if time.monotonic() - self._empty_since > self.GRACE_S:
+                return False, f"{accepted - records} job(s) left the queue without a sigsleep record"
+        timeout = self.exp.opts.timeout
+        if timeout and status.get("t0") and time.time() > status["t0"] + self.last_submit + timeout:
+            return False, f"timed out {timeout:g} s after the last submission instant"
+        return None
+
+    def _show(self, status: dict, subs: list[dict], records: int, pending: int, running: int) -> None:
+        now = time.monotonic()
+        every = 0.0 if self.tty else (30.0 if self.quiet else 10.0)
+        if now - self._last_line < every:
+            return
+        self._last_line = now
+        lags = np.array([s["lag"] for s in subs], dtype=float) * 1000
+        p50, p99 = (np.percentile(lags, 50), np.percentile(lags, 99)) if lags.size else (0.0, 0.0)
+        elapsed = now - self.started
+        line = (
+            f"[{_clock(elapsed)}] submitted {len(subs)}/{self.total}  pending {pending}  running {running}  "
+            f"finished {records}  lag p50 {p50:.0f} ms p99 {p99:.0f} ms  "
+            f"ETA {_clock(self._eta(status, records))}"
+        )
+        if self.tty:
+            print("\r" + line + " " * 4, end="", file=sys.stderr, flush=True)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def _eta(self, status: dict, records: int) -> float:
+        t0 = status.get("t0")
+        if not t0:
+            return self.last_submit
+        since_t0 = max(time.time() - t0, 1e-3)
+        submit_left = max(0.0, t0 + self.last_submit - time.time())
+        if records == 0:
+            return submit_left
+        work_left = (self.total - records) * since_t0 / records
+        return max(submit_left, work_left)
+
+
+def _read_status(shared: Path) -> dict:
+    try:
+        return json.loads((shared / STATUS).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+
+
+def _count_lines(path: Path) -> int:
+    try:
+        with open(path, "rb") as handle:
+            return sum(1 for _ in handle)
+    except FileNotFoundError:
+        return 0
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"

@@ -1,0 +1,122 @@
+"""``harness run`` (host side) and ``harness replay`` (head-node side)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from harness.cluster.base import ClusterError
+
+
+@click.command("run")
+@click.argument("trace", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--shrink",
+    type=float,
+    default=0.99,
+    show_default=True,
+    help="Time-shrink factor s in [0, 1): every time is multiplied by 1 - s.",
+)
+@click.option(
+    "--policy",
+    default="slurm-backfill-1",
+    show_default=True,
+    help="slurm-fcfs, slurm-backfill-D or slurm-backfill-no-future-D.",
+)
+@click.option("--cluster", "cluster", default="docker", show_default=True, help="docker (local containers).")
+@click.option("--name", "cluster_name", default="bbemu", show_default=True, help="Docker cluster name.")
+@click.option("--seed", type=int, default=2020, show_default=True, help="Seed of the burst-buffer model.")
+@click.option("--shuffle", is_flag=True, help="Shuffle submission order, keeping the instants.")
+@click.option("--first-n", type=int, default=None, help="Only the first N jobs of the trace.")
+@click.option(
+    "--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True
+)
+@click.option("--warmup", type=float, default=2.0, show_default=True, help="Seconds before t0.")
+@click.option(
+    "--drift",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Seconds added per job to submission instants (Barberato's drift correction).",
+)
+@click.option(
+    "--timeout", type=float, default=None, help="Give up this many seconds after the last submission."
+)
+@click.option("--keep-jobs", is_flag=True, help="On interruption, leave submitted jobs in Slurm.")
+@click.option("-q", "--quiet", is_flag=True, help="A progress line every 30 s instead of a live display.")
+def run_command(
+    trace: Path | None,
+    shrink: float,
+    policy: str,
+    cluster: str,
+    cluster_name: str,
+    seed: int,
+    shuffle: bool,
+    first_n: int | None,
+    runs_dir: Path,
+    warmup: float,
+    drift: float,
+    timeout: float | None,
+    keep_jobs: bool,
+    quiet: bool,
+) -> None:
+    """Replay TRACE (default: the bundled KTH slice) on the emulated Slurm; write a run directory.
+
+    The run directory's path is the last line printed.
+    """
+    from harness.run import Experiment, RunError, RunOptions
+
+    opts = RunOptions(
+        trace=trace, shrink=shrink, policy=policy, cluster=cluster, cluster_name=cluster_name, seed=seed,
+        shuffle=shuffle, first_n=first_n, runs_dir=runs_dir, warmup=warmup, drift=drift, timeout=timeout,
+        keep_jobs=keep_jobs, quiet=quiet or bool(os.environ.get("CI")),
+    )  # fmt: skip
+    try:
+        run_dir = Experiment(opts).execute()
+    except (RunError, ClusterError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(str(run_dir))
+
+
+@click.command("replay")
+@click.argument("plan", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), required=True)
+@click.option("--run-id", required=True)
+@click.option("--warmup", type=float, default=2.0, show_default=True)
+@click.option("--drift", type=float, default=0.0, show_default=True)
+@click.option("--bb-license", default="bb", show_default=True)
+@click.option("--partition", default="compute", show_default=True)
+@click.option("--sigsleep", default="/usr/local/bin/sigsleep", show_default=True)
+def replay_command(
+    plan: Path,
+    run_dir: Path,
+    run_id: str,
+    warmup: float,
+    drift: float,
+    bb_license: str,
+    partition: str,
+    sigsleep: str,
+) -> None:
+    """Submit PLAN's jobs at their wall-clock instants (run this next to slurmctld)."""
+    from harness.replay import ReplayOptions, replay_plan
+    from harness.workload.plan import load_plan
+
+    df, _ = load_plan(plan)
+    opts = ReplayOptions(
+        run_dir=run_dir,
+        run_id=run_id,
+        warmup=warmup,
+        drift=drift,
+        partition=partition,
+        bb_license=bb_license,
+        sigsleep=sigsleep,
+    )
+    status = replay_plan(df, opts)
+    click.echo(
+        f"replay {run_id}: submitted {status.submitted}, rejected {status.failed}, "
+        f"max lag {status.max_lag * 1000:.1f} ms{', STOPPED' if status.stopped else ''}"
+    )
+    sys.exit(0 if status.done else 3)

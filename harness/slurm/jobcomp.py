@@ -1,0 +1,52 @@
+"""Slurm's own view of finished jobs, from ``jobcomp/filetxt`` (whole-second times).
+
+jobcomp/filetxt writes one line per finished job, as ``key=value`` pairs; we read it
+instead of ``sacct`` because it needs no slurmdbd and records the same submit, start
+and end instants (Slurm keeps them in whole seconds either way).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+TIME_KEYS = ("SubmitTime", "StartTime", "EndTime")
+
+
+def parse_line(line: str) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    key = None
+    for token in line.strip().split(" "):
+        if "=" in token and token.split("=", 1)[0].isidentifier():
+            key, value = token.split("=", 1)
+            fields[key] = value
+        elif key is not None:  # a value with spaces (e.g. a job name)
+            fields[key] += " " + token
+    return fields
+
+
+def slurm_time(text: str) -> float | None:
+    """Slurm's ``2026-11-22T07:27:19`` (the containers run in UTC) as epoch seconds."""
+    if not text or text in ("Unknown", "None"):
+        return None
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp()
+
+
+def read_jobcomp(path: Path) -> dict[int, dict]:
+    """Slurm job id -> {state, start, end, submit, nodelist, exit}."""
+    jobs: dict[int, dict] = {}
+    if not path.exists():
+        return jobs
+    for line in path.read_text(errors="replace").splitlines():
+        fields = parse_line(line)
+        if "JobId" not in fields:
+            continue
+        jobs[int(fields["JobId"])] = {
+            "state": fields.get("JobState", ""),
+            "submit": slurm_time(fields.get("SubmitTime", "")),
+            "start": slurm_time(fields.get("StartTime", "")),
+            "end": slurm_time(fields.get("EndTime", "")),
+            "nodelist": fields.get("NodeList", ""),
+            "exit": fields.get("ExitCode", ""),
+        }
+    return jobs
