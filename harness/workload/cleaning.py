@@ -9,7 +9,7 @@ rule                        which jobs                                          
 ``too_large``               more nodes than the platform's compute nodes        drop
 ``unknown_runtime``         runtime -1                                          drop
 ``zero_runtime``            runtime 0                                           drop, keep
-``unknown_walltime``        requested time -1                                   drop, runtime
+``unknown_walltime``        requested time -1 or 0 (no usable limit)            drop, runtime
 ``runtime_above_walltime``  runtime > walltime                                  clip, keep, drop, extend
 ==========================  ==================================================  =========
 
@@ -153,7 +153,8 @@ def _zero_runtime(df: pd.DataFrame, limit: int) -> np.ndarray:
 
 
 def _unknown_walltime(df: pd.DataFrame, limit: int) -> np.ndarray:
-    return df["walltime"].isna().to_numpy()
+    # a 0 time limit cannot be scheduled (nor replayed), so it counts as unknown
+    return (df["walltime"].isna() | (df["walltime"] <= 0)).to_numpy()
 
 
 def _runtime_above_walltime(df: pd.DataFrame, limit: int) -> np.ndarray:

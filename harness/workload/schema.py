@@ -117,8 +117,16 @@ def validate_plan(df: pd.DataFrame, where: str = "plan") -> None:
         if df[col].isna().any():
             raise SchemaError(f"{where}: column '{col}' has {int(df[col].isna().sum())} missing value(s)")
     _check_min(df, "nodes", 1, where)
-    for col in ("submit", "runtime", "walltime", "bb_per_node_mb"):
+    for col in ("submit", "runtime", "bb_per_node_mb"):
         _check_min(df, col, 0, where)
+    no_limit = int((df["walltime"] <= 0).sum())
+    if no_limit:
+        raise SchemaError(f"{where}: column 'walltime' must be > 0 ({no_limit} row(s) are not)")
+    duplicated = df["job_id"][df["job_id"].duplicated()]
+    if len(duplicated):
+        raise SchemaError(
+            f"{where}: job_id must be unique; {len(duplicated)} repeated, e.g. {duplicated.iloc[0]}"
+        )
 
 
 def _check_min(df: pd.DataFrame, col: str, low: float, where: str) -> None:

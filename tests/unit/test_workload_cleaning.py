@@ -114,3 +114,11 @@ def test_bad_rule_or_action(small, actions, message):
 def test_needs_a_limit(small):
     with pytest.raises(CleaningError, match="needs a platform or max_nodes"):
         clean(small)
+
+
+def test_zero_walltime_counts_as_unknown(small):
+    table = small.copy()
+    table.loc[table["job_id"] == 1, "walltime"] = 0.0
+    jobs, report = clean(table, max_nodes=96, actions={"unknown_walltime": "runtime"})
+    assert report.counts()["unknown_walltime"] == 2  # job 8 (-1) and job 1 (0)
+    assert jobs.set_index("job_id").loc[1, "walltime"] == 100.0

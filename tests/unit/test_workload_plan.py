@@ -192,3 +192,19 @@ def test_prepare_split_16_on_kth():
     assert sum(len(p[0]) for p in parts) == 28453
     assert [p[1]["selection"]["period"] for p in parts[:2]] == [[0, 16], [1, 16]]
     assert all(p[0]["submit"].iloc[0] == 0.0 for p in parts)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"walltime": [0.0, 10.0, 200.0]}, "'walltime' must be > 0"),
+        ({"job_id": [1, 1, 3]}, "job_id must be unique; 1 repeated, e.g. 1"),
+        ({"nodes": [0, 2, 4]}, "'nodes' must be >= 1"),
+    ],
+)
+def test_save_refuses_plans_the_simulator_cannot_run(three, tmp_path, change, message):
+    df = three[0].copy()
+    for col, values in change.items():
+        df[col] = pd.Series(values, dtype=df[col].dtype)
+    with pytest.raises(SchemaError, match=message):
+        wp.save_plan(df, three[1], tmp_path / "p.parquet")
