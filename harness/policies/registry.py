@@ -1,0 +1,110 @@
+"""Policy names -> policies: the one list the CLI, the simulator and the Slurm hook share.
+
+Names follow the thesis's abbreviations, ending with the reservation depth D:
+``fcfs``, ``filler``, ``filler-sjf``, ``backfill-no-future-D``, ``backfill-D``,
+``backfill-sjf-D``, ``maxutil-BETA-D``, ``window-N-D``, ``plan-OBJECTIVE-D``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from harness.policies.backfill import Backfill
+from harness.policies.base import Policy
+from harness.policies.fcfs import Fcfs, Filler
+from harness.policies.maxutil import MaxUtil
+from harness.policies.plan import OBJECTIVES, AnnealingConfig, PlanPolicy
+from harness.policies.window import WindowPolicy
+
+
+class UnknownPolicyError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Family:
+    usage: str
+    pattern: re.Pattern[str]
+    description: str
+    build: Callable[[str, re.Match[str], int], Policy]
+    examples: tuple[str, ...]
+
+
+_D = r"(?P<d>\d+)"
+FAMILIES: tuple[Family, ...] = (
+    Family(
+        "fcfs", re.compile(r"fcfs"), Fcfs.description,
+        lambda name, m, seed: Fcfs(name), ("fcfs",),
+    ),
+    Family(
+        "filler", re.compile(r"filler"), Filler.description,
+        lambda name, m, seed: Filler(name), ("filler",),
+    ),
+    Family(
+        "filler-sjf", re.compile(r"filler-sjf"),
+        "greedy filling in ascending walltime order (backfill-sjf-0)",
+        lambda name, m, seed: Backfill(name, 0, sjf=True), ("filler-sjf",),
+    ),
+    Family(
+        "backfill-no-future-D", re.compile(rf"backfill-no-future-{_D}"),
+        "EASY backfilling reserving only compute nodes (not BB) for the first D jobs (Slurm's way)",
+        lambda name, m, seed: Backfill(name, int(m["d"]), future_bb=False),
+        ("backfill-no-future-1",),
+    ),
+    Family(
+        "backfill-sjf-D", re.compile(rf"backfill-sjf-{_D}"),
+        "EASY backfilling reserving compute and BB for the first D jobs, backfilling shortest walltime first",
+        lambda name, m, seed: Backfill(name, int(m["d"]), sjf=True), ("backfill-sjf-1",),
+    ),
+    Family(
+        "backfill-D", re.compile(rf"backfill-{_D}"),
+        "EASY backfilling reserving compute and BB for the first D jobs, backfilling in arrival order",
+        lambda name, m, seed: Backfill(name, int(m["d"])), ("backfill-1", "backfill-4"),
+    ),
+    Family(
+        "maxutil-BETA-D", re.compile(rf"maxutil-(?P<beta>\d+(?:\.\d+)?)-{_D}"), MaxUtil.description,
+        lambda name, m, seed: MaxUtil(name, float(m["beta"]), int(m["d"])), ("maxutil-1.0-1",),
+    ),
+    Family(
+        "window-N-D", re.compile(rf"window-(?P<n>\d+)-{_D}"), WindowPolicy.description,
+        lambda name, m, seed: WindowPolicy(name, int(m["n"]), int(m["d"])), ("window-10-1",),
+    ),
+    Family(
+        "plan-{sum,square,cube,start}-D",
+        re.compile(rf"plan-(?P<obj>{'|'.join(OBJECTIVES)})-{_D}"), PlanPolicy.description,
+        lambda name, m, seed: PlanPolicy(name, m["obj"], int(m["d"]), AnnealingConfig(seed=seed)),
+        ("plan-square-0", "plan-sum-1"),
+    ),
+)  # fmt: skip
+
+# The policies of the thesis's experiments (Chapter 4), in its order.
+THESIS_POLICIES: tuple[str, ...] = (
+    "fcfs", "backfill-no-future-1", "backfill-1", "filler",
+    "backfill-sjf-1", "backfill-2", "backfill-3", "backfill-4",
+    "maxutil-0.5-1", "maxutil-1.0-1", "maxutil-1.5-1", "maxutil-2.0-1",
+    "window-10-0", "window-10-1",
+    "plan-sum-0", "plan-square-0", "plan-cube-0", "plan-start-0",
+    "plan-sum-1", "plan-square-1", "plan-start-1",
+)  # fmt: skip
+
+
+def get_policy(name: str, seed: int = 0) -> Policy:
+    """The policy called ``name``; ``seed`` feeds the randomised ones."""
+    key = name.strip().lower()
+    for family in FAMILIES:
+        match = family.pattern.fullmatch(key)
+        if match:
+            return family.build(key, match, seed)
+    raise UnknownPolicyError(f"unknown policy {name!r}; known forms: {', '.join(f.usage for f in FAMILIES)}")
+
+
+def parse_policy_list(text: str) -> list[str]:
+    """``"a,b , c"`` -> ``["a", "b", "c"]``, checking every name."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise UnknownPolicyError("no policy given")
+    for n in names:
+        get_policy(n)
+    return names

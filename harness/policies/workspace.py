@@ -1,0 +1,121 @@
+"""One scheduling pass: what is free now, the availability profile, the starts so far.
+
+Policies compose their algorithms from three moves on a workspace: start a job now
+(if it fits now and for its whole walltime, given the reservations), reserve a job
+at its earliest future start, and greedily fill a list of jobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from harness.policies.allocation import choose_allocation
+from harness.policies.base import Decision, Start
+from harness.policies.profile import AvailabilityProfile, reserve_bb
+from harness.policies.state import Allocation, ClusterState, JobQueue, QueuedJob
+
+
+class Workspace:
+    def __init__(self, state: ClusterState, now: float) -> None:
+        topo = state.topology
+        self.topology = topo
+        self.now = now
+        chassis_count = max(topo.chassis_of_compute, default=-1) + 1
+        self.free_by_chassis: list[list[int]] = [[] for _ in range(chassis_count)]
+        for c in sorted(state.free_compute):
+            self.free_by_chassis[topo.chassis_of_compute[c]].append(c)
+        self.free_count = len(state.free_compute)
+        self.profile = AvailabilityProfile.from_running(
+            topo, state.running, now, self.free_count, state.free_bb_mb
+        )
+        self.starts: list[Start] = []
+        self.reservations: list[tuple[int, float]] = []
+
+    # -- the three moves ----------------------------------------------------------
+    def try_start(self, job: QueuedJob, bb_counts: Sequence[int] | None = None) -> bool:
+        """Start ``job`` now if it fits now and until its walltime ends.
+
+        ``bb_counts`` optionally fixes the number of shares per BB node.
+        """
+        if job.nodes > self.free_count:
+            return False
+        cmin, bb_min = self.profile.window_from_now(job.walltime)
+        if cmin < job.nodes:
+            return False
+        alloc = choose_allocation(
+            self.topology, self.free_by_chassis, bb_min.tolist(), job.nodes, job.bb_per_node_mb, bb_counts
+        )
+        if alloc is None:
+            return False
+        self._commit(job, alloc)
+        return True
+
+    def reserve(self, job: QueuedJob, with_bb: bool = True) -> float:
+        """Hold resources for ``job`` at its earliest start; ``with_bb=False`` holds compute only."""
+        prof = self.profile
+        i = prof.earliest_start(job.nodes, job.bb_per_node_mb, job.walltime, with_bb=with_bb)
+        start = float(prof.times[i])
+        bb = None
+        if with_bb:
+            bb = reserve_bb(prof.window_bb_min(i, job.walltime), job.nodes, job.bb_per_node_mb)
+        prof.occupy(start, job.walltime, job.nodes, bb)
+        self.reservations.append((job.job_id, start))
+        return start
+
+    def fill(self, queue: JobQueue, order: Sequence[int] | np.ndarray) -> list[int]:
+        """Greedy filling: start, in ``order``, every queue position that fits; return them."""
+        order = np.asarray(order, dtype=np.int64)
+        started: list[int] = []
+        pos = 0
+        while pos < len(order) and self.free_count > 0:
+            k = self._first_fitting(queue, order, pos)
+            if k is None:
+                break
+            job = queue[int(order[k])]
+            if not self.try_start(job):  # the vectorised check is exact; this guards it
+                raise AssertionError(f"job {job.job_id} passed the fit check but could not start")
+            started.append(int(order[k]))
+            pos = k + 1
+        return started
+
+    # -- helpers ---------------------------------------------------------------
+    def _first_fitting(self, queue: JobQueue, order: np.ndarray, pos: int) -> int | None:
+        """First index ``k >= pos`` of ``order`` whose job fits now, checked for all at once.
+
+        Every window starts now, so prefix minima of the profile give each job's
+        minimum free resources over its walltime.
+        """
+        idx = order[pos:]
+        nodes = queue.nodes[idx]
+        prof = self.profile
+        last = np.searchsorted(prof.times, self.now + queue.walltime[idx], side="left") - 1
+        np.maximum(last, 0, out=last)
+        compute_ok = np.minimum.accumulate(prof.compute)[last] >= nodes
+        cand = np.flatnonzero(compute_ok)
+        if len(cand) == 0:
+            return None
+        shares = queue.bb_per_node_mb[idx[cand]]
+        bb_min = np.minimum.accumulate(prof.bb, axis=0)[last[cand]]
+        slots = (bb_min // np.maximum(shares, 1)[:, None]).sum(axis=1)
+        ok = (shares <= 0) | (slots >= nodes[cand])
+        hits = np.flatnonzero(ok)
+        return pos + int(cand[hits[0]]) if len(hits) else None
+
+    def _commit(self, job: QueuedJob, alloc: Allocation) -> None:
+        chassis_of = self.topology.chassis_of_compute
+        for c in alloc.compute:
+            self.free_by_chassis[chassis_of[c]].remove(c)
+        self.free_count -= job.nodes
+        usage = np.bincount(np.asarray(alloc.bb, dtype=np.int64), minlength=self.topology.bb_count)
+        self.profile.occupy(self.now, job.walltime, job.nodes, usage * job.bb_per_node_mb)
+        self.starts.append(Start(job.job_id, alloc))
+
+    def decision(
+        self, planned_order: Sequence[int] | None = None, memo: dict[str, Any] | None = None
+    ) -> Decision:
+        started = {s.job_id for s in self.starts}
+        order = None if planned_order is None else tuple(j for j in planned_order if j not in started)
+        return Decision(tuple(self.starts), order, tuple(self.reservations), memo)
