@@ -1,0 +1,897 @@
+/*
+ * sigsleep: a dummy job that "computes" for exactly --runtime seconds of
+ * running time, excluding any time during which it was suspended (SIGTSTP,
+ * SIGSTOP ... SIGCONT), then appends one JSON record of what happened to a
+ * shared log.  See README.md for the interface and for how suspensions are
+ * measured; the short version:
+ *
+ *  - All signals we care about are blocked, except while we wait in a raw
+ *    ppoll(2) that atomically unblocks them.  Handlers therefore run only
+ *    inside that wait, so the main loop never races with them.
+ *  - The raw ppoll syscall writes back the remaining timeout at the moment it
+ *    was interrupted.  A SIGSTOP interrupts the wait before the process stops,
+ *    so after the SIGCONT we know to the microsecond when the stop began,
+ *    although SIGSTOP itself can never be caught.
+ *  - SIGTSTP is caught: the handler notes the time, stops the process itself
+ *    with SIGSTOP (the default action a real job would get) and, once
+ *    continued, notes the resume time.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SIGSLEEP_VERSION "1.0"
+#define RECORD_FORMAT 1
+
+#define NS_PER_S 1000000000LL
+/* Longest accepted duration: ~31 years, far beyond any trace, and it still
+ * fits comfortably in int64 nanoseconds. */
+#define MAX_DURATION_S 1e9
+/* Accepted epoch timestamps: up to the year 5138; rejects typos like 1e15. */
+#define MAX_EPOCH_S 1e11
+/* Largest exact integer in a double: job ids above it would be corrupted by
+ * JSON readers that parse numbers as doubles. */
+#define MAX_JOB_ID 9007199254740991ULL
+#define MAX_META 64
+#define MAX_META_KEY 64
+#define MAX_META_VALUE 4096
+/* A wait that returned within EPS of being entered did not really sleep:
+ * the stop (if any) happened before we entered it.  See account_cont(). */
+#define EPS_NS 1000000LL
+/* Suspensions shorter than this are stray SIGCONTs (e.g. scancel sends
+ * SIGCONT before SIGTERM), not suspensions: not recorded. */
+#define MIN_SUSPENSION_NS 1000000LL
+/* Longest wait for the log lock.  Holders keep it for one write (microseconds),
+ * so this only matters when a holder is stuck; below Slurm's KillWait. */
+#define LOCK_WAIT_US 1000000L
+
+enum reason { R_COMPLETED, R_TIMEOUT, R_KILLED, R_CUT };
+static const char *const REASON_NAME[] = {"completed", "timeout", "killed", "cut"};
+
+struct meta {
+    const char *key;
+    size_t key_len;
+    const char *value;
+};
+
+struct options {
+    double runtime_s;
+    int64_t runtime_ns;
+    bool has_walltime;
+    double walltime_s;
+    int64_t walltime_ns;
+    unsigned long long job_id;
+    bool has_job_id;
+    const char *log_path;
+    bool has_submit_intended, has_submit_actual, has_end_of_trace;
+    double submit_intended, submit_actual, end_of_trace;
+    struct meta meta[MAX_META];
+    int n_meta;
+};
+
+struct interval {
+    int64_t start_mono, end_mono; /* CLOCK_MONOTONIC ns */
+    double start_real, end_real;  /* epoch seconds */
+};
+
+struct run {
+    int64_t start_mono, end_mono;
+    double start_real, end_real;
+    int64_t suspended_ns;
+    struct interval *iv;
+    size_t n_iv, cap_iv;
+    size_t n_unrecorded;   /* intervals counted but not stored (out of memory) */
+    int64_t known_running; /* last instant we know we were not stopped */
+    int64_t eot_mono;      /* end of trace on the monotonic clock, or INT64_MAX */
+    enum reason reason;
+    int signo;
+};
+
+/* ---------------------------------------------------------------- clocks -- */
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+static double real_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Wall-clock time of a past monotonic instant, via the current offset between
+ * the two clocks (reading CLOCK_REALTIME at that instant was not possible). */
+static double mono_to_real(int64_t mono)
+{
+    int64_t now_m = mono_ns();
+    double now_r = real_s();
+    return now_r - (double)(now_m - mono) / 1e9;
+}
+
+static struct timespec ns_to_ts(int64_t ns)
+{
+    struct timespec ts = {.tv_sec = ns / NS_PER_S, .tv_nsec = ns % NS_PER_S};
+    return ts;
+}
+
+/* ----------------------------------------------------------- usage errors -- */
+
+static const char USAGE_LINE[] =
+    "usage: sigsleep --runtime SECONDS --job-id N --log FILE [--walltime SECONDS]"
+    " [--submit-intended EPOCH] [--submit-actual EPOCH] [--end-of-trace EPOCH]"
+    " [--meta KEY=VALUE]...";
+
+/* Every bad invocation ends here: one line on stderr, exit status 2. */
+__attribute__((noreturn, format(printf, 1, 2))) static void usage_error(const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "sigsleep: %s; %s\n", msg, USAGE_LINE);
+    exit(2);
+}
+
+static void print_help(void)
+{
+    printf("%s\n\n"
+           "Sleep for SECONDS of running time, not counting time spent suspended\n"
+           "(SIGTSTP/SIGSTOP until SIGCONT), then append one JSON line to FILE.\n\n"
+           "  --runtime SECONDS        running time to emulate (>= 0)\n"
+           "  --job-id N               the job's id in the trace (integer >= 0)\n"
+           "  --log FILE               shared JSON-lines log, appended under an fcntl lock\n"
+           "  --walltime SECONDS       stop at this much running time, reason 'timeout' (> 0)\n"
+           "  --submit-intended EPOCH  when the replay meant to submit the job (recorded)\n"
+           "  --submit-actual EPOCH    when it was really submitted (recorded)\n"
+           "  --end-of-trace EPOCH     wall-clock cut-off: stop there, reason 'cut'\n"
+           "  --meta KEY=VALUE         extra pair copied into the record (repeatable)\n"
+           "  --help, --version\n\n"
+           "Exit status: 0 completed or cut, 124 timeout, 128+N killed by signal N,\n"
+           "1 log not writable, 2 bad arguments.\n",
+           USAGE_LINE);
+}
+
+/* -------------------------------------------------------- argument parsing -- */
+
+/* Plain decimal only: strtod alone would also take "nan", "inf", hex floats
+ * and leading blanks, none of which belong in a job description. */
+static bool is_decimal(const char *s)
+{
+    const char *p = s;
+    bool digits = false;
+    if (*p == '+' || *p == '-')
+        p++;
+    for (; *p >= '0' && *p <= '9'; p++)
+        digits = true;
+    if (*p == '.')
+        for (p++; *p >= '0' && *p <= '9'; p++)
+            digits = true;
+    if (!digits)
+        return false;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-')
+            p++;
+        if (!(*p >= '0' && *p <= '9'))
+            return false;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    return *p == '\0';
+}
+
+static double parse_number(const char *opt, const char *arg, double min, double max, bool min_inclusive)
+{
+    if (!is_decimal(arg))
+        usage_error("--%s: '%s' is not a decimal number", opt, arg);
+    errno = 0;
+    double v = strtod(arg, NULL);
+    if (errno == ERANGE || !isfinite(v))
+        usage_error("--%s: '%s' is out of range", opt, arg);
+    if (v > max)
+        usage_error("--%s: '%s' is too large (at most %.0f)", opt, arg, max);
+    if (v < min || (!min_inclusive && v == min))
+        usage_error("--%s: '%s' must be %s %g", opt, arg, min_inclusive ? "at least" : "greater than", min);
+    return v;
+}
+
+static unsigned long long parse_job_id(const char *arg)
+{
+    size_t n = strlen(arg);
+    if (n == 0 || strspn(arg, "0123456789") != n)
+        usage_error("--job-id: '%s' is not a non-negative integer", arg);
+    errno = 0;
+    unsigned long long v = strtoull(arg, NULL, 10);
+    if (errno == ERANGE || v > MAX_JOB_ID)
+        usage_error("--job-id: '%s' is too large (at most %llu)", arg, MAX_JOB_ID);
+    return v;
+}
+
+/* Number of bytes of the valid UTF-8 sequence at s (at most n), 0 if invalid.
+ * Strict: no overlongs, no surrogates, nothing above U+10FFFF. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    if (s[0] < 0x80)
+        return 1;
+    size_t len = s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 ? 2 : 0;
+    if (len == 0 || len > n || s[0] > 0xF4)
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    if ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] > 0x9F) || (s[0] == 0xF0 && s[1] < 0x90) ||
+        (s[0] == 0xF4 && s[1] > 0x8F))
+        return 0;
+    return len;
+}
+
+static bool valid_utf8(const char *s)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        size_t k = utf8_len((const unsigned char *)s + i, n - i);
+        if (k == 0)
+            return false;
+        i += k;
+    }
+    return true;
+}
+
+static void parse_meta(struct options *o, const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    size_t key_len = eq ? (size_t)(eq - arg) : 0;
+    if (!eq || key_len == 0)
+        usage_error("--meta: '%s' is not KEY=VALUE", arg);
+    if (key_len > MAX_META_KEY || strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") < key_len)
+        usage_error("--meta: key of '%s' must be 1-%d characters of [A-Za-z0-9_.-]", arg, MAX_META_KEY);
+    if (strlen(eq + 1) > MAX_META_VALUE || !valid_utf8(eq + 1))
+        usage_error("--meta: value of key '%.*s' must be valid UTF-8 of at most %d bytes", (int)key_len, arg,
+                    MAX_META_VALUE);
+    if (o->n_meta == MAX_META)
+        usage_error("--meta: at most %d pairs", MAX_META);
+    for (int i = 0; i < o->n_meta; i++)
+        if (o->meta[i].key_len == key_len && memcmp(o->meta[i].key, arg, key_len) == 0)
+            usage_error("--meta: key '%.*s' given twice", (int)key_len, arg);
+    o->meta[o->n_meta++] = (struct meta){.key = arg, .key_len = key_len, .value = eq + 1};
+}
+
+enum { OPT_RUNTIME = 1000, OPT_JOB_ID, OPT_LOG, OPT_WALLTIME, OPT_SUBMIT_INTENDED, OPT_SUBMIT_ACTUAL,
+       OPT_END_OF_TRACE, OPT_META, OPT_HELP, OPT_VERSION };
+
+static const struct option LONG_OPTS[] = {
+    {"runtime", required_argument, NULL, OPT_RUNTIME},
+    {"job-id", required_argument, NULL, OPT_JOB_ID},
+    {"log", required_argument, NULL, OPT_LOG},
+    {"walltime", required_argument, NULL, OPT_WALLTIME},
+    {"submit-intended", required_argument, NULL, OPT_SUBMIT_INTENDED},
+    {"submit-actual", required_argument, NULL, OPT_SUBMIT_ACTUAL},
+    {"end-of-trace", required_argument, NULL, OPT_END_OF_TRACE},
+    {"meta", required_argument, NULL, OPT_META},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+/* A scalar option given twice is almost certainly a generator bug: refuse
+ * rather than silently keep one of the values. */
+static void once(bool *seen, const char *name)
+{
+    if (*seen)
+        usage_error("--%s given more than once", name);
+    *seen = true;
+}
+
+static void apply_option(struct options *o, int c, const char *arg, bool seen[])
+{
+    const char *name = LONG_OPTS[c - OPT_RUNTIME].name;
+    if (c != OPT_META)
+        once(&seen[c - OPT_RUNTIME], name);
+    switch (c) {
+    case OPT_RUNTIME:
+        o->runtime_s = parse_number(name, arg, 0, MAX_DURATION_S, true);
+        o->runtime_ns = llround(o->runtime_s * 1e9);
+        break;
+    case OPT_JOB_ID:
+        o->job_id = parse_job_id(arg);
+        o->has_job_id = true;
+        break;
+    case OPT_LOG:
+        if (arg[0] == '\0')
+            usage_error("--log: empty file name");
+        o->log_path = arg;
+        break;
+    case OPT_WALLTIME:
+        o->walltime_s = parse_number(name, arg, 0, MAX_DURATION_S, false);
+        o->walltime_ns = llround(o->walltime_s * 1e9);
+        o->has_walltime = true;
+        break;
+    case OPT_SUBMIT_INTENDED:
+        o->submit_intended = parse_number(name, arg, 0, MAX_EPOCH_S, true);
+        o->has_submit_intended = true;
+        break;
+    case OPT_SUBMIT_ACTUAL:
+        o->submit_actual = parse_number(name, arg, 0, MAX_EPOCH_S, true);
+        o->has_submit_actual = true;
+        break;
+    case OPT_END_OF_TRACE:
+        o->end_of_trace = parse_number(name, arg, 0, MAX_EPOCH_S, true);
+        o->has_end_of_trace = true;
+        break;
+    case OPT_META:
+        parse_meta(o, arg);
+        break;
+    }
+}
+
+static void parse_args(int argc, char **argv, struct options *o)
+{
+    bool seen[OPT_VERSION - OPT_RUNTIME + 1] = {false};
+    int c;
+    opterr = 0; /* getopt's own messages are not one-line usage errors */
+    while ((c = getopt_long(argc, argv, ":", LONG_OPTS, NULL)) != -1) {
+        if (c == OPT_HELP) {
+            print_help();
+            exit(0);
+        } else if (c == OPT_VERSION) {
+            printf("sigsleep %s\n", SIGSLEEP_VERSION);
+            exit(0);
+        } else if (c == ':') {
+            usage_error("%s needs a value", argv[optind - 1]);
+        } else if (c == '?') {
+            usage_error("unknown option '%s'", argv[optind - 1]);
+        } else {
+            apply_option(o, c, optarg, seen);
+        }
+    }
+    if (optind < argc)
+        usage_error("unexpected argument '%s'", argv[optind]);
+    if (!seen[OPT_RUNTIME - OPT_RUNTIME])
+        usage_error("--runtime is required");
+    if (!o->has_job_id)
+        usage_error("--job-id is required");
+    if (!o->log_path)
+        usage_error("--log is required");
+}
+
+/* ----------------------------------------------------------------- signals -- */
+
+/*
+ * Handler state.  Handlers run only inside ppoll() (everything is blocked
+ * elsewhere) and never nest (sa_mask blocks all of them), so the main loop
+ * reads these only while no handler can run: plain volatile is enough.
+ */
+static volatile sig_atomic_t g_term_signo;
+static volatile sig_atomic_t g_cont_seen;
+static volatile int64_t g_cont_mono;
+static volatile sig_atomic_t g_tstp_seen;
+static volatile int64_t g_tstp_start, g_tstp_end;
+
+static const int TERM_SIGNALS[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2};
+
+static const char *signal_name(int signo)
+{
+    switch (signo) {
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGHUP: return "SIGHUP";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
+    default: return "?";
+    }
+}
+
+static void on_term(int signo)
+{
+    if (!g_term_signo)
+        g_term_signo = signo;
+}
+
+static void on_cont(int signo)
+{
+    (void)signo;
+    g_cont_mono = mono_ns();
+    g_cont_seen = 1;
+}
+
+/*
+ * SIGTSTP is what Slurm sends first (then SIGSTOP two seconds later).  Catching
+ * it gives the exact start of the suspension; we then stop ourselves, as the
+ * default action would, and note when SIGCONT let us go.  If a SIGCONT is
+ * already pending, the suspension was over before this handler got to run:
+ * stopping now would hang the job until a SIGCONT that never comes.
+ */
+static void on_tstp(int signo)
+{
+    (void)signo;
+    sigset_t pending;
+    int64_t start = mono_ns();
+    sigpending(&pending);
+    if (!sigismember(&pending, SIGCONT))
+        kill(getpid(), SIGSTOP);
+    g_tstp_start = start;
+    g_tstp_end = mono_ns();
+    g_tstp_seen = 1;
+}
+
+static void handled_set(sigset_t *set)
+{
+    sigemptyset(set);
+    for (size_t i = 0; i < sizeof TERM_SIGNALS / sizeof TERM_SIGNALS[0]; i++)
+        sigaddset(set, TERM_SIGNALS[i]);
+    sigaddset(set, SIGCONT);
+    sigaddset(set, SIGTSTP);
+}
+
+static void install(int signo, void (*fn)(int), const sigset_t *mask)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = fn;
+    sa.sa_mask = *mask;
+    sa.sa_flags = 0; /* no SA_RESTART: the wait must return so we can account */
+    sigaction(signo, &sa, NULL);
+}
+
+/* Block every handled signal and install the handlers.  *wait_mask receives
+ * the mask to use inside ppoll (the original one, with them unblocked). */
+static void setup_signals(sigset_t *wait_mask)
+{
+    sigset_t handled, old;
+    handled_set(&handled);
+    sigprocmask(SIG_BLOCK, &handled, &old);
+    *wait_mask = old;
+    for (int s = 1; s < NSIG; s++)
+        if (sigismember(&handled, s))
+            sigdelset(wait_mask, s);
+    for (size_t i = 0; i < sizeof TERM_SIGNALS / sizeof TERM_SIGNALS[0]; i++)
+        install(TERM_SIGNALS[i], on_term, &handled);
+    install(SIGCONT, on_cont, &handled);
+    install(SIGTSTP, on_tstp, &handled);
+}
+
+/*
+ * Wait up to *ts with *mask in force.  The raw syscall is used on purpose:
+ * the kernel writes the remaining time back into *ts when a signal interrupts
+ * the wait, computed at the moment of interruption (for SIGSTOP: before the
+ * process stops).  glibc's ppoll() wrapper hides that write-back.
+ */
+static long wait_ppoll(struct timespec *ts, const sigset_t *mask)
+{
+    return syscall(SYS_ppoll, NULL, 0, ts, mask, (size_t)(_NSIG / 8));
+}
+
+/* --------------------------------------------------------------- accounting -- */
+
+static void store_interval(struct run *r, int64_t start, int64_t end)
+{
+    if (r->n_iv == r->cap_iv) {
+        size_t cap = r->cap_iv ? 2 * r->cap_iv : 8;
+        struct interval *iv = realloc(r->iv, cap * sizeof *iv);
+        if (!iv) {
+            r->n_unrecorded++; /* still counted in suspended_ns */
+            return;
+        }
+        r->iv = iv;
+        r->cap_iv = cap;
+    }
+    r->iv[r->n_iv++] = (struct interval){start, end, mono_to_real(start), mono_to_real(end)};
+}
+
+/* Count [start, end] as suspended.  A piece that touches the previous
+ * interval extends it (SIGTSTP's self-stop is followed by its SIGCONT being
+ * delivered a moment later); a short isolated one is a stray SIGCONT. */
+static void add_suspension(struct run *r, int64_t start, int64_t end)
+{
+    if (start < r->known_running)
+        start = r->known_running; /* never count a moment twice */
+    if (end <= start)
+        return;
+    struct interval *last = r->n_iv ? &r->iv[r->n_iv - 1] : NULL;
+    if (last && start - last->end_mono < MIN_SUSPENSION_NS) {
+        r->suspended_ns += end - last->end_mono;
+        last->end_mono = end;
+        last->end_real = mono_to_real(end);
+    } else if (end - start >= MIN_SUSPENSION_NS) {
+        r->suspended_ns += end - start;
+        store_interval(r, start, end);
+    } else {
+        return;
+    }
+    r->known_running = end;
+}
+
+/*
+ * A SIGCONT ended a stop we could not see begin (a bare SIGSTOP).  If this
+ * wait really slept, the SIGSTOP is what interrupted it, at `woke`.  If it
+ * returned at once, SIGCONT was already pending on entry: the stop hit while
+ * we were between waits, so it began after the last instant we know we were
+ * running (the previous wake-up).  Worst-case error: EPS plus the few
+ * microseconds spent between waits.
+ */
+static void account_cont(struct run *r, int64_t slept, int64_t woke)
+{
+    int64_t start = slept > EPS_NS ? woke : r->known_running;
+    add_suspension(r, start, g_cont_mono);
+}
+
+static void account_signals(struct run *r, int64_t slept, int64_t woke)
+{
+    if (g_tstp_seen) {
+        add_suspension(r, g_tstp_start, g_tstp_end);
+        g_tstp_seen = 0;
+    }
+    if (g_cont_seen) {
+        account_cont(r, slept, woke);
+        g_cont_seen = 0;
+    }
+}
+
+static int64_t running_ns(const struct run *r, int64_t now)
+{
+    return now - r->start_mono - r->suspended_ns;
+}
+
+/* Time until the first limit: runtime, walltime (both running time, like
+ * Slurm's time limit, which does not run while suspended), end of trace
+ * (wall clock, suspension does not postpone it). */
+static int64_t time_to_limit(const struct options *o, const struct run *r, int64_t now)
+{
+    int64_t run = running_ns(r, now);
+    int64_t left = o->runtime_ns - run;
+    if (o->has_walltime && o->walltime_ns - run < left)
+        left = o->walltime_ns - run;
+    if (r->eot_mono - now < left)
+        left = r->eot_mono - now;
+    return left > 0 ? left : 0;
+}
+
+/*
+ * ppoll's timer may fire late by 0.1% of the timeout (0.5% if niced), up to
+ * 100 ms.  Sleeping to 1/128 short of the limit and repeating keeps every wake
+ * before the limit; the last step is too short to matter.  A few wake-ups per
+ * job, whatever its length.
+ */
+static int64_t slice(int64_t left)
+{
+    return left > 2 * EPS_NS ? left - left / 128 : left;
+}
+
+static enum reason why_stopped(const struct options *o, const struct run *r, int64_t now)
+{
+    int64_t run = running_ns(r, now);
+    if (run >= o->runtime_ns)
+        return R_COMPLETED;
+    if (o->has_walltime && run >= o->walltime_ns)
+        return R_TIMEOUT;
+    return R_CUT;
+}
+
+/* Deliver signals already pending (a SIGCONT of a stop just before the end
+ * or before SIGTERM) without waiting, so the record includes that stop.
+ * SIGTSTP stays blocked: stopping now would only delay the record. */
+static void drain_pending(struct run *r, const sigset_t *wait_mask)
+{
+    sigset_t mask = *wait_mask;
+    sigaddset(&mask, SIGTSTP);
+    for (int i = 0; i < 16; i++) {
+        struct timespec ts = {0, 0};
+        int64_t a = mono_ns();
+        long rc = wait_ppoll(&ts, &mask);
+        account_signals(r, 0, a);
+        if (rc == 0)
+            break;
+    }
+}
+
+static void run_job(const struct options *o, struct run *r, const sigset_t *wait_mask)
+{
+    for (;;) {
+        int64_t a = mono_ns();
+        int64_t req = slice(time_to_limit(o, r, a));
+        struct timespec ts = ns_to_ts(req);
+        long rc = wait_ppoll(&ts, wait_mask);
+        int64_t slept = req - ((int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec);
+        int64_t woke = a + slept;
+        if (rc < 0 && errno != EINTR) {
+            /* Only on a kernel or sandbox without ppoll: better loud than a busy loop. */
+            fprintf(stderr, "sigsleep: ppoll failed: %s\n", strerror(errno));
+            exit(1);
+        }
+        if (rc < 0)
+            account_signals(r, slept, woke);
+        if (woke > r->known_running)
+            r->known_running = woke;
+        if (g_term_signo) {
+            r->reason = R_KILLED;
+            r->signo = g_term_signo;
+            drain_pending(r, wait_mask);
+            return;
+        }
+        if (rc == 0 && req == 0) {
+            r->reason = why_stopped(o, r, mono_ns());
+            return;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ record -- */
+
+struct buf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+};
+
+static void buf_reserve(struct buf *b, size_t more)
+{
+    if (b->oom || b->len + more < b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 1024;
+    while (cap <= b->len + more)
+        cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+        b->oom = true;
+        return;
+    }
+    b->p = p;
+    b->cap = cap;
+}
+
+__attribute__((format(printf, 2, 3))) static void buf_printf(struct buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    buf_reserve(b, (size_t)n + 1);
+    if (b->oom)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+/* JSON string (or null).  Invalid UTF-8 from the environment becomes U+FFFD
+ * so that the line always parses. */
+static void buf_json_str(struct buf *b, const char *s)
+{
+    if (!s) {
+        buf_printf(b, "null");
+        return;
+    }
+    size_t n = strlen(s);
+    buf_printf(b, "\"");
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t k = utf8_len((const unsigned char *)s + i, n - i);
+        if (c == '"' || c == '\\')
+            buf_printf(b, "\\%c", c);
+        else if (c < 0x20)
+            buf_printf(b, "\\u%04x", c);
+        else if (k == 0)
+            buf_printf(b, "\\ufffd");
+        else
+            buf_printf(b, "%.*s", (int)k, s + i);
+        i += k ? k : 1;
+    }
+    buf_printf(b, "\"");
+}
+
+static void buf_json_opt_time(struct buf *b, const char *key, bool has, double v)
+{
+    if (has)
+        buf_printf(b, ",\"%s\":%.6f", key, v);
+    else
+        buf_printf(b, ",\"%s\":null", key);
+}
+
+/* Environment value as a JSON integer if it is one (SLURM_JOB_ID), else null. */
+static void buf_json_env_int(struct buf *b, const char *key, const char *name)
+{
+    const char *v = getenv(name);
+    if (v && *v && strlen(v) <= 15 && strspn(v, "0123456789") == strlen(v))
+        buf_printf(b, ",\"%s\":%s", key, v);
+    else
+        buf_printf(b, ",\"%s\":null", key);
+}
+
+static void build_identity(struct buf *b, const struct options *o)
+{
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) != 0)
+        host[0] = '\0';
+    buf_printf(b, "{\"format\":%d,\"job_id\":%llu", RECORD_FORMAT, o->job_id);
+    buf_json_env_int(b, "slurm_job_id", "SLURM_JOB_ID");
+    buf_printf(b, ",\"host\":");
+    buf_json_str(b, host[0] ? host : NULL);
+    buf_printf(b, ",\"node\":");
+    buf_json_str(b, getenv("SLURMD_NODENAME"));
+    buf_printf(b, ",\"nodelist\":");
+    buf_json_str(b, getenv("SLURM_JOB_NODELIST"));
+    buf_printf(b, ",\"pid\":%ld", (long)getpid());
+}
+
+static void build_request(struct buf *b, const struct options *o)
+{
+    buf_printf(b, ",\"runtime\":%.6f", o->runtime_ns / 1e9);
+    if (o->has_walltime)
+        buf_printf(b, ",\"walltime\":%.6f", o->walltime_ns / 1e9);
+    else
+        buf_printf(b, ",\"walltime\":null");
+    buf_json_opt_time(b, "submit_intended", o->has_submit_intended, o->submit_intended);
+    buf_json_opt_time(b, "submit_actual", o->has_submit_actual, o->submit_actual);
+    buf_json_opt_time(b, "end_of_trace", o->has_end_of_trace, o->end_of_trace);
+}
+
+static void build_outcome(struct buf *b, const struct run *r)
+{
+    int64_t running = r->end_mono - r->start_mono - r->suspended_ns;
+    buf_printf(b, ",\"start\":%.6f,\"end\":%.6f,\"running\":%.6f,\"suspended\":%.6f", r->start_real,
+               r->end_real, running / 1e9, r->suspended_ns / 1e9);
+    buf_printf(b, ",\"n_suspensions\":%zu,\"suspensions\":[", r->n_iv + r->n_unrecorded);
+    for (size_t i = 0; i < r->n_iv; i++)
+        buf_printf(b, "%s[%.6f,%.6f]", i ? "," : "", r->iv[i].start_real, r->iv[i].end_real);
+    buf_printf(b, "],\"reason\":\"%s\",\"signal\":", REASON_NAME[r->reason]);
+    if (r->reason == R_KILLED) {
+        buf_printf(b, "\"%s\"", signal_name(r->signo));
+    } else {
+        buf_printf(b, "null");
+    }
+}
+
+static void build_meta(struct buf *b, const struct options *o)
+{
+    buf_printf(b, ",\"meta\":{");
+    for (int i = 0; i < o->n_meta; i++) {
+        buf_printf(b, "%s\"%.*s\":", i ? "," : "", (int)o->meta[i].key_len, o->meta[i].key);
+        buf_json_str(b, o->meta[i].value);
+    }
+    buf_printf(b, "}}\n");
+}
+
+static void on_alarm(int signo)
+{
+    (void)signo; /* only here to make F_SETLKW return EINTR */
+}
+
+/* Exclusive lock on the whole log, waiting at most LOCK_WAIT_US.  Unbounded
+ * waiting would let one stuck holder (a job SIGSTOPped while writing, or a
+ * stranger locking the file) hang every job that ends after it. */
+static bool lock_log(int fd)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm; /* no SA_RESTART */
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = {.it_value = {.tv_sec = LOCK_WAIT_US / 1000000, .tv_usec = LOCK_WAIT_US % 1000000}};
+    struct itimerval off = {0};
+    setitimer(ITIMER_REAL, &it, NULL);
+    struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    int rc = fcntl(fd, F_SETLKW, &lk);
+    int err = errno;
+    setitimer(ITIMER_REAL, &off, NULL);
+    if (rc != 0)
+        fprintf(stderr, "sigsleep: warning: cannot lock the log (%s), writing without the lock\n",
+                err == EINTR ? "timed out" : strerror(err));
+    return rc == 0;
+}
+
+/*
+ * Append the line with one write(2) on an O_APPEND descriptor while holding an
+ * exclusive fcntl lock on the whole file, so concurrent jobs never interleave
+ * (also on file systems where O_APPEND alone is not atomic).  fsync comes after
+ * the unlock: when hundreds of jobs end together (end of a run, KillWait of
+ * 2 s before SIGKILL) they must not queue behind each other's disk flushes.
+ */
+static int append_record(int fd, const char *line, size_t len)
+{
+    bool locked = lock_log(fd);
+    ssize_t n = write(fd, line, len);
+    int err = errno;
+    if (locked) {
+        struct flock lk = {.l_type = F_UNLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+        fcntl(fd, F_SETLK, &lk);
+    }
+    if (n != (ssize_t)len) {
+        fprintf(stderr, "sigsleep: writing the log failed (%s)\n", n < 0 ? strerror(err) : "short write");
+        return -1;
+    }
+    if (fsync(fd) != 0 && errno != EINVAL) /* EINVAL: e.g. /dev/null, nothing to flush */
+        fprintf(stderr, "sigsleep: warning: fsync of the log failed (%s)\n", strerror(errno));
+    return 0;
+}
+
+static int exit_status(const struct run *r)
+{
+    switch (r->reason) {
+    case R_TIMEOUT:
+        return 124; /* as timeout(1) */
+    case R_KILLED:
+        return 128 + r->signo; /* as a shell reports a death by signal */
+    default:
+        return 0;
+    }
+}
+
+static int write_record(int fd, const struct options *o, const struct run *r)
+{
+    struct buf b = {0};
+    build_identity(&b, o);
+    build_request(&b, o);
+    build_outcome(&b, r);
+    build_meta(&b, o);
+    if (b.oom) {
+        fprintf(stderr, "sigsleep: out of memory building the record\n");
+        return 1;
+    }
+    if (append_record(fd, b.p, b.len) != 0) {
+        fputs(b.p, stderr); /* keep the record in the job's output at least */
+        return 1;
+    }
+    free(b.p);
+    return exit_status(r);
+}
+
+/* -------------------------------------------------------------------- main -- */
+
+int main(int argc, char **argv)
+{
+    struct options o;
+    memset(&o, 0, sizeof o);
+    parse_args(argc, argv, &o);
+
+    /* Open before running: a bad path fails now, not after hours of sleep. */
+    int fd = open(o.log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        fprintf(stderr, "sigsleep: cannot open log '%s': %s\n", o.log_path, strerror(errno));
+        return 1;
+    }
+
+    sigset_t wait_mask;
+    setup_signals(&wait_mask);
+
+    struct run r;
+    memset(&r, 0, sizeof r);
+    r.start_mono = mono_ns();
+    r.start_real = real_s();
+    r.known_running = r.start_mono;
+    r.eot_mono = INT64_MAX;
+    if (o.has_end_of_trace) {
+        double left_s = o.end_of_trace - r.start_real;
+        /* Beyond any runtime the limit cannot bind; capping avoids int64 overflow. */
+        r.eot_mono = left_s > 2 * MAX_DURATION_S ? INT64_MAX : r.start_mono + llround(left_s * 1e9);
+    }
+
+    run_job(&o, &r, &wait_mask);
+
+    r.end_mono = mono_ns();
+    r.end_real = real_s();
+    int status = write_record(fd, &o, &r);
+    close(fd);
+    free(r.iv);
+    return status;
+}
