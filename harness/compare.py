@@ -251,8 +251,9 @@ def plot_comparison(df: pd.DataFrame, out: Path) -> Path:
     """Grouped bars of each metric relative to the baseline, with C95 error bars."""
     runs = run_order(df)
     metrics = list(df.index)
-    width_in = max(8.0, 1.1 * len(metrics) * max(1, len(runs)) ** 0.5 + 3)
-    fig = Figure(figsize=(width_in, 5.5), layout="constrained")
+    # Wide enough for the bar labels, but no wider than a page.
+    width_in = min(16.0, max(8.0, len(metrics) * (1.0 + 0.3 * (len(runs) - 1)) + 2.0))
+    fig = Figure(figsize=(width_in, 6.0), layout="constrained")
     ax = fig.add_subplot()
     x = np.arange(len(metrics))
     width = 0.8 / max(len(runs), 1)
