@@ -141,7 +141,7 @@ class RunData:
 
     @property
     def time_scale(self) -> float:
-        if "time_scale" in self.manifest:
+        if self.manifest.get("time_scale") is not None:
             return float(self.manifest["time_scale"])
         return time_scale_of(float(self.manifest.get("shrink", 0.0)))
 
@@ -567,7 +567,8 @@ def _jobs_section(run: RunData) -> Section:
         return Section("Jobs", ["No per-job results."])
     res = run.results
     ran = int((res["start"].notna() & res["end"].notna()).sum())
-    counts = res["status"].astype(str).value_counts()
+    status = res["status"] if "status" in res else pd.Series(["unknown"] * len(res))
+    counts = status.astype(str).value_counts()
     rows = [[str(s), str(int(c))] for s, c in counts.items()]
     text = (
         f"{len(res)} jobs in the plan, {ran} ran; {len(res) - ran} never started "
