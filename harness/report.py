@@ -316,7 +316,8 @@ JOB_COLOURS = ["#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a",
 
 PLOT_CAPTIONS = {
     "gantt": "Gantt chart: one bar per job per compute node it held, from start to end. "
-    "Red bars were killed at their walltime, grey ones cut when the replay stopped.",
+    "Red bars hit their walltime (timeout), dark red ones were killed, grey ones cut when the "
+    "replay stopped.",
     "utilisation": "Share of compute nodes and of burst-buffer capacity held by running jobs "
     "over time; the dashed line is the mean over the makespan (the metrics' utilisation).",
     "queue": "Jobs submitted but not yet started, and the compute nodes they ask for, over time.",
@@ -572,7 +573,7 @@ def _jobs_section(run: RunData) -> Section:
     rows = [[str(s), str(int(c))] for s, c in counts.items()]
     text = (
         f"{len(res)} jobs in the plan, {ran} ran; {len(res) - ran} never started "
-        "and are left out of the metrics and plots."
+        "(left out of the metrics and plots)."
     )
     return Section("Jobs", [text, Table(["status", "jobs"], rows)])
 

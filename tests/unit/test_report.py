@@ -140,7 +140,7 @@ def test_header_counts_missing_jobs_and_shows_the_run(tmp_path: Path) -> None:
     run_dir = make_run(tmp_path)
     write_report(run_dir)
     md = (run_dir / "report.md").read_text()
-    assert "4 jobs in the plan, 3 ran; 1 never started" in md
+    assert "4 jobs in the plan, 3 ran; 1 never started (left out" in md
     assert "| missing | 1 |" in md and "| completed | 2 |" in md and "| timeout | 1 |" in md
     assert "| Policy | fcfs |" in md and "| Trace | tiny.swf |" in md
     assert "2.00x" in md  # speed-up
