@@ -84,7 +84,7 @@ def sbatch_command(job: dict, opts: ReplayOptions, intended: float) -> list[str]
         "--meta", f"run={opts.run_id}",
     ]  # fmt: skip
     cmd = [
-        "sbatch", "--parsable", "--quiet",
+        "sbatch", "--parsable",
         f"--job-name=t{int(job['job_id'])}",
         f"--partition={opts.partition}",
         f"--nodes={int(job['nodes'])}",

@@ -203,8 +203,9 @@ class Experiment:
         submissions = read_jsonl(raw / SUBMISSIONS)
         results = build_results(plan, submissions, read_jsonl(raw / SIGSLEEP_LOG), t0)
         missing = int((results["status"] == "missing").sum())
-        if complete and missing:
-            complete, reason = False, f"{missing} job(s) have no record"
+        rejected = int((results["status"] == "rejected").sum())
+        if complete and (missing or rejected):
+            complete, reason = False, f"{missing} job(s) have no record, {rejected} rejected by Slurm"
         results.to_parquet(run_dir / "results.parquet", index=False)
         results.to_csv(run_dir / "results.csv", index=False)
         check = cross_check(results, read_jobcomp(run_dir / "slurm" / "jobcomp.log"), t0)
