@@ -37,7 +37,8 @@ from harness.metrics import summary, time_scale_of
 from harness.replay import SIGSLEEP_LOG, STATUS, STOP_FILE, SUBMISSIONS, read_jsonl
 from harness.slurm.jobcomp import read_jobcomp
 from harness.slurm.native import is_native, scheduler_for
-from harness.workload.plan import bundled_slice_path, prepare, save_plan
+from harness.workload import transforms
+from harness.workload.plan import bundled_slice_path, is_plan_file, load_plan, prepare, save_plan
 
 SUBMIT_USER = "emu"
 CLUSTER_SHARED = "/shared"
@@ -100,11 +101,17 @@ class Experiment:
 
     # -- phases -----------------------------------------------------------------------
     def prepare(self) -> tuple[pd.DataFrame, dict]:
-        plan, manifest = prepare(
+        """The plan to replay: a trace prepared now, or a stored unshrunk plan shrunk now."""
+        if is_plan_file(self.trace):
+            plan, manifest = load_plan(self.trace)
+            if float(manifest.get("shrink", 0.0)) != 0.0:
+                raise RunError(f"{self.trace}: give an unshrunk plan; --shrink applies the shrink")
+            plan = transforms.shrink(plan, self.opts.shrink)
+            return plan, {**manifest, "shrink": self.opts.shrink}
+        return prepare(
             self.trace, shrink=self.opts.shrink, seed=self.opts.seed, shuffle=self.opts.shuffle,
             first_n=self.opts.first_n, **self.opts.prepare_kwargs,
         )  # fmt: skip
-        return plan, manifest
 
     def ensure_cluster(self) -> None:
         backend = self.backend

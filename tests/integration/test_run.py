@@ -1,0 +1,131 @@
+"""`harness run` end to end on the real containerised Slurm ([run] acceptance).
+
+The 200-job bundled KTH slice at shrink 0.99 takes about ten minutes of wall time; it is
+replayed once per policy and shared by the tests of this module.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.report import format_metric
+from harness.run import Experiment, RunOptions
+from harness.workload.plan import save_plan
+
+from .conftest import TEST_CLUSTER
+
+SLICE_JOBS = 200
+
+
+def _run(runs_dir: Path, policy: str, **kwargs) -> Path:
+    opts = RunOptions(policy=policy, cluster_name=TEST_CLUSTER, runs_dir=runs_dir, quiet=True, **kwargs)
+    return Experiment(opts, progress=print).execute()
+
+
+@pytest.fixture(scope="module")
+def slice_runs(slurm_cluster, tmp_path_factory) -> dict[str, Path]:
+    """The bundled slice at shrink 0.99 under backfill with and without BB reservations."""
+    runs = tmp_path_factory.mktemp("runs")
+    return {
+        policy: _run(runs, policy, shrink=0.99)
+        for policy in ("slurm-backfill-1", "slurm-backfill-no-future-1")
+    }
+
+
+def _load(run_dir: Path) -> tuple[dict, dict, pd.DataFrame]:
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    return manifest, metrics, pd.read_parquet(run_dir / "results.parquet")
+
+
+def test_slice_completes_and_every_job_is_accounted_for(slice_runs) -> None:
+    for run_dir in slice_runs.values():
+        manifest, metrics, results = _load(run_dir)
+        assert manifest["complete"], manifest["incomplete_reason"]
+        assert len(results) == SLICE_JOBS
+        assert results["job_id"].is_unique
+        assert set(results["status"]) <= {"completed", "timeout"}
+        assert results["slurm_job_id"].notna().all()
+        assert metrics["jobs"] == SLICE_JOBS
+        assert metrics["submission"]["submitted"] == SLICE_JOBS
+
+
+def test_sigsleep_and_slurm_agree_within_a_second(slice_runs) -> None:
+    for run_dir in slice_runs.values():
+        _, metrics, _ = _load(run_dir)
+        check = metrics["cross_check"]
+        assert check["compared"] == SLICE_JOBS
+        assert check["ok"], check
+        assert not check["missing_in_slurm"] and not check["missing_in_log"]
+
+
+def test_run_directory_layout_and_report_numbers(slice_runs) -> None:
+    run_dir = slice_runs["slurm-backfill-1"]
+    for name in (
+        "manifest.json",
+        "metrics.json",
+        "results.parquet",
+        "results.csv",
+        "plan.parquet",
+        "raw/submissions.jsonl",
+        "raw/jobs.jsonl",
+        "slurm/etc/slurm.conf",
+        "slurm/jobcomp.log",
+        "report.md",
+        "report.html",
+        "plots/gantt.png",
+        "plots/utilisation.png",
+    ):
+        assert (run_dir / name).exists(), name
+    conf = (run_dir / "slurm/etc/slurm.conf").read_text()
+    assert "bf_job_part_count_reserve=1" in conf and "bf_licenses" in conf
+    manifest, metrics, _ = _load(run_dir)
+    assert manifest["slurm_version"].startswith("slurm")
+    assert manifest["input_sha256"] and manifest["time_scale"] == pytest.approx(100.0)
+    report = (run_dir / "report.md").read_text()
+    for key in ("mean_wait", "max_wait", "mean_bsld", "makespan", "util_compute"):
+        assert format_metric(key, metrics[key]) in report, key
+    # metrics are in original time: the slice spans hours of the trace, not minutes
+    assert metrics["makespan"] > 3600
+
+
+def test_compare_shows_both_policies(slice_runs) -> None:
+    base, other = slice_runs["slurm-backfill-1"], slice_runs["slurm-backfill-no-future-1"]
+    no_future_conf = (other / "slurm/etc/slurm.conf").read_text()
+    assert "bf_licenses" not in no_future_conf
+    result = CliRunner().invoke(main, ["compare", str(base), str(other), "--json"])
+    assert result.exit_code == 0, result.output
+    table = json.loads(result.output)
+    text = json.dumps(table)
+    assert "slurm-backfill-1" in text and "slurm-backfill-no-future-1" in text
+    plain = CliRunner().invoke(main, ["compare", str(base), str(other)])
+    assert plain.exit_code == 0 and "mean_wait" in plain.output
+
+
+def test_drift_experiment_no_accumulation(slurm_cluster, tmp_path: Path) -> None:
+    """Barberato Table 4.9: 10 whole-machine jobs of 60 s submitted 60 s apart, shrink 0.9.
+
+    Each job can start only when its predecessor ends, so ideally every job waits 0 s; Slurm
+    starts jobs on a one-second tick, and without correction the delays accumulate job after
+    job. With the drift correction the waits stay within 1 s of the ideal.
+    """
+    plan = pd.DataFrame({
+        "job_id": range(1, 11), "submit": [60.0 * i for i in range(10)], "runtime": [60.0] * 10,
+        "walltime": [120.0] * 10, "nodes": [96] * 10, "bb_per_node_mb": [0] * 10,
+    })  # fmt: skip
+    trace = tmp_path / "chain.parquet"
+    save_plan(plan, {"format": "harness-plan", "version": 1, "shrink": 0.0, "seed": 0}, trace)
+    run_dir = _run(tmp_path, "slurm-fcfs", trace=trace, shrink=0.9, drift=1.0)
+    manifest, _, results = _load(run_dir)
+    assert manifest["complete"], manifest["incomplete_reason"]
+    wait = (results["start"] - results["submit"]).to_numpy()  # emulated seconds
+    # Slurm starts jobs on a 1 s tick (+ a few ms of launch): that is the floor of "ideal"
+    assert wait.max() < 1.1, wait
+    assert wait.max() - wait.min() < 0.2, f"waits accumulate: {wait}"
+    assert (results["runtime"] - 6.0).abs().max() < 0.05
