@@ -1,0 +1,90 @@
+"""Joining replay submissions, sigsleep records and Slurm's jobcomp; native policy names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.collect import build_results, cross_check, finished, lag_stats
+from harness.slurm.jobcomp import parse_line, read_jobcomp, slurm_time
+from harness.slurm.native import UnknownPolicy, scheduler_for
+
+T0 = 1_795_000_000.0
+PLAN = pd.DataFrame({
+    "job_id": [1, 2, 3], "submit": [0.0, 1.0, 2.0], "runtime": [5.0, 5.0, 5.0],
+    "walltime": [10.0, 10.0, 10.0], "nodes": [1, 2, 4], "bb_per_node_mb": [10, 20, 30],
+})  # fmt: skip
+SUBS = [
+    {"job_id": 1, "slurm_job_id": 11, "intended": T0, "actual": T0 + 0.001, "lag": 0.001},
+    {"job_id": 2, "slurm_job_id": 12, "intended": T0 + 1, "actual": T0 + 1.002, "lag": 0.002},
+    {"job_id": 3, "slurm_job_id": None, "intended": T0 + 2, "actual": T0 + 2.0, "lag": 0.0, "error": "x"},
+]
+RECORDS = [
+    {"job_id": 1, "start": T0 + 0.5, "end": T0 + 5.5, "running": 5.0, "reason": "completed",
+     "nodelist": "c001", "suspended": 0.0},
+    {"job_id": 2, "start": T0 + 5.7, "end": T0 + 10.7, "running": 5.0, "reason": "completed",
+     "nodelist": "c[001-002]", "suspended": 0.0},
+]  # fmt: skip
+
+
+def test_build_results_times_relative_to_t0_and_statuses() -> None:
+    df = build_results(PLAN, SUBS, RECORDS, T0)
+    assert list(df["status"]) == ["completed", "completed", "rejected"]
+    assert df.loc[0, "submit"] == pytest.approx(0.001, abs=1e-6)
+    assert df.loc[1, "start"] == pytest.approx(5.7, abs=1e-6) and df.loc[1, "end"] == pytest.approx(10.7, abs=1e-6)
+    assert df.loc[1, "nodelist"] == "c[001-002]"
+    assert list(finished(df)["job_id"]) == [1, 2]
+
+
+def test_job_without_record_is_missing() -> None:
+    df = build_results(PLAN, SUBS[:2], RECORDS[:1], T0)
+    assert list(df["status"]) == ["completed", "missing", "missing"]
+
+
+def test_cross_check_allows_whole_second_truncation_only() -> None:
+    df = build_results(PLAN, SUBS, RECORDS, T0)
+    slurm = {11: {"start": T0, "end": T0 + 5.0}, 12: {"start": T0 + 5.0, "end": T0 + 10.0}}
+    check = cross_check(df, slurm, T0)
+    assert check.ok and check.compared == 2
+    assert check.max_start_diff == pytest.approx(0.7, abs=1e-6)
+    slurm[12]["end"] = T0 + 13.0  # Slurm says it ended 2.3 s after the job's own clock
+    bad = cross_check(df, slurm, T0)
+    assert not bad.ok and bad.disagreements[0]["job_id"] == 2
+    missing = cross_check(df, {11: slurm[11]}, T0)
+    assert missing.missing_in_slurm == [2]
+
+
+def test_lag_stats() -> None:
+    stats = lag_stats(SUBS)
+    assert stats["submitted"] == 2 and stats["rejected"] == 1
+    assert stats["lag_p50_s"] == pytest.approx(0.0015)
+    assert stats["lag_max_s"] == pytest.approx(0.002)
+
+
+def test_jobcomp_parsing(tmp_path: Path) -> None:
+    line = (
+        "JobId=12 UserId=emu(1000) GroupId=emu(1000) Name=t2 JobState=COMPLETED Partition=compute "
+        "TimeLimit=1 StartTime=2026-11-22T07:27:19 EndTime=2026-11-22T07:27:21 NodeList=c[001-002] "
+        "NodeCnt=2 ExitCode=0:0"
+    )
+    assert parse_line(line)["NodeList"] == "c[001-002]"
+    path = tmp_path / "jobcomp.log"
+    path.write_text(line + "\n")
+    job = read_jobcomp(path)[12]
+    assert job["state"] == "COMPLETED"
+    assert job["end"] - job["start"] == 2.0
+    assert slurm_time("2026-11-22T07:27:19") == 1_795_332_439.0
+    assert slurm_time("Unknown") is None
+
+
+def test_native_policies_map_to_slurm_configs() -> None:
+    assert scheduler_for("slurm-fcfs").mode == "builtin"
+    b = scheduler_for("slurm-backfill-4")
+    assert (b.mode, b.bf_licenses, b.reserve_depth) == ("backfill", True, 4)
+    nf = scheduler_for("slurm-backfill-no-future-1")
+    assert (nf.bf_licenses, nf.reserve_depth) == (False, 1)
+    for bad in ("slurm-backfill-0", "slurm-sjf", "backfill-1"):
+        with pytest.raises(UnknownPolicy):
+            scheduler_for(bad)

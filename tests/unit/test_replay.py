@@ -1,0 +1,118 @@
+"""The replay engine's pacing and bookkeeping, with a fake clock and a fake sbatch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.replay import STATUS, SUBMISSIONS, Replayer, ReplayOptions, sbatch_command, slurm_time_limit
+
+
+class FakeClock:
+    def __init__(self, start: float = 1000.0, submit_cost: float = 0.0) -> None:
+        self.now = start
+        self.submit_cost = submit_cost
+        self.sleeps: list[float] = []
+
+    def time(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def plan_of(submits: list[float]) -> pd.DataFrame:
+    n = len(submits)
+    return pd.DataFrame({
+        "job_id": [100 + i for i in range(n)], "submit": submits, "runtime": [5.0] * n,
+        "walltime": [10.0] * n, "nodes": [2] * n, "bb_per_node_mb": [300] * n,
+    })  # fmt: skip
+
+
+def make_replayer(tmp_path: Path, submits: list[float], clock: FakeClock, drift: float = 0.0, fail=()):
+    calls: list[tuple[float, list[str]]] = []
+
+    def fake_submit(cmd: list[str]) -> tuple[int | None, str]:
+        calls.append((clock.now, cmd))
+        clock.now += clock.submit_cost  # sbatch takes time: must not shift later instants
+        if len(calls) in fail:
+            return None, "sbatch: error: Invalid licenses"
+        return len(calls), ""
+
+    opts = ReplayOptions(run_dir=tmp_path, run_id="r1", warmup=2.0, drift=drift)
+    return Replayer(plan_of(submits), opts, submit_fn=fake_submit, clock=clock.time, sleep=clock.sleep), calls
+
+
+def test_submissions_happen_at_absolute_instants_despite_slow_sbatch(tmp_path: Path) -> None:
+    clock = FakeClock(submit_cost=0.3)
+    replayer, calls = make_replayer(tmp_path, [0.0, 1.0, 1.0, 5.0], clock)
+    status = replayer.run()
+    # t0 = 1000 + 2 s warm-up; the third job shares the second's instant, so it is late by
+    # exactly one sbatch (0.3 s); the fourth is on time again: no accumulated lag.
+    assert [round(t, 6) for t, _ in calls] == [1002.0, 1003.0, 1003.3, 1007.0]
+    assert status.done and not status.stopped and status.submitted == 4
+    lines = [json.loads(x) for x in (tmp_path / SUBMISSIONS).read_text().splitlines()]
+    assert [ln["lag"] for ln in lines] == pytest.approx([0.0, 0.0, 0.3, 0.0])
+    assert [ln["slurm_job_id"] for ln in lines] == [1, 2, 3, 4]
+    assert json.loads((tmp_path / STATUS).read_text())["done"] is True
+
+
+def test_drift_stretches_each_instant_by_its_index(tmp_path: Path) -> None:
+    clock = FakeClock()
+    replayer, calls = make_replayer(tmp_path, [0.0, 6.0, 12.0], clock, drift=1.0)
+    replayer.run()
+    assert [round(t, 6) for t, _ in calls] == [1002.0, 1009.0, 1016.0]
+
+
+def test_rejected_job_is_recorded_and_replay_continues(tmp_path: Path) -> None:
+    clock = FakeClock()
+    replayer, _ = make_replayer(tmp_path, [0.0, 1.0, 2.0], clock, fail={2})
+    status = replayer.run()
+    assert (status.submitted, status.failed) == (2, 1)
+    lines = [json.loads(x) for x in (tmp_path / SUBMISSIONS).read_text().splitlines()]
+    assert lines[1]["slurm_job_id"] is None and "Invalid licenses" in lines[1]["error"]
+    assert status.errors == ["job 101: sbatch: error: Invalid licenses"]
+
+
+def test_stop_file_ends_the_replay_cleanly(tmp_path: Path) -> None:
+    clock = FakeClock()
+    replayer, calls = make_replayer(tmp_path, [0.0, 100.0], clock)
+    original_sleep = clock.sleep
+
+    def sleep_then_stop(seconds: float) -> None:
+        original_sleep(seconds)
+        if clock.now > 1010:
+            (tmp_path / "STOP").touch()
+
+    replayer.sleep = sleep_then_stop
+    status = replayer.run()
+    assert len(calls) == 1 and status.stopped and not status.done
+
+
+def test_sbatch_command_carries_nodes_limit_licenses_and_sigsleep(tmp_path: Path) -> None:
+    job = {
+        "job_id": 4711,
+        "submit": 0.0,
+        "runtime": 12.5,
+        "walltime": 61.0,
+        "nodes": 3,
+        "bb_per_node_mb": 250,
+    }
+    cmd = sbatch_command(job, ReplayOptions(run_dir=Path("/shared/runs/x"), run_id="x"), 1234.5)
+    assert cmd[:2] == ["sbatch", "--parsable"]
+    assert "--nodes=3" in cmd and "--time=2" in cmd and "--licenses=bb:750" in cmd
+    assert "--job-name=t4711" in cmd
+    wrap = cmd[-1]
+    assert wrap.startswith("--wrap=exec /usr/local/bin/sigsleep --runtime 12.500000 --walltime 61.000000")
+    assert "--job-id 4711 --log /shared/runs/x/jobs.jsonl --submit-intended 1234.500000" in wrap
+    no_bb = sbatch_command({**job, "bb_per_node_mb": 0}, ReplayOptions(run_dir=tmp_path, run_id="x"), 0.0)
+    assert not any(c.startswith("--licenses") for c in no_bb)
+
+
+@pytest.mark.parametrize(("walltime", "minutes"), [(0.3, "1"), (60.0, "1"), (60.01, "2"), (3600.0, "60")])
+def test_slurm_time_limit_rounds_up_to_minutes(walltime: float, minutes: str) -> None:
+    assert slurm_time_limit(walltime) == minutes
