@@ -33,7 +33,8 @@ def test_build_results_times_relative_to_t0_and_statuses() -> None:
     df = build_results(PLAN, SUBS, RECORDS, T0)
     assert list(df["status"]) == ["completed", "completed", "rejected"]
     assert df.loc[0, "submit"] == pytest.approx(0.001, abs=1e-6)
-    assert df.loc[1, "start"] == pytest.approx(5.7, abs=1e-6) and df.loc[1, "end"] == pytest.approx(10.7, abs=1e-6)
+    assert df.loc[1, "start"] == pytest.approx(5.7, abs=1e-6)
+    assert df.loc[1, "end"] == pytest.approx(10.7, abs=1e-6)
     assert df.loc[1, "nodelist"] == "c[001-002]"
     assert list(finished(df)["job_id"]) == [1, 2]
 
