@@ -7,6 +7,7 @@ are seconds since the replay's t0, in shrunk time, with the simulator's columns.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -142,4 +143,11 @@ def lag_stats(submissions: list[dict]) -> dict[str, float]:
         "lag_p50_s": float(np.percentile(lags, 50)),
         "lag_p99_s": float(np.percentile(lags, 99)),
         "lag_max_s": float(lags.max()),
+        "order_inversions": order_inversions(submissions),
     }
+
+
+def order_inversions(submissions: list[dict]) -> int:
+    """Adjacent jobs (in plan order) that Slurm numbered the other way round."""
+    ids = [s["slurm_job_id"] for s in sorted(submissions, key=lambda s: s["index"]) if s.get("slurm_job_id")]
+    return sum(1 for a, b in itertools.pairwise(ids) if a > b)

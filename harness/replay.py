@@ -7,8 +7,11 @@ of the replay's start, never relative to the previous submission, so the time sb
 does not accumulate; an optional constant ``drift`` per job (Section 4.2.4) stretches the
 instants to compensate for Slurm's per-job launch delay; a warm-up period precedes t0.
 
-Submission is sequential on purpose: Slurm's FCFS order is the order of submission, and
-jobs of the same instant keep the plan's order. One sbatch takes 7-10 ms (>= 100 jobs/s).
+Each sbatch is started at its job's instant by a small pool of submitter threads, so a
+slow sbatch (slurmctld busy starting jobs) never delays the next submission; jobs due at
+the same instant go out concurrently. Slurm's FCFS order is its order of arrival, so two
+submissions in flight at once may swap: the submissions file records every job's start and
+return, and ``order_inversions`` counts the swaps. ``workers=1`` submits strictly in order.
 
 Files written in ``run_dir`` (the host reads them through the shared mount):
     submissions.jsonl  one line per job: trace id, Slurm id, intended and actual submit
@@ -24,8 +27,10 @@ import os
 import shlex
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -49,6 +54,7 @@ class ReplayOptions:
     sigsleep: str = DEFAULT_SIGSLEEP
     job_dir: str = "/shared/jobs"
     extra_sbatch: tuple[str, ...] = ()
+    workers: int = 8  # concurrent sbatch processes at most
 
 
 @dataclass
@@ -130,6 +136,7 @@ class Replayer:
         self.status = ReplayStatus(run_id=opts.run_id, jobs=len(self.plan))
         self._stop = False
         self._last_status_write = 0.0
+        self._lock = threading.Lock()
 
     def intended_instants(self, t0: float) -> list[float]:
         submits = self.plan["submit"].to_numpy(float)
@@ -148,11 +155,19 @@ class Replayer:
         self._write_status(force=True)
         rows = self.plan.to_dict("records")
         with open(self.opts.run_dir / SUBMISSIONS, "a", buffering=1) as out:
-            for index, (job, intended) in enumerate(zip(rows, self.intended_instants(t0), strict=True)):
-                if not self._wait_until(intended):
-                    self.status.stopped = True
-                    break
-                self._submit_one(out, index, job, intended)
+            pool = ThreadPoolExecutor(self.opts.workers) if self.opts.workers > 1 else None
+            try:
+                for index, (job, intended) in enumerate(zip(rows, self.intended_instants(t0), strict=True)):
+                    if not self._wait_until(intended):
+                        self.status.stopped = True
+                        break
+                    if pool is None:
+                        self._submit_one(out, index, job, intended)
+                    else:
+                        pool.submit(self._submit_one, out, index, job, intended)
+            finally:
+                if pool is not None:
+                    pool.shutdown(wait=True)
         self.status.done = not self.status.stopped
         self._write_status(force=True)
         return self.status
@@ -182,16 +197,17 @@ class Replayer:
             "returned": round(after, 6),
             "lag": round(before - intended, 6),
         }
-        if slurm_id is None:
-            record["error"] = error
-            self.status.failed += 1
-            if len(self.status.errors) < 20:
-                self.status.errors.append(f"job {int(job['job_id'])}: {error}")
-        else:
-            self.status.submitted += 1
-        self.status.max_lag = max(self.status.max_lag, before - intended)
-        out.write(json.dumps(record) + "\n")
-        self._write_status()
+        with self._lock:
+            if slurm_id is None:
+                record["error"] = error
+                self.status.failed += 1
+                if len(self.status.errors) < 20:
+                    self.status.errors.append(f"job {int(job['job_id'])}: {error}")
+            else:
+                self.status.submitted += 1
+            self.status.max_lag = max(self.status.max_lag, before - intended)
+            out.write(json.dumps(record) + "\n")
+            self._write_status()
 
     def _write_status(self, force: bool = False) -> None:
         now = self.clock()

@@ -17,9 +17,10 @@ PLAN = pd.DataFrame({
     "walltime": [10.0, 10.0, 10.0], "nodes": [1, 2, 4], "bb_per_node_mb": [10, 20, 30],
 })  # fmt: skip
 SUBS = [
-    {"job_id": 1, "slurm_job_id": 11, "intended": T0, "actual": T0 + 0.001, "lag": 0.001},
-    {"job_id": 2, "slurm_job_id": 12, "intended": T0 + 1, "actual": T0 + 1.002, "lag": 0.002},
-    {"job_id": 3, "slurm_job_id": None, "intended": T0 + 2, "actual": T0 + 2.0, "lag": 0.0, "error": "x"},
+    {"index": 0, "job_id": 1, "slurm_job_id": 11, "intended": T0, "actual": T0 + 0.001, "lag": 0.001},
+    {"index": 1, "job_id": 2, "slurm_job_id": 12, "intended": T0 + 1, "actual": T0 + 1.002, "lag": 0.002},
+    {"index": 2, "job_id": 3, "slurm_job_id": None, "intended": T0 + 2, "actual": T0 + 2.0, "lag": 0.0,
+     "error": "x"},
 ]
 RECORDS = [
     {"job_id": 1, "start": T0 + 0.5, "end": T0 + 5.5, "running": 5.0, "reason": "completed",
@@ -62,6 +63,9 @@ def test_lag_stats() -> None:
     assert stats["submitted"] == 2 and stats["rejected"] == 1
     assert stats["lag_p50_s"] == pytest.approx(0.0015)
     assert stats["lag_max_s"] == pytest.approx(0.002)
+    assert stats["order_inversions"] == 0
+    swapped = [{**SUBS[0], "slurm_job_id": 13}, SUBS[1], {**SUBS[2], "slurm_job_id": 14}]
+    assert lag_stats(swapped)["order_inversions"] == 1
 
 
 def test_jobcomp_parsing(tmp_path: Path) -> None:
