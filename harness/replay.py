@@ -231,15 +231,20 @@ def replay_plan(plan: pd.DataFrame, opts: ReplayOptions) -> ReplayStatus:
 
 def read_jsonl(path: Path) -> list[dict]:
     """Every complete JSON line of a file (a line being written right now is skipped)."""
-    if not path.exists():
+    try:
+        return parse_jsonl(path.read_text())
+    except FileNotFoundError:
         return []
+
+
+def parse_jsonl(text: str) -> list[dict]:
+    """The complete JSON lines of ``text``; a last line without newline is still being written."""
     records = []
-    with open(path) as handle:
-        for line in handle:
-            if not line.endswith("\n"):
-                break
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
+    for line in text.splitlines(keepends=True):
+        if not line.endswith("\n"):
+            break
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
     return records

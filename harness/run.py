@@ -17,7 +17,6 @@ through the shared directory, and writes the run directory:
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -31,17 +30,17 @@ import numpy as np
 import pandas as pd
 
 from harness import __version__
-from harness.cluster.base import ClusterError
+from harness.cluster.base import ClusterBackend, ClusterError
 from harness.collect import build_results, cross_check, finished, lag_stats
 from harness.metrics import summary, time_scale_of
-from harness.replay import SIGSLEEP_LOG, STATUS, STOP_FILE, SUBMISSIONS, read_jsonl
+from harness.platform import load_platform
+from harness.replay import SIGSLEEP_LOG, STATUS, STOP_FILE, SUBMISSIONS, parse_jsonl, read_jsonl
 from harness.slurm.jobcomp import read_jobcomp
 from harness.slurm.native import is_native, scheduler_for
 from harness.workload import transforms
 from harness.workload.plan import bundled_slice_path, is_plan_file, load_plan, prepare, save_plan
 
 SUBMIT_USER = "emu"
-CLUSTER_SHARED = "/shared"
 Progress = Callable[[str], None]
 
 
@@ -56,6 +55,7 @@ class RunOptions:
     policy: str = "slurm-backfill-1"
     cluster: str = "docker"
     cluster_name: str = "bbemu"
+    platform: str = "default"  # platform description (TOML) of the cluster
     seed: int = 2020
     shuffle: bool = False
     first_n: int | None = None
@@ -76,12 +76,22 @@ def run_id_for(opts: RunOptions, trace_name: str, now: datetime | None = None) -
     return f"{stamp}-{stem}-{opts.policy}-s{opts.shrink:g}{suffix}"
 
 
-def make_backend(opts: RunOptions):
+def make_backend(opts: RunOptions) -> ClusterBackend:
+    """``docker`` (local containers), ``local`` (Slurm on this host) or ``ssh://user@head[:port]``."""
+    platform = load_platform(opts.platform)
     if opts.cluster == "docker":
         from harness.cluster.docker import DockerCluster
 
-        return DockerCluster(name=opts.cluster_name)
-    raise RunError(f"cluster '{opts.cluster}' is not supported yet (use docker)")
+        return DockerCluster(name=opts.cluster_name, platform=platform)
+    if opts.cluster == "local":
+        from harness.cluster.host import local_cluster
+
+        return local_cluster(platform=platform)
+    if opts.cluster.startswith("ssh://"):
+        from harness.cluster.host import ssh_cluster
+
+        return ssh_cluster(opts.cluster, platform=platform)
+    raise RunError(f"unknown cluster '{opts.cluster}': use docker, local or ssh://user@head[:port]")
 
 
 class Experiment:
@@ -114,16 +124,7 @@ class Experiment:
         )  # fmt: skip
 
     def ensure_cluster(self) -> None:
-        backend = self.backend
-        if backend.containers() and backend.is_up() and not backend.image_is_current():
-            self.say("the running cluster's image is older than the sources: recreating it")
-            backend.down()
-        result = backend.up(progress=self.say)
-        if result.already_up:
-            self.say(f"cluster '{backend.name}' is up")
-        else:
-            self.say(f"cluster '{backend.name}' up in {result.seconds_to_idle:.1f} s")
-        backend.reconfigure(self.sched, progress=self.say)
+        self.backend.prepare(self.sched, progress=self.say)
 
     def execute(self) -> Path:
         plan, plan_manifest = self.prepare()
@@ -138,17 +139,15 @@ class Experiment:
         except ClusterError as exc:
             self._write_manifest(run_dir, plan_manifest, run_id, started_at, False, f"cluster: {exc}", {})
             raise
-        shared = self.backend.shared_host_path / "runs" / run_id
-        shared.mkdir(parents=True)
-        shared.chmod(0o1777)  # the replay runs as the unprivileged submit user
-        save_plan(plan, plan_manifest, shared / "plan.parquet")
+        shared = f"runs/{run_id}"
+        self.backend.put(run_dir / "plan.parquet", f"{shared}/plan.parquet")
         complete, reason = self._replay_and_wait(plan, run_id, shared)
         self._finish(run_dir, shared, plan, plan_manifest, run_id, started_at, complete, reason)
         return run_dir
 
     # -- replay and progress ----------------------------------------------------------
     def _replay_command(self, run_id: str) -> list[str]:
-        cdir = f"{CLUSTER_SHARED}/runs/{run_id}"
+        cdir = self.backend.shared_path(f"runs/{run_id}")
         return [
             "harness", "replay", f"{cdir}/plan.parquet", "--run-dir", cdir, "--run-id", run_id,
             "--warmup", f"{self.opts.warmup:g}", "--drift", f"{self.opts.drift:g}",
@@ -156,7 +155,7 @@ class Experiment:
             "--partition", self.backend.platform.compute.partition,
         ]  # fmt: skip
 
-    def _replay_and_wait(self, plan: pd.DataFrame, run_id: str, shared: Path) -> tuple[bool, str]:
+    def _replay_and_wait(self, plan: pd.DataFrame, run_id: str, shared: str) -> tuple[bool, str]:
         proc = self.backend.spawn(self._replay_command(run_id), user=SUBMIT_USER)
         watcher = Watcher(self, plan, shared, self.opts.quiet)
         complete, reason = False, ""
@@ -171,16 +170,17 @@ class Experiment:
                 self._cancel_or_keep(shared)
         return complete, reason
 
-    def _stop_replay(self, proc: subprocess.Popen, shared: Path) -> None:
+    def _stop_replay(self, proc: subprocess.Popen, shared: str) -> None:
         if proc.poll() is None:
-            (shared / STOP_FILE).touch()
+            self.backend.exec(["touch", self.backend.shared_path(f"{shared}/{STOP_FILE}")], timeout=30)
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
 
-    def _cancel_or_keep(self, shared: Path) -> None:
-        ids = [str(s["slurm_job_id"]) for s in read_jsonl(shared / SUBMISSIONS) if s.get("slurm_job_id")]
+    def _cancel_or_keep(self, shared: str) -> None:
+        text = self.backend.read_text(f"{shared}/{SUBMISSIONS}") or ""
+        ids = [str(s["slurm_job_id"]) for s in parse_jsonl(text) if s.get("slurm_job_id")]
         if self.opts.keep_jobs:
             self.say(f"--keep-jobs: leaving {len(ids)} submitted job(s) in Slurm")
             return
@@ -196,15 +196,14 @@ class Experiment:
 
     # -- collection ---------------------------------------------------------------------
     def _finish(
-        self, run_dir: Path, shared: Path, plan: pd.DataFrame, plan_manifest: dict, run_id: str,
+        self, run_dir: Path, shared: str, plan: pd.DataFrame, plan_manifest: dict, run_id: str,
         started_at: str, complete: bool, reason: str,
     ) -> None:  # fmt: skip
         raw = run_dir / "raw"
         raw.mkdir(exist_ok=True)
         for name in (SUBMISSIONS, SIGSLEEP_LOG, STATUS):
-            if (shared / name).exists():
-                shutil.copyfile(shared / name, raw / name)
-        self._copy_slurm_files(run_dir / "slurm")
+            self.backend.get(f"{shared}/{name}", raw / name)
+        self.backend.collect_slurm_files(run_dir / "slurm")
         status = json.loads((raw / STATUS).read_text()) if (raw / STATUS).exists() else {}
         t0 = float(status.get("t0", 0.0))
         submissions = read_jsonl(raw / SUBMISSIONS)
@@ -220,13 +219,6 @@ class Experiment:
         self._write_metrics(run_dir, results, extra)
         self._write_manifest(run_dir, plan_manifest, run_id, started_at, complete, reason, {"t0": t0})
         self._report(run_dir, check, complete, reason)
-
-    def _copy_slurm_files(self, target: Path) -> None:
-        state = self.backend.state
-        shutil.copytree(state.etc, target / "etc", dirs_exist_ok=True)
-        for name in ("slurmctld.log", "jobcomp.log"):
-            if (state.log / name).exists():
-                shutil.copyfile(state.log / name, target / name)
 
     def _write_metrics(self, run_dir: Path, results: pd.DataFrame, extra: dict) -> None:
         ran = finished(results)
@@ -308,7 +300,7 @@ class Watcher:
 
     GRACE_S = 10.0  # queue empty but records missing: wait this long for late records
 
-    def __init__(self, exp: Experiment, plan: pd.DataFrame, shared: Path, quiet: bool) -> None:
+    def __init__(self, exp: Experiment, plan: pd.DataFrame, shared: str, quiet: bool) -> None:
         self.exp = exp
         self.total = len(plan)
         self.last_submit = float(plan["submit"].max()) if len(plan) else 0.0
@@ -321,9 +313,10 @@ class Watcher:
 
     def wait(self, proc: subprocess.Popen) -> tuple[bool, str]:
         while True:
-            status = _read_status(self.shared)
-            subs = read_jsonl(self.shared / SUBMISSIONS)
-            done_records = _count_lines(self.shared / SIGSLEEP_LOG)
+            backend = self.exp.backend
+            status = _parse_status(backend.read_text(f"{self.shared}/{STATUS}"))
+            subs = parse_jsonl(backend.read_text(f"{self.shared}/{SUBMISSIONS}") or "")
+            done_records = (backend.read_text(f"{self.shared}/{SIGSLEEP_LOG}") or "").count("\n")
             pending, running = self.exp.queue_counts()
             self._show(status, subs, done_records, pending, running)
             verdict = self._verdict(proc, status, subs, done_records, pending + running)
@@ -381,19 +374,11 @@ class Watcher:
         return max(submit_left, work_left)
 
 
-def _read_status(shared: Path) -> dict:
+def _parse_status(text: str | None) -> dict:
     try:
-        return json.loads((shared / STATUS).read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
+        return json.loads(text) if text else {}
+    except json.JSONDecodeError:
         return {}
-
-
-def _count_lines(path: Path) -> int:
-    try:
-        with open(path, "rb") as handle:
-            return sum(1 for _ in handle)
-    except FileNotFoundError:
-        return 0
 
 
 def _clock(seconds: float) -> str:

@@ -26,7 +26,10 @@ from harness.cluster.base import ClusterError
     show_default=True,
     help="slurm-fcfs, slurm-backfill-D or slurm-backfill-no-future-D.",
 )
-@click.option("--cluster", "cluster", default="docker", show_default=True, help="docker (local containers).")
+@click.option("--cluster", "cluster", default="docker", show_default=True,
+              help="docker (local containers), local (Slurm on this host) or ssh://user@head[:port].")
+@click.option("--platform", "platform_file", default="default", show_default=True,
+              help="Platform description (TOML) of the cluster.")
 @click.option("--name", "cluster_name", default="bbemu", show_default=True, help="Docker cluster name.")
 @click.option("--seed", type=int, default=2020, show_default=True, help="Seed of the burst-buffer model.")
 @click.option("--shuffle", is_flag=True, help="Shuffle submission order, keeping the instants.")
@@ -70,7 +73,8 @@ def run_command(
     from harness.run import Experiment, RunError, RunOptions
 
     opts = RunOptions(
-        trace=trace, shrink=shrink, policy=policy, cluster=cluster, cluster_name=cluster_name, seed=seed,
+        trace=trace, shrink=shrink, policy=policy, cluster=cluster, platform=platform_file,
+        cluster_name=cluster_name, seed=seed,
         shuffle=shuffle, first_n=first_n, runs_dir=runs_dir, warmup=warmup, drift=drift, timeout=timeout,
         keep_jobs=keep_jobs, quiet=quiet or bool(os.environ.get("CI")),
     )  # fmt: skip

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import NamedTuple, Protocol
+
+from harness.platform import Platform
+from harness.slurm.config import SchedulerConfig
 
 
 class CommandResult(NamedTuple):
@@ -30,6 +36,44 @@ class Cluster(Protocol):
         ...
 
     def is_up(self) -> bool: ...
+
+
+class ClusterBackend(Cluster, Protocol):
+    """What ``harness run`` needs from wherever the emulated Slurm runs (docker, ssh, local).
+
+    The *shared directory* is seen by the head node and every job (``/shared`` in the
+    containers); ``rel`` paths below are relative to it.
+    """
+
+    platform: Platform
+
+    def prepare(self, sched: SchedulerConfig, progress: Callable[[str], None]) -> None:
+        """Bring the cluster up if needed, apply ``sched``, return when every node is idle."""
+        ...
+
+    def spawn(self, cmd: list[str], user: str | None = None) -> subprocess.Popen:
+        """Start ``cmd`` on the head node without waiting (stdout and stderr piped)."""
+        ...
+
+    def shared_path(self, rel: str) -> str:
+        """The head node's path of ``rel`` in the shared directory."""
+        ...
+
+    def put(self, local: Path, rel: str) -> None:
+        """Copy a local file into the shared directory (parents created, world-writable dirs)."""
+        ...
+
+    def get(self, rel: str, local: Path) -> bool:
+        """Copy a shared file to ``local``; False if it does not exist."""
+        ...
+
+    def read_text(self, rel: str) -> str | None:
+        """A small shared file's content (progress polling), None if absent."""
+        ...
+
+    def collect_slurm_files(self, target: Path) -> None:
+        """Copy the rendered Slurm files (``target/etc``), slurmctld.log and jobcomp.log."""
+        ...
 
 
 def node_states(cluster: Cluster) -> dict[str, str]:

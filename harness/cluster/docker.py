@@ -149,10 +149,46 @@ class DockerCluster:
         argv = ["docker", "exec", "--user", user or "root", self.controller_name, *cmd]
         return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
-    @property
-    def shared_host_path(self) -> Path:
-        """The host directory mounted as /shared in every container."""
-        return self.state.shared
+    # -- ClusterBackend: the shared directory is a host directory mounted as /shared ------
+    def prepare(self, sched: SchedulerConfig, progress: Progress = _quiet) -> None:
+        if self.containers() and self.is_up() and not self.image_is_current():
+            progress("the running cluster's image is older than the sources: recreating it")
+            self.down()
+        result = self.up(progress=progress)
+        if result.already_up:
+            progress(f"cluster '{self.name}' is up")
+        else:
+            progress(f"cluster '{self.name}' up in {result.seconds_to_idle:.1f} s")
+        self.reconfigure(sched, progress=progress)
+
+    def shared_path(self, rel: str) -> str:
+        return f"/shared/{rel}"
+
+    def put(self, local: Path, rel: str) -> None:
+        target = self.state.shared / rel
+        for parent in reversed(target.relative_to(self.state.shared).parents[:-1]):
+            (self.state.shared / parent).mkdir(exist_ok=True)
+            (self.state.shared / parent).chmod(0o1777)  # jobs and the replay run unprivileged
+        shutil.copyfile(local, target)
+
+    def get(self, rel: str, local: Path) -> bool:
+        source = self.state.shared / rel
+        if not source.exists():
+            return False
+        shutil.copyfile(source, local)
+        return True
+
+    def read_text(self, rel: str) -> str | None:
+        try:
+            return (self.state.shared / rel).read_text()
+        except FileNotFoundError:
+            return None
+
+    def collect_slurm_files(self, target: Path) -> None:
+        shutil.copytree(self.state.etc, target / "etc", dirs_exist_ok=True)
+        for name in ("slurmctld.log", "jobcomp.log"):
+            if (self.state.log / name).exists():
+                shutil.copyfile(self.state.log / name, target / name)
 
     def image_is_current(self) -> bool:
         """False when the sources changed since the running cluster's image was built."""
