@@ -55,6 +55,7 @@ def run_command(
     shrink: float,
     policy: str,
     cluster: str,
+    platform_file: str,
     cluster_name: str,
     seed: int,
     shuffle: bool,
