@@ -309,20 +309,3 @@ def _check_overlaps(df: pd.DataFrame, platform: Platform) -> Iterator[str]:
         if is_start and max(used) > platform.bb_capacity_mb:
             yield f"a BB node exceeds its capacity when job {ids[row]} starts"
 
-
-def split_period(plan: pd.DataFrame, index: int, count: int = 16) -> pd.DataFrame:
-    """The ``index``-th (0-based) of ``count`` equal submission-time periods, rebased to 0.
-
-    Kopański Section 4.1 splits the KTH log into 16 periods of about three weeks.
-    """
-    if not 0 <= index < count:
-        raise ValueError(f"period index {index} not in [0, {count})")
-    t0, t1 = float(plan["submit"].min()), float(plan["submit"].max())
-    width = (t1 - t0) / count
-    lo = t0 + index * width
-    inside = plan["submit"] >= lo
-    if index < count - 1:
-        inside &= plan["submit"] < lo + width
-    part = plan[inside].copy()
-    part["submit"] -= lo
-    return part.reset_index(drop=True)

@@ -40,8 +40,9 @@ class FillSimulation:
         prof = ws.profile
         last = np.searchsorted(prof.times, ws.now + queue.walltime[positions], side="left") - 1
         np.maximum(last, 0, out=last)
-        self.compute_room = np.minimum.accumulate(prof.compute)[last].tolist()
-        self.bb_room = np.minimum.accumulate(prof.bb, axis=0)[last].tolist()
+        low = prof.prefix_minima()[last]
+        self.compute_room = low[:, 0].tolist()
+        self.bb_room = low[:, 1:].tolist()
         self.nodes = queue.nodes[positions].tolist()
         self.share = queue.bb_per_node_mb[positions].tolist()
         self.wait = (ws.now - queue.submit[positions]).tolist()

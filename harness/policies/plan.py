@@ -65,6 +65,13 @@ class PlanBuilder:
         self.submit = jobs.submit[positions].tolist()
         self.alpha = alpha
         self.placements = 0
+        # Adding jobs to a plan never advances anyone's start, so a job's cost alone
+        # on the base profile bounds its cost in any plan from below.
+        self.floor = [self.cost(i, self._alone_start(i)) for i in range(len(self.nodes))]
+
+    def _alone_start(self, i: int) -> float:
+        k, _ = self.base.earliest_start(self.nodes[i], self.share[i], self.walltime[i])
+        return float(self.base.times[k])
 
     def cost(self, i: int, start: float) -> float:
         if self.alpha is None:
@@ -79,12 +86,10 @@ class PlanBuilder:
         """Profile with job ``i`` added at its earliest start (a new profile) and that start."""
         self.placements += 1
         n, s, w = self.nodes[i], self.share[i], self.walltime[i]
-        k = prof.earliest_start(n, s, w)
+        k, bb_min = prof.earliest_start(n, s, w)
         start = float(prof.times[k])
-        bb = reserve_bb(prof.window_bb_min(k, w), n, s) if s > 0 else None
-        out = prof.copy()
-        out.occupy(start, w, n, bb)
-        return out, start
+        bb = reserve_bb(bb_min, n, s) if s > 0 else None
+        return prof.occupied(start, w, n, bb), start
 
     def starts(self, order: Sequence[int]) -> list[float]:
         """Planned start of every job of ``order``."""
@@ -94,24 +99,70 @@ class PlanBuilder:
             out.append(start)
         return out
 
-    def plan(
-        self, order: Sequence[int], first: int = 0, prefix: list | None = None, bound: float = math.inf
-    ) -> tuple[float, list] | None:
-        """Score of ``order``; ``prefix`` holds (profile, score) before each position.
+    def _without(self, rest_floor: float, floor_i: float, order: Sequence[int], pos: int) -> float:
+        """Lower bound of the costs after position ``pos`` given the bound through ``pos``."""
+        if self.alpha is None:
+            return max((self.floor[j] for j in order[pos + 1 :]), default=-math.inf)
+        return rest_floor - floor_i
 
-        Planning resumes at position ``first`` from ``prefix[first]``; returns the
-        score and the prefix list of ``order``, or ``None`` once the score reaches
-        ``bound``.
+    def total(self, costs: Sequence[float]) -> float:
+        if self.alpha is None:
+            return max(costs, default=-math.inf)
+        return math.fsum(costs)
+
+    def plan(
+        self,
+        order: Sequence[int],
+        first: int = 0,
+        ref: PlanTrace | None = None,
+        bound: float = math.inf,
+        changed_upto: int = -1,
+    ) -> tuple[float, PlanTrace] | None:
+        """Score of ``order`` and its trace, or ``None`` once the score reaches ``bound``.
+
+        With ``ref`` (the trace of an order equal to this one before ``first``),
+        planning resumes at ``first``. Past ``changed_upto`` (the last position
+        where the orders differ), once the profile equals ``ref``'s the rest of the
+        plan is ``ref``'s: a swap of two jobs often leaves the plan unchanged.
         """
-        states = list(prefix[: first + 1]) if prefix else [(self.base, 0.0 if self.alpha else -math.inf)]
-        prof, acc = states[first]
-        for i in order[first:]:
+        if ref is None:
+            profiles, costs = [self.base], []
+        else:
+            profiles, costs = ref.profiles[: first + 1], ref.costs[:first]
+        acc = self.total(costs) if costs else (-math.inf if self.alpha is None else 0.0)
+        prof = profiles[first]
+        rest_floor = self.total([self.floor[i] for i in order[first:]]) if bound < math.inf else 0.0
+        for pos in range(first, len(order)):
+            i = order[pos]
             prof, start = self.place(prof, i)
-            acc = self.combine(acc, self.cost(i, start))
-            if acc >= bound:
-                return None
-            states.append((prof, acc))
-        return acc, states
+            cost = self.cost(i, start)
+            costs.append(cost)
+            acc = self.combine(acc, cost)
+            if bound < math.inf:
+                rest_floor = self._without(rest_floor, self.floor[i], order, pos)
+                if self.combine(acc, rest_floor) >= bound:
+                    return None
+            profiles.append(prof)
+            if ref is not None and pos >= changed_upto and _same(prof, ref.profiles[pos + 1]):
+                costs.extend(ref.costs[pos + 1 :])
+                profiles.extend(ref.profiles[pos + 2 :])
+                acc = self.total(costs)
+                return (acc, PlanTrace(profiles, costs)) if acc < bound else None
+        return acc, PlanTrace(profiles, costs)
+
+
+@dataclass
+class PlanTrace:
+    """A planned order: the profile before each position (and after the last), and each job's cost."""
+
+    profiles: list[AvailabilityProfile]
+    costs: list[float]
+
+
+def _same(a: AvailabilityProfile, b: AvailabilityProfile) -> bool:
+    return a is b or (
+        a.times.shape == b.times.shape and np.array_equal(a.times, b.times) and np.array_equal(a.res, b.res)
+    )
 
 
 class _Budget:
@@ -152,16 +203,25 @@ def exhaustive_best(builder: PlanBuilder, count: int) -> list[int]:
 def anneal(
     builder: PlanBuilder, seeds: list[list[int]], cfg: AnnealingConfig, rng: random.Random
 ) -> list[int]:
-    """Simulated annealing over permutations (Algorithm 8, lines 10-31)."""
+    """Simulated annealing over permutations (Algorithm 8, lines 10-31).
+
+    Near convergence most proposals are swaps already tried from the same current
+    permutation; a cache of exact scores and lower bounds (from stopped plans)
+    answers them without planning again, leaving the trajectory unchanged.
+    """
     budget = _Budget(builder, cfg)
-    planned = [(builder.plan(order), order) for order in seeds]
-    scored = [(res[0], res[1], order) for res, order in planned if res is not None]
-    best_score, best_states, best = min(scored, key=lambda x: x[0])
+    known: dict[tuple[int, ...], float] = {}  # order -> its score, or a lower bound of it
+    scored = []
+    for order in seeds:
+        score, trace = builder.plan(order)
+        known[tuple(order)] = score
+        scored.append((score, trace, order))
+    best_score, best_trace, best = min(scored, key=lambda x: x[0])
     worst_score = max(s for s, _, _ in scored)
     if best_score == worst_score:
         return list(best)
     temperature = worst_score - best_score
-    current, cur_score, cur_states = list(best), best_score, best_states
+    current, cur_score, cur_trace = list(best), best_score, best_trace
     best = list(best)
     size = len(current)
     for _ in range(cfg.cooling_steps):
@@ -173,10 +233,15 @@ def anneal(
             bound = cur_score - temperature * math.log(u)
             cand = list(current)
             cand[a], cand[b] = cand[b], cand[a]
-            res = builder.plan(cand, min(a, b), cur_states, bound)
-            if res is None:
+            key = tuple(cand)
+            if known.get(key, -math.inf) >= bound:  # its score or a lower bound is already too high
                 continue
-            cur_score, cur_states = res
+            res = builder.plan(cand, min(a, b), cur_trace, bound, changed_upto=max(a, b))
+            if res is None:
+                known[key] = bound
+                continue
+            cur_score, cur_trace = res
+            known[key] = cur_score
             current = cand
             if cur_score < best_score:
                 best_score, best = cur_score, list(cand)
@@ -238,7 +303,8 @@ def _fitting_now(ws: Workspace, jobs: JobQueue, positions: np.ndarray) -> np.nda
     np.maximum(last, 0, out=last)
     nodes = jobs.nodes[positions]
     shares = jobs.bb_per_node_mb[positions]
-    compute_ok = np.minimum.accumulate(prof.compute)[last] >= nodes
-    bb_min = np.minimum.accumulate(prof.bb, axis=0)[last]
+    low = prof.prefix_minima()[last]
+    compute_ok = low[:, 0] >= nodes
+    bb_min = low[:, 1:]
     slots = (bb_min // np.maximum(shares, 1)[:, None]).sum(axis=1)
     return positions[compute_ok & ((shares <= 0) | (slots >= nodes))]

@@ -1,16 +1,17 @@
 """Availability profile: free resources over future time, for reservations and plans.
 
 The profile is piecewise constant. Segment ``k`` covers ``[times[k], times[k+1])``
-(the last one runs forever) and holds the number of free compute nodes and the free
-MB of every BB node. Compute nodes are interchangeable for feasibility (any compute
-node may use any BB node), so a count suffices for them; BB nodes are kept apart
-because a node's share cannot be split between BB nodes.
+(the last one runs forever). ``res[k, 0]`` is the number of free compute nodes and
+``res[k, 1 + b]`` the free MB of BB node ``b``. Compute nodes are interchangeable
+for feasibility (any compute node may use any BB node), so a count suffices for
+them; BB nodes are kept apart because a node's share cannot be split between BB
+nodes.
 
 A job of ``n`` nodes and ``share`` MB per node fits on ``[t, t + d)`` when the
 minimum free compute over that window is at least ``n`` and
 ``sum_b (min free of BB node b over the window) // share >= n``: its shares stay on
-the same BB nodes for its whole run. Numpy keeps every check vectorised over the
-segments, which matters because the plan policy builds thousands of plans.
+the same BB nodes for its whole run. Every check is vectorised over the segments
+with as few numpy calls as possible: the plan policy places millions of jobs.
 """
 
 from __future__ import annotations
@@ -25,15 +26,15 @@ from harness.policies.state import RunningJob, Topology
 # killed) is assumed to release its nodes this much later, so that the profile at
 # ``now`` never counts nodes that are still busy.
 OVERRUN_GRACE_S = 1.0
+_MIN_DURATION_S = 1e-6
 
 
 class AvailabilityProfile:
-    __slots__ = ("bb", "compute", "times")
+    __slots__ = ("res", "times")
 
-    def __init__(self, times: np.ndarray, compute: np.ndarray, bb: np.ndarray) -> None:
+    def __init__(self, times: np.ndarray, res: np.ndarray) -> None:
         self.times = times
-        self.compute = compute
-        self.bb = bb
+        self.res = res
 
     @classmethod
     def from_running(
@@ -46,98 +47,131 @@ class AvailabilityProfile:
     ) -> AvailabilityProfile:
         """Profile from ``now`` on, with running jobs releasing at their expected end."""
         bb_count = topology.bb_count
-        released: dict[float, list] = {}  # release time -> [nodes, MB per BB node]
+        released: dict[float, list[int]] = {}  # release time -> [nodes, MB of BB node 0, ...]
         for job in running:
             end = job.expected_end if job.expected_end > now else now + OVERRUN_GRACE_S
-            entry = released.get(end)
-            if entry is None:
-                entry = released[end] = [0, [0] * bb_count]
-            entry[0] += job.nodes
-            per_bb = entry[1]
+            row = released.get(end)
+            if row is None:
+                row = released[end] = [0] * (1 + bb_count)
+            row[0] += job.nodes
             for b in job.allocation.bb:
-                per_bb[b] += job.bb_per_node_mb
+                row[1 + b] += job.bb_per_node_mb
         times = sorted(released)
-        start_bb = np.asarray(list(free_bb_mb), dtype=np.int64)
-        compute = np.array([free_compute] + [released[t][0] for t in times], dtype=np.int64)
-        bb = np.array([start_bb.tolist()] + [released[t][1] for t in times], dtype=np.int64).reshape(
-            len(times) + 1, bb_count
-        )
-        return cls(np.array([now, *times], dtype=np.float64), np.cumsum(compute), np.cumsum(bb, axis=0))
+        first = [free_compute, *free_bb_mb]
+        rows = np.array([first] + [released[t] for t in times], dtype=np.int64)
+        return cls(np.array([now, *times], dtype=np.float64), np.cumsum(rows, axis=0))
 
     def copy(self) -> AvailabilityProfile:
-        return AvailabilityProfile(self.times.copy(), self.compute.copy(), self.bb.copy())
+        return AvailabilityProfile(self.times.copy(), self.res.copy())
 
     @property
     def now(self) -> float:
         return float(self.times[0])
 
+    @property
+    def compute(self) -> np.ndarray:
+        return self.res[:, 0]
+
+    @property
+    def bb(self) -> np.ndarray:
+        return self.res[:, 1:]
+
     # -- queries ----------------------------------------------------------------
     def window_from_now(self, duration: float) -> tuple[int, np.ndarray]:
         """Minimum free compute and per-BB-node MB over ``[now, now + duration)``."""
         j = max(int(np.searchsorted(self.times, self.times[0] + duration, side="left")), 1)
-        return int(self.compute[:j].min()), self.bb[:j].min(axis=0)
+        low = self.res[:j].min(axis=0)
+        return int(low[0]), low[1:]
 
-    def earliest_start(self, nodes: int, share_mb: int, duration: float, with_bb: bool = True) -> int:
-        """Index of the first segment where the job can start and hold its resources.
+    def prefix_minima(self) -> np.ndarray:
+        """Row ``k``: minimum of every column over segments ``0..k`` (windows starting now)."""
+        return np.minimum.accumulate(self.res, axis=0)
 
-        Raises ``ValueError`` if it never fits (not even on the empty machine).
+    def earliest_start(
+        self, nodes: int, share_mb: int, duration: float, with_bb: bool = True
+    ) -> tuple[int, np.ndarray]:
+        """First segment where the job can start and hold its resources for ``duration``.
+
+        Returns the segment index and the per-BB-node minimum over the job's window.
+        Raises ``ValueError`` if the job never fits (not even on the empty machine).
         """
-        times = self.times
-        k = len(times)
-        ends = np.searchsorted(times, times + duration, side="left")
-        np.maximum(ends, np.arange(1, k + 1), out=ends)
-        bad = self.compute < nodes
-        check_bb = with_bb and share_mb > 0
-        if check_bb:
-            bad |= (self.bb // share_mb).sum(axis=1) < nodes
-        blocked = np.concatenate(([0], np.cumsum(bad)))
-        candidates = np.flatnonzero(blocked[ends] == blocked[:k])
-        if not check_bb:
+        times, res = self.times, self.res
+        # Window of start i: segments [i, ends[i]); ends[i] > i as durations are > 0.
+        ends = times.searchsorted(times + max(duration, _MIN_DURATION_S))
+        compute_bad = res[:, 0] < nodes
+        candidates = _clear_windows(compute_bad, ends)
+        if not (with_bb and share_mb > 0):
             if len(candidates):
-                return int(candidates[0])
+                i = int(candidates[0])
+                return i, res[i : int(ends[i]), 1:].min(axis=0)
             raise ValueError(f"a job of {nodes} nodes never fits")
-        # Segment-wise checks pass; the job still needs the same BB nodes over the
-        # whole window, which only the per-node minimum tells.
-        for i in candidates.tolist():
-            e = int(ends[i])
-            if e - i == 1 or int((self.bb[i:e].min(axis=0) // share_mb).sum()) >= nodes:
-                return i
+        # Often the first start free of compute is free of BB too: try it before
+        # screening every segment for BB.
+        if len(candidates):
+            i = int(candidates[0])
+            low = self._bb_fit(i, int(ends[i]), nodes, share_mb)
+            if low is not None:
+                return i, low
+        bad = compute_bad | ((res[:, 1:] // share_mb).sum(axis=1) < nodes)
+        for i in _clear_windows(bad, ends).tolist():
+            low = self._bb_fit(i, int(ends[i]), nodes, share_mb)
+            if low is not None:
+                return i, low
         raise ValueError(f"a job of {nodes} x {share_mb} MB never fits")
 
-    def window_bb_min(self, start_index: int, duration: float) -> np.ndarray:
-        """Per-BB-node minimum free MB over ``[times[start_index], + duration)``."""
-        t = self.times[start_index]
-        e = max(int(np.searchsorted(self.times, t + duration, side="left")), start_index + 1)
-        return self.bb[start_index:e].min(axis=0)
+    def _bb_fit(self, i: int, e: int, nodes: int, share_mb: int) -> np.ndarray | None:
+        """Per-BB-node minimum over segments ``[i, e)`` if the job's shares fit in it."""
+        low = self.res[i, 1:] if e - i == 1 else self.res[i:e, 1:].min(axis=0)
+        # The shares need the same BB nodes for the whole window: only the per-node
+        # minimum over the window tells whether they fit.
+        return low if int((low // share_mb).sum()) >= nodes else None
 
     # -- updates ----------------------------------------------------------------
-    def occupy(self, start: float, duration: float, nodes: int, bb_mb: np.ndarray | None) -> None:
-        """Take ``nodes`` compute nodes and ``bb_mb`` (per BB node) on ``[start, start + duration)``."""
-        i = self._breakpoint(start)
-        j = self._breakpoint(start + duration)
-        self.compute[i:j] -= nodes
+    def occupied(
+        self, start: float, duration: float, nodes: int, bb_mb: np.ndarray | None
+    ) -> AvailabilityProfile:
+        """A new profile with ``nodes`` and ``bb_mb`` (per BB node) taken on ``[start, start + duration)``."""
+        times, res = self.times, self.res
+        end = start + duration
+        i = int(times.searchsorted(start))
+        j = int(times.searchsorted(end))
+        k = len(times)
+        split_i = not (i < k and times[i] == start)
+        split_j = not (j < k and times[j] == end)
+        if not (split_i or split_j):
+            new_times, new_res = times, res.copy()  # times are never changed in place: share them
+        else:
+            # A new breakpoint's segment inherits the resources of the segment it splits.
+            size = k + split_i + split_j
+            new_times = np.empty(size)
+            new_res = np.empty((size, res.shape[1]), dtype=res.dtype)
+            new_times[:i], new_res[:i] = times[:i], res[:i]
+            at = i
+            if split_i:
+                new_times[at], new_res[at] = start, res[i - 1]
+                at += 1
+            new_times[at : at + j - i], new_res[at : at + j - i] = times[i:j], res[i:j]
+            at += j - i
+            if split_j:
+                new_times[at], new_res[at] = end, res[j - 1]
+                at += 1
+            new_times[at:], new_res[at:] = times[j:], res[j:]
+        lo, hi = i, j + split_i
+        new_res[lo:hi, 0] -= nodes
         if bb_mb is not None:
-            self.bb[i:j] -= bb_mb
+            new_res[lo:hi, 1:] -= bb_mb
+        return AvailabilityProfile(new_times, new_res)
 
-    def _breakpoint(self, t: float) -> int:
-        """Index of the segment starting exactly at ``t``, splitting one if needed."""
-        i = int(np.searchsorted(self.times, t, side="left"))
-        if i < len(self.times) and self.times[i] == t:
-            return i
-        # The new segment inherits the resources of the segment it splits. Plain
-        # slicing into fresh arrays is several times faster than np.insert here.
-        self.times = _insert_row(self.times, i, t)
-        self.compute = _insert_row(self.compute, i, self.compute[i - 1])
-        self.bb = _insert_row(self.bb, i, self.bb[i - 1])
-        return i
+    def occupy(self, start: float, duration: float, nodes: int, bb_mb: np.ndarray | None) -> None:
+        """In-place variant of :meth:`occupied`."""
+        new = self.occupied(start, duration, nodes, bb_mb)
+        self.times, self.res = new.times, new.res
 
 
-def _insert_row(a: np.ndarray, i: int, value: object) -> np.ndarray:
-    out = np.empty((a.shape[0] + 1, *a.shape[1:]), dtype=a.dtype)
-    out[:i] = a[:i]
-    out[i] = value
-    out[i + 1 :] = a[i:]
-    return out
+def _clear_windows(bad: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Starts ``i`` whose window ``[i, ends[i])`` holds no ``bad`` segment."""
+    blocked = bad.cumsum()
+    return ((blocked[ends - 1] - blocked + bad) == 0).nonzero()[0]
 
 
 def reserve_bb(window_min_mb: np.ndarray, nodes: int, share_mb: int) -> np.ndarray:
@@ -146,17 +180,17 @@ def reserve_bb(window_min_mb: np.ndarray, nodes: int, share_mb: int) -> np.ndarr
     Best fit: BB nodes with the least room that still host a share go first, which
     keeps the large free spaces for jobs with large shares.
     """
-    take = np.zeros(len(window_min_mb), dtype=np.int64)
     if share_mb <= 0:
-        return take
-    slots = window_min_mb // share_mb
+        return np.zeros(len(window_min_mb), dtype=np.int64)
+    # Plain Python: with a dozen BB nodes it beats a chain of small numpy calls.
+    room = window_min_mb.tolist()
+    take = [0] * len(room)
     left = nodes
-    for b in np.argsort(window_min_mb, kind="stable").tolist():
-        if slots[b] <= 0:
-            continue
-        n = min(left, int(slots[b]))
-        take[b] = n * share_mb
-        left -= n
-        if left == 0:
-            return take
+    for b in sorted(range(len(room)), key=room.__getitem__):
+        k = min(left, room[b] // share_mb)
+        if k > 0:
+            take[b] = k * share_mb
+            left -= k
+            if left == 0:
+                return np.array(take, dtype=np.int64)
     raise ValueError("not enough BB room for the reservation")

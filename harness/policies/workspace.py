@@ -56,11 +56,9 @@ class Workspace:
     def reserve(self, job: QueuedJob, with_bb: bool = True) -> float:
         """Hold resources for ``job`` at its earliest start; ``with_bb=False`` holds compute only."""
         prof = self.profile
-        i = prof.earliest_start(job.nodes, job.bb_per_node_mb, job.walltime, with_bb=with_bb)
+        i, bb_min = prof.earliest_start(job.nodes, job.bb_per_node_mb, job.walltime, with_bb=with_bb)
         start = float(prof.times[i])
-        bb = None
-        if with_bb:
-            bb = reserve_bb(prof.window_bb_min(i, job.walltime), job.nodes, job.bb_per_node_mb)
+        bb = reserve_bb(bb_min, job.nodes, job.bb_per_node_mb) if with_bb else None
         prof.occupy(start, job.walltime, job.nodes, bb)
         self.reservations.append((job.job_id, start))
         return start
@@ -93,12 +91,12 @@ class Workspace:
         prof = self.profile
         last = np.searchsorted(prof.times, self.now + queue.walltime[idx], side="left") - 1
         np.maximum(last, 0, out=last)
-        compute_ok = np.minimum.accumulate(prof.compute)[last] >= nodes
-        cand = np.flatnonzero(compute_ok)
+        low = prof.prefix_minima()
+        cand = np.flatnonzero(low[last, 0] >= nodes)
         if len(cand) == 0:
             return None
         shares = queue.bb_per_node_mb[idx[cand]]
-        bb_min = np.minimum.accumulate(prof.bb, axis=0)[last[cand]]
+        bb_min = low[last[cand], 1:]
         slots = (bb_min // np.maximum(shares, 1)[:, None]).sum(axis=1)
         ok = (shares <= 0) | (slots >= nodes[cand])
         hits = np.flatnonzero(ok)

@@ -1,0 +1,127 @@
+"""Benchmark the simulator and the policies on a workload (default: the full KTH trace).
+
+For each policy: wall time, speed-up over real time (simulated span / wall time),
+the distribution of per-decision latency (all decisions, and those with at most
+200 queued jobs), the schedule's metrics and the invariant check.
+
+    python benchmarks/simulate.py --policies backfill-1,plan-square-0 --out results.json
+    python benchmarks/simulate.py --period 0/16 --policies backfill-sjf-1,plan-square-0
+
+Policies run one after the other (one process: the machine is shared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.metrics import summary, time_scale_of
+from harness.platform import load_platform
+from harness.policies.registry import get_policy, parse_policy_list
+from harness.simulator import SimulationResult, check_schedule, simulate
+
+DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "shared" / "data" / "KTH-SP2-1996-2.1-cln.swf.gz"
+FAST_POLICIES = "fcfs,backfill-no-future-1,backfill-1,filler,backfill-sjf-1,backfill-4"
+LATENCY_QUANTILES = (0.5, 0.9, 0.99)
+
+
+def latency_report(result: SimulationResult, max_queue: int = 200) -> dict[str, Any]:
+    lat = result.decisions["latency_s"].to_numpy()
+    small = result.decisions.loc[result.decisions["queue"] <= max_queue, "latency_s"].to_numpy()
+    out: dict[str, Any] = {
+        "decisions": len(lat),
+        "max_queue": int(result.decisions["queue"].max()) if len(lat) else 0,
+    }
+    for name, arr in (("all", lat), (f"queue<={max_queue}", small)):
+        if len(arr) == 0:
+            continue
+        qs = {f"p{round(q * 100)}": float(np.quantile(arr, q)) for q in LATENCY_QUANTILES}
+        out[name] = {**qs, "max": float(arr.max()), "mean": float(arr.mean())}
+    return out
+
+
+def run_one(name: str, plan, manifest: dict[str, Any], seed: int) -> dict[str, Any]:
+    platform = load_platform()
+    policy = get_policy(name, seed=seed)
+    result = simulate(plan, policy, platform)
+    scale = time_scale_of(float(manifest.get("shrink", 0.0) or 0.0))
+    violations = check_schedule(result.jobs, platform)
+    return {
+        "policy": name,
+        "wall_s": result.wall_time_s,
+        "speedup": result.simulated_span_s * scale / max(result.wall_time_s, 1e-9),
+        "latency": latency_report(result),
+        "metrics": summary(result.jobs, platform, time_scale=scale),
+        "violations": violations[:5],
+    }
+
+
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    head = (
+        "| policy | mean wait (s) | median wait (s) | max wait (s) | mean turnaround (s) | mean slowdown "
+        "| mean bsld | makespan (s) | util compute | util BB | wall (s) | speed-up | p99 decision (s) |"
+    )
+    lines = [head, "|" + "---|" * 13]
+    for r in rows:
+        m, lat = r["metrics"], r["latency"].get("all", {})
+        lines.append(
+            f"| {r['policy']} | {m['mean_wait']:.0f} | {m['median_wait']:.0f} | {m['max_wait']:.0f} "
+            f"| {m['mean_turnaround']:.0f} | {m['mean_slowdown']:.2f} | {m['mean_bsld']:.2f} "
+            f"| {m['makespan']:.0f} | {m['util_compute']:.3f} | {m['util_bb']:.3f} "
+            f"| {r['wall_s']:.1f} | {r['speedup']:.0f} | {lat.get('p99', float('nan')):.4f} |"
+        )
+    return "\n".join(lines)
+
+
+def load_workload(trace: str, period: str | None, seed: int):
+    from harness.workload.plan import load_plan_or_trace
+
+    kwargs: dict[str, Any] = {"seed": seed}
+    if period:
+        index, count = (int(x) for x in period.split("/"))
+        kwargs["period"] = (index, count)
+    return load_plan_or_trace(trace, **kwargs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trace", default=str(DEFAULT_TRACE), help="SWF trace or prepared plan")
+    ap.add_argument("--policies", default=FAST_POLICIES, help="comma-separated policy names")
+    ap.add_argument("--period", help="i/k: only the i-th (0-based) of k equal periods, e.g. 0/16")
+    ap.add_argument("--seed", type=int, default=2020, help="seed of the BB model (trace input only)")
+    ap.add_argument("--policy-seed", type=int, default=0, help="seed of randomised policies")
+    ap.add_argument("--out", type=Path, help="append one JSON line per policy to this file")
+    args = ap.parse_args(argv)
+
+    plan, manifest = load_workload(args.trace, args.period, args.seed)
+    print(f"workload: {len(plan)} jobs from {args.trace} (period {args.period or 'all'})", file=sys.stderr)
+    rows = []
+    for name in parse_policy_list(args.policies):
+        began = time.perf_counter()
+        row = run_one(name, plan, manifest, args.policy_seed)
+        row["workload"] = {"trace": str(args.trace), "period": args.period, "jobs": len(plan)}
+        rows.append(row)
+        lat = row["latency"].get("all", {})
+        print(
+            f"{name}: wall {row['wall_s']:.1f} s (total {time.perf_counter() - began:.1f} s), "
+            f"speed-up {row['speedup']:.0f}x, decisions {row['latency']['decisions']}, "
+            f"p50/p99/max {lat.get('p50', 0):.4f}/{lat.get('p99', 0):.4f}/{lat.get('max', 0):.3f} s, "
+            f"mean wait {row['metrics']['mean_wait']:.0f} s, violations {len(row['violations'])}",
+            file=sys.stderr,
+            flush=True,
+        )
+        if args.out:
+            with args.out.open("a") as fh:
+                fh.write(json.dumps(row) + "\n")
+    print(markdown_table(rows))
+    return 0 if all(not r["violations"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
