@@ -17,7 +17,7 @@ def _register() -> None:
     from harness.cluster.cli import cluster
     from harness.compare_cli import compare_command
     from harness.policies.cli import policies_command, simulate_command
-    from harness.run_cli import replay_command, run_command
+    from harness.run_cli import agent_command, replay_command, run_command
     from harness.workload.cli import workload
 
     main.add_command(cluster)
@@ -26,6 +26,7 @@ def _register() -> None:
     main.add_command(policies_command)
     main.add_command(run_command)
     main.add_command(replay_command)
+    main.add_command(agent_command)
     main.add_command(compare_command)
 
 

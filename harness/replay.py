@@ -97,7 +97,9 @@ def sbatch_command(job: dict, opts: ReplayOptions, intended: float) -> list[str]
         f"--time={slurm_time_limit(float(job['walltime']))}",
         f"--chdir={opts.job_dir}",
         "--output=/dev/null",
-        f"--comment=trace_id={int(job['job_id'])}",
+        # the ordering agent reads the exact walltime and per-node BB request from here
+        f"--comment=trace_id={int(job['job_id'])} walltime={float(job['walltime']):.6f} "
+        f"bb_per_node={int(job['bb_per_node_mb'])}",
     ]  # fmt: skip
     if bb_total > 0:
         cmd.append(f"--licenses={opts.bb_license}:{bb_total}")

@@ -32,9 +32,13 @@ import pandas as pd
 from harness import __version__
 from harness.cluster.base import ClusterBackend, ClusterError
 from harness.collect import build_results, cross_check, finished, lag_stats
+from harness.fidelity import compare_with_simulation
 from harness.metrics import summary, time_scale_of
 from harness.platform import load_platform
+from harness.policies.registry import UnknownPolicyError, get_policy
 from harness.replay import SIGSLEEP_LOG, STATUS, STOP_FILE, SUBMISSIONS, parse_jsonl, read_jsonl
+from harness.slurm.agent import DECISIONS
+from harness.slurm.config import SchedulerConfig
 from harness.slurm.jobcomp import read_jobcomp
 from harness.slurm.native import is_native, scheduler_for
 from harness.workload import transforms
@@ -66,6 +70,7 @@ class RunOptions:
     keep_jobs: bool = False
     timeout: float | None = None  # seconds of wall time after the last submission
     label: str = ""
+    compare_sim: bool = False  # also simulate the plan with the same policy; report the difference
     prepare_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
@@ -74,6 +79,27 @@ def run_id_for(opts: RunOptions, trace_name: str, now: datetime | None = None) -
     stem = trace_name.split(".")[0]
     suffix = f"-{opts.label}" if opts.label else ""
     return f"{stamp}-{stem}-{opts.policy}-s{opts.shrink:g}{suffix}"
+
+
+def scheduler_for_run(policy: str) -> SchedulerConfig:
+    """Slurm-native policies configure slurmctld; the others run in the ordering agent."""
+    if is_native(policy):
+        return scheduler_for(policy)
+    try:
+        get_policy(policy)
+    except UnknownPolicyError as exc:
+        raise RunError(
+            f"{exc}; or a Slurm-native one: slurm-fcfs, slurm-backfill-D, slurm-backfill-no-future-D"
+        ) from None
+    # sched/builtin only starts what the agent released, on the nodes it chose
+    return SchedulerConfig(mode="builtin", external_ordering=True)
+
+
+def simulator_twin(policy: str) -> str:
+    """The simulator policy that a run's policy corresponds to."""
+    if policy == "slurm-fcfs":
+        return "fcfs"
+    return policy.removeprefix("slurm-")
 
 
 def make_backend(opts: RunOptions) -> ClusterBackend:
@@ -98,14 +124,7 @@ class Experiment:
     """One replay of one plan under one policy, from plan to report."""
 
     def __init__(self, opts: RunOptions, progress: Progress | None = None) -> None:
-        if not is_native(opts.policy):
-            raise RunError(
-                f"policy '{opts.policy}' needs the ordering agent; Slurm-native policies are "
-                "slurm-fcfs, slurm-backfill-D, slurm-backfill-no-future-D"
-            )
-        self.opts = opts
-        self.say = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
-        self.sched = scheduler_for(opts.policy)
+        self.sched = scheduler_for_run(opts.policy)
         self.backend = make_backend(opts)
         self.trace = opts.trace or bundled_slice_path()
 
@@ -155,17 +174,38 @@ class Experiment:
             "--partition", self.backend.platform.compute.partition,
         ]  # fmt: skip
 
+    @property
+    def uses_agent(self) -> bool:
+        return self.sched.external_ordering
+
+    def _agent_command(self, run_id: str) -> list[str]:
+        return [
+            "harness", "agent", "--policy", self.opts.policy, "--seed", str(self.opts.seed),
+            "--run-dir", self.backend.shared_path(f"runs/{run_id}"), "--user", SUBMIT_USER,
+            "--platform", self._platform_on_head(run_id),
+        ]  # fmt: skip
+
+    def _platform_on_head(self, run_id: str) -> str:
+        source = self.backend.platform.source
+        if source.startswith("<"):
+            return "default"
+        self.backend.put(Path(source), f"runs/{run_id}/platform.toml")
+        return self.backend.shared_path(f"runs/{run_id}/platform.toml")
+
     def _replay_and_wait(self, plan: pd.DataFrame, run_id: str, shared: str) -> tuple[bool, str]:
+        agent = self.backend.spawn(self._agent_command(run_id)) if self.uses_agent else None
         proc = self.backend.spawn(self._replay_command(run_id), user=SUBMIT_USER)
         watcher = Watcher(self, plan, shared, self.opts.quiet)
         complete, reason = False, ""
         try:
-            complete, reason = watcher.wait(proc)
+            complete, reason = watcher.wait(proc, agent)
         except KeyboardInterrupt:
             reason = "interrupted by the user (Ctrl-C)"
             self.say(f"\n{reason}: stopping the replay")
         finally:
             self._stop_replay(proc, shared)
+            if agent is not None:
+                self._stop_replay(agent, shared)  # the same STOP file ends the agent
             if not complete:
                 self._cancel_or_keep(shared)
         return complete, reason
@@ -201,7 +241,7 @@ class Experiment:
     ) -> None:  # fmt: skip
         raw = run_dir / "raw"
         raw.mkdir(exist_ok=True)
-        for name in (SUBMISSIONS, SIGSLEEP_LOG, STATUS):
+        for name in (SUBMISSIONS, SIGSLEEP_LOG, STATUS, DECISIONS):
             self.backend.get(f"{shared}/{name}", raw / name)
         self.backend.collect_slurm_files(run_dir / "slurm")
         status = json.loads((raw / STATUS).read_text()) if (raw / STATUS).exists() else {}
@@ -216,9 +256,28 @@ class Experiment:
         results.to_csv(run_dir / "results.csv", index=False)
         check = cross_check(results, read_jobcomp(run_dir / "slurm" / "jobcomp.log"), t0)
         extra = {"submission": lag_stats(submissions), "cross_check": check.as_dict()}
+        if self.uses_agent:
+            extra["agent"] = decision_stats(read_jsonl(raw / DECISIONS))
+        if self.opts.compare_sim and len(finished(results)):
+            extra["fidelity"] = self._fidelity(run_dir, plan, results)
         self._write_metrics(run_dir, results, extra)
         self._write_manifest(run_dir, plan_manifest, run_id, started_at, complete, reason, {"t0": t0})
         self._report(run_dir, check, complete, reason)
+
+    def _fidelity(self, run_dir: Path, plan: pd.DataFrame, results: pd.DataFrame) -> dict:
+        twin = simulator_twin(self.opts.policy)
+        fidelity, simulated = compare_with_simulation(
+            plan, finished(results), twin, self.backend.platform, self.opts.shrink, seed=self.opts.seed
+        )
+        (run_dir / "simulation").mkdir(exist_ok=True)
+        simulated.to_parquet(run_dir / "simulation" / "results.parquet", index=False)
+        tau = fidelity["start_order"]["kendall_tau"]
+        wait = fidelity["metrics"]["mean_wait"]
+        self.say(
+            f"fidelity vs simulation ({twin}): start-order Kendall tau {tau:.3f}, mean wait "
+            f"{wait['emulated']:.0f} s emulated vs {wait['simulated']:.0f} s simulated"
+        )
+        return fidelity
 
     def _write_metrics(self, run_dir: Path, results: pd.DataFrame, extra: dict) -> None:
         ran = finished(results)
@@ -287,6 +346,22 @@ class Experiment:
             )
 
 
+def decision_stats(decisions: list[dict]) -> dict[str, float]:
+    """Policy calls of the agent and their latency (what a live scheduler would wait for)."""
+    latencies = np.array([d["latency_s"] for d in decisions if "latency_s" in d], dtype=float)
+    errors = sum(1 for d in decisions if "error" in d)
+    if latencies.size == 0:
+        return {"decisions": 0, "errors": errors}
+    return {
+        "decisions": int(latencies.size),
+        "errors": errors,
+        "started": int(sum(len(d.get("started", [])) for d in decisions)),
+        "latency_p50_s": float(np.percentile(latencies, 50)),
+        "latency_p99_s": float(np.percentile(latencies, 99)),
+        "latency_max_s": float(latencies.max()),
+    }
+
+
 def _json_default(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
@@ -311,7 +386,7 @@ class Watcher:
         self._last_line = 0.0
         self._empty_since: float | None = None
 
-    def wait(self, proc: subprocess.Popen) -> tuple[bool, str]:
+    def wait(self, proc: subprocess.Popen, agent: subprocess.Popen | None = None) -> tuple[bool, str]:
         while True:
             backend = self.exp.backend
             status = _parse_status(backend.read_text(f"{self.shared}/{STATUS}"))
@@ -319,12 +394,22 @@ class Watcher:
             done_records = (backend.read_text(f"{self.shared}/{SIGSLEEP_LOG}") or "").count("\n")
             pending, running = self.exp.queue_counts()
             self._show(status, subs, done_records, pending, running)
-            verdict = self._verdict(proc, status, subs, done_records, pending + running)
+            verdict = self._agent_verdict(agent) or self._verdict(
+                proc, status, subs, done_records, pending + running
+            )
             if verdict is not None:
                 if self.tty:
                     print(file=sys.stderr)
                 return verdict
             time.sleep(1.0)
+
+    @staticmethod
+    def _agent_verdict(agent: subprocess.Popen | None) -> tuple[bool, str] | None:
+        """A dead agent means nothing would start, or Slurm would start jobs in its own order."""
+        if agent is None or agent.poll() is None:
+            return None
+        output = agent.stdout.read() if agent.stdout else ""
+        return False, f"the ordering agent stopped (exit {agent.returncode}): {output.strip()[-500:]}"
 
     def _verdict(self, proc, status: dict, subs: list[dict], records: int, queued: int):
         accepted = sum(1 for s in subs if s.get("slurm_job_id") is not None)

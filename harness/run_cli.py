@@ -26,10 +26,20 @@ from harness.cluster.base import ClusterError
     show_default=True,
     help="slurm-fcfs, slurm-backfill-D or slurm-backfill-no-future-D.",
 )
-@click.option("--cluster", "cluster", default="docker", show_default=True,
-              help="docker (local containers), local (Slurm on this host) or ssh://user@head[:port].")
-@click.option("--platform", "platform_file", default="default", show_default=True,
-              help="Platform description (TOML) of the cluster.")
+@click.option(
+    "--cluster",
+    "cluster",
+    default="docker",
+    show_default=True,
+    help="docker (local containers), local (Slurm on this host) or ssh://user@head[:port].",
+)
+@click.option(
+    "--platform",
+    "platform_file",
+    default="default",
+    show_default=True,
+    help="Platform description (TOML) of the cluster.",
+)
 @click.option("--name", "cluster_name", default="bbemu", show_default=True, help="Docker cluster name.")
 @click.option("--seed", type=int, default=2020, show_default=True, help="Seed of the burst-buffer model.")
 @click.option("--shuffle", is_flag=True, help="Shuffle submission order, keeping the instants.")
@@ -50,6 +60,9 @@ from harness.cluster.base import ClusterError
 )
 @click.option("--keep-jobs", is_flag=True, help="On interruption, leave submitted jobs in Slurm.")
 @click.option("-q", "--quiet", is_flag=True, help="A progress line every 30 s instead of a live display.")
+@click.option(
+    "--compare-sim", is_flag=True, help="Also simulate the plan with the same policy and report the gap."
+)
 def run_command(
     trace: Path | None,
     shrink: float,
@@ -66,6 +79,7 @@ def run_command(
     timeout: float | None,
     keep_jobs: bool,
     quiet: bool,
+    compare_sim: bool,
 ) -> None:
     """Replay TRACE (default: the bundled KTH slice) on the emulated Slurm; write a run directory.
 
@@ -77,7 +91,7 @@ def run_command(
         trace=trace, shrink=shrink, policy=policy, cluster=cluster, platform=platform_file,
         cluster_name=cluster_name, seed=seed,
         shuffle=shuffle, first_n=first_n, runs_dir=runs_dir, warmup=warmup, drift=drift, timeout=timeout,
-        keep_jobs=keep_jobs, quiet=quiet or bool(os.environ.get("CI")),
+        keep_jobs=keep_jobs, quiet=quiet or bool(os.environ.get("CI")), compare_sim=compare_sim,
     )  # fmt: skip
     try:
         run_dir = Experiment(opts).execute()
@@ -125,3 +139,49 @@ def replay_command(
         f"max lag {status.max_lag * 1000:.1f} ms{', STOPPED' if status.stopped else ''}"
     )
     sys.exit(0 if status.done else 3)
+
+
+@click.command("agent")
+@click.option("--policy", help="A policy of `harness policies` (e.g. plan-square-0, backfill-1).")
+@click.option("--platform", "platform_file", default="default", show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of randomised policies.")
+@click.option(
+    "--run-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Write decisions.jsonl here; stop when a STOP file appears.",
+)
+@click.option("--poll", type=float, default=0.1, show_default=True, help="Seconds between looks at Slurm.")
+@click.option("--user", default="emu", show_default=True, help="Manage this user's jobs.")
+@click.option(
+    "--release-all", is_flag=True, help="Release every held job (hand the queue back to Slurm) and exit."
+)
+def agent_command(
+    policy: str | None,
+    platform_file: str,
+    seed: int,
+    run_dir: Path | None,
+    poll: float,
+    user: str,
+    release_all: bool,
+) -> None:
+    """The ordering agent: apply a simulator policy inside the live Slurm (run beside slurmctld)."""
+    from harness.platform import load_platform
+    from harness.policies.registry import get_policy
+    from harness.replay import STOP_FILE
+    from harness.slurm import agent as agent_mod
+    from harness.slurm.client import SlurmClient
+
+    client = SlurmClient(user=user)
+    if release_all:
+        click.echo(f"released {agent_mod.release_all(client)} held job(s)")
+        return
+    if not policy:
+        raise click.UsageError("--policy is required (or --release-all)")
+    log = run_dir / agent_mod.DECISIONS if run_dir else None
+    runner = agent_mod.Agent(
+        get_policy(policy, seed=seed), load_platform(platform_file), client, log_path=log
+    )
+    stop_file = run_dir / STOP_FILE if run_dir else None
+    runner.run(poll=poll, should_stop=lambda: bool(stop_file and stop_file.exists()))
+    click.echo(f"agent {policy}: {runner.calls} decision(s)")
