@@ -1,0 +1,101 @@
+"""The ordering agent on the real cluster ([hook] acceptance): simulator policies decide,
+Slurm starts exactly what they release."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.policies.registry import get_policy
+from harness.run import Experiment, RunOptions
+from harness.simulator import simulate
+from harness.workload.plan import save_plan
+
+from .conftest import TEST_CLUSTER
+
+BB_NODE = 40_000
+
+
+def starvation_plan() -> pd.DataFrame:
+    """Kopański Section 4.2: a job needing every BB node waits behind one holding a third of
+    them; small BB jobs arrive behind it. Without future BB reservations they overtake it."""
+    rows = [(1, 0.0, 4, BB_NODE), (2, 1.0, 12, BB_NODE)]
+    rows += [(3 + i, 2.0 + i, 1, BB_NODE) for i in range(6)]
+    return pd.DataFrame({
+        "job_id": [r[0] for r in rows], "submit": [r[1] for r in rows],
+        "runtime": [100.0] * len(rows), "walltime": [100.0] * len(rows),
+        "nodes": [r[2] for r in rows], "bb_per_node_mb": [r[3] for r in rows],
+    })  # fmt: skip
+
+
+def start_order(df: pd.DataFrame) -> list[int]:
+    return list(df.sort_values(["start", "job_id"])["job_id"])
+
+
+def _plan_file(tmp_path: Path, plan: pd.DataFrame) -> Path:
+    path = tmp_path / "plan.parquet"
+    save_plan(plan, {"format": "harness-plan", "version": 1, "shrink": 0.0, "seed": 0}, path)
+    return path
+
+
+@pytest.mark.parametrize("policy", ["backfill-no-future-1", "backfill-1"])
+def test_starvation_scenario_same_start_order_as_simulator(
+    slurm_cluster, tmp_path: Path, policy: str
+) -> None:
+    plan = starvation_plan()
+    expected = start_order(simulate(plan, get_policy(policy)).jobs)
+    opts = RunOptions(trace=_plan_file(tmp_path, plan), shrink=0.9, policy=policy, cluster_name=TEST_CLUSTER,
+                      runs_dir=tmp_path, quiet=True, compare_sim=True)  # fmt: skip
+    run_dir = Experiment(opts, progress=print).execute()
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["complete"], manifest["incomplete_reason"]
+    results = pd.read_parquet(run_dir / "results.parquet")
+    assert start_order(results) == expected
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["fidelity"]["start_order"]["kendall_tau"] > 0.9
+    assert metrics["agent"]["decisions"] >= 2 and metrics["agent"]["errors"] == 0
+    if policy == "backfill-1":  # the wide job is not overtaken
+        assert expected[:2] == [1, 2]
+    else:
+        assert expected[-1] == 2
+
+
+def test_killing_the_agent_stops_the_run_and_release_all_drains(slurm_cluster, tmp_path: Path) -> None:
+    plan = pd.DataFrame({
+        "job_id": range(1, 31), "submit": [2.0 * i for i in range(30)], "runtime": [30.0] * 30,
+        "walltime": [60.0] * 30, "nodes": [48] * 30, "bb_per_node_mb": [100] * 30,
+    })  # fmt: skip
+    opts = RunOptions(trace=_plan_file(tmp_path, plan), shrink=0.9, policy="backfill-1",
+                      cluster_name=TEST_CLUSTER, runs_dir=tmp_path, quiet=True, keep_jobs=True)  # fmt: skip
+
+    def kill_agent_soon() -> None:
+        time.sleep(8)
+        subprocess.run(
+            ["docker", "exec", f"{TEST_CLUSTER}-ctld", "pkill", "-f", "harness agent"], check=False
+        )
+
+    killer = threading.Thread(target=kill_agent_soon)
+    killer.start()
+    started = time.monotonic()
+    run_dir = Experiment(opts, progress=print).execute()
+    killer.join()
+    assert time.monotonic() - started < 60, "the run stops soon after the agent dies"
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert not manifest["complete"]
+    assert "ordering agent stopped" in manifest["incomplete_reason"]
+    held = slurm_cluster.exec(["squeue", "--noheader", "--states=PENDING", "--format=%r"]).stdout.split()
+    assert held and all(r.startswith("JobHeld") for r in held), held
+    res = slurm_cluster.exec(["harness", "agent", "--release-all"])
+    assert res.rc == 0 and f"released {len(held)} held job(s)" in res.stdout
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if not slurm_cluster.exec(["squeue", "--noheader"]).stdout.strip():
+            break
+        time.sleep(1)
+    assert not slurm_cluster.exec(["squeue", "--noheader"]).stdout.strip(), "the queue drains"

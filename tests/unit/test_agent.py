@@ -1,0 +1,138 @@
+"""The ordering agent's logic against a scripted stand-in for Slurm's CLI (no cluster).
+
+The stand-in behaves like Slurm for what the agent relies on: held jobs stay pending,
+a released job with a node list runs there; finished jobs leave the queue.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.cluster.base import CommandResult
+from harness.platform import load_platform
+from harness.policies.registry import get_policy
+from harness.slurm.agent import Agent, release_all
+from harness.slurm.client import SlurmClient, parse_comment, parse_squeue
+
+
+class ScriptedSlurm:
+    def __init__(self) -> None:
+        self.jobs: dict[int, dict] = {}
+        self.calls: list[list[str]] = []
+
+    def submit(
+        self, job_id: int, nodes: int, walltime: float, bb_per_node: int, managed: bool = True
+    ) -> None:
+        comment = f"trace_id={job_id} walltime={walltime} bb_per_node={bb_per_node}" if managed else "(null)"
+        self.jobs[job_id] = {"state": "PENDING", "reason": "JobHeldUser", "nodes": nodes,
+                             "nodelist": "", "comment": comment}  # fmt: skip
+
+    def finish(self, job_id: int) -> None:
+        del self.jobs[job_id]
+
+    def __call__(self, cmd: list[str]) -> CommandResult:
+        self.calls.append(cmd)
+        if cmd[0] == "squeue":
+            lines = [f"{j}|{d['state']}|{d['nodes']}|{d['nodelist']}|{d['comment']}|{d['reason']}|0"
+                     for j, d in sorted(self.jobs.items())]  # fmt: skip
+            return CommandResult(0, "\n".join(lines) + "\n", "")
+        if cmd[:2] == ["scontrol", "update"]:
+            job_id = int(cmd[2].split("=")[1])
+            self.jobs[job_id]["nodelist"] = cmd[3].split("=", 1)[1]
+            return CommandResult(0, "", "")
+        if cmd[:2] == ["scontrol", "release"]:
+            for j in map(int, cmd[2].split(",")):
+                self.jobs[j].update(state="RUNNING", reason="None")
+            return CommandResult(0, "", "")
+        return CommandResult(1, "", f"unexpected {cmd}")
+
+
+def make_agent(tmp_path: Path, policy: str) -> tuple[Agent, ScriptedSlurm, list[float]]:
+    slurm = ScriptedSlurm()
+    now = [1000.0]
+    agent = Agent(get_policy(policy), load_platform(), SlurmClient(runner=slurm), tmp_path / "d.jsonl",
+                  clock=lambda: now[0])  # fmt: skip
+    return agent, slurm, now
+
+
+def test_starvation_case_backfill_reserves_bb_for_the_wide_job(tmp_path: Path) -> None:
+    agent, slurm, now = make_agent(tmp_path, "backfill-1")
+    slurm.submit(1, 4, 100.0, 40_000)
+    agent.step()
+    assert slurm.jobs[1]["state"] == "RUNNING"
+    # its 4 compute nodes are in chassis 0, so the shares go to BB node 0 first, then nearest
+    assert slurm.jobs[1]["nodelist"] == "c[001-004]"
+    slurm.submit(2, 12, 100.0, 40_000)  # needs every BB node: must wait for job 1
+    slurm.submit(3, 1, 100.0, 40_000)  # would run past job 1's end: holds job 2's BB
+    now[0] += 2
+    assert agent.step() is not None
+    assert slurm.jobs[2]["state"] == "PENDING" and slurm.jobs[3]["state"] == "PENDING"
+    slurm.finish(1)
+    now[0] += 100
+    agent.step()
+    assert slurm.jobs[2]["state"] == "RUNNING" and slurm.jobs[3]["state"] == "PENDING"
+
+
+def test_without_future_reservations_small_jobs_overtake(tmp_path: Path) -> None:
+    agent, slurm, now = make_agent(tmp_path, "backfill-no-future-1")
+    slurm.submit(1, 4, 100.0, 40_000)
+    agent.step()
+    slurm.submit(2, 12, 100.0, 40_000)
+    slurm.submit(3, 1, 100.0, 40_000)
+    now[0] += 2
+    agent.step()
+    assert slurm.jobs[2]["state"] == "PENDING" and slurm.jobs[3]["state"] == "RUNNING"
+
+
+def test_policy_called_only_on_changes_and_every_call_logged(tmp_path: Path) -> None:
+    agent, slurm, now = make_agent(tmp_path, "fcfs")
+    slurm.submit(1, 96, 50.0, 10)
+    slurm.submit(2, 1, 50.0, 10)
+    agent.step()  # starts 1; 2 waits for the whole machine
+    assert agent.step() is None and agent.step() is None  # nothing changed: no policy call
+    slurm.finish(1)
+    now[0] += 50
+    agent.step()
+    assert slurm.jobs[2]["state"] == "RUNNING"
+    log = [json.loads(x) for x in (tmp_path / "d.jsonl").read_text().splitlines()]
+    assert [d["started"] for d in log] == [[1], [2]]
+    assert [d["queue"] for d in log] == [2, 1]
+    assert all(d["latency_s"] >= 0 for d in log)
+
+
+def test_jobs_without_harness_comment_are_handed_to_slurm(tmp_path: Path) -> None:
+    agent, slurm, _ = make_agent(tmp_path, "fcfs")
+    slurm.submit(7, 1, 10.0, 0, managed=False)
+    agent.step()
+    assert slurm.jobs[7]["state"] == "RUNNING" and slurm.jobs[7]["nodelist"] == ""
+
+
+def test_running_job_not_started_by_the_agent_is_adopted(tmp_path: Path) -> None:
+    agent, slurm, _ = make_agent(tmp_path, "fcfs")
+    slurm.submit(5, 2, 10.0, 30_000)
+    slurm.jobs[5].update(state="RUNNING", reason="None", nodelist="c[009-010]")
+    slurm.submit(6, 1, 10.0, 30_000)
+    agent.step()
+    held_by_5 = agent.started[5].allocation
+    assert held_by_5.compute == (8, 9) and held_by_5.bb == (1, 0)  # own chassis' BB node, then nearest
+    assert slurm.jobs[6]["state"] == "RUNNING"
+
+
+def test_release_all(tmp_path: Path) -> None:
+    slurm = ScriptedSlurm()
+    for j in (1, 2, 3):
+        slurm.submit(j, 1, 10.0, 0)
+    assert release_all(SlurmClient(runner=slurm)) == 3
+    assert all(d["state"] == "RUNNING" for d in slurm.jobs.values())
+
+
+def test_parsers() -> None:
+    assert parse_comment("trace_id=7 walltime=36.5 bb_per_node=10 x") == {
+        "trace_id": "7", "walltime": "36.5", "bb_per_node": "10"}  # fmt: skip
+    jobs = parse_squeue(
+        "12|PENDING|4|(null)|(null)|JobHeldUser|0\nnoise\n13|RUNNING|1|c001|walltime=5|None|1\n"
+    )
+    assert [j.job_id for j in jobs] == [12, 13]
+    assert jobs[0].held and not jobs[0].holds_nodes and jobs[0].nodelist == ""
+    assert jobs[1].holds_nodes and jobs[1].comment == {"walltime": "5"}
