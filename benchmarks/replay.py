@@ -17,9 +17,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from harness.cluster.docker import DockerCluster
 from harness.replay import SUBMISSIONS, read_jsonl
 from harness.run import Experiment, RunOptions
 from harness.workload.plan import save_plan
+
+CLUSTER = "bbbench"
 
 
 def synthetic_plan(submits: np.ndarray, runtime: float) -> pd.DataFrame:
@@ -50,6 +53,13 @@ def main() -> None:
     parser.add_argument("--paced", type=int, default=300)
     parser.add_argument("--rate", type=float, default=20.0)
     args = parser.parse_args()
+    try:
+        measure(args)
+    finally:
+        DockerCluster(name=CLUSTER).down()
+
+
+def measure(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         burst_dir = run_plan(synthetic_plan(np.zeros(args.burst), 0.2), workdir, "burst")
@@ -73,9 +83,8 @@ def main() -> None:
             f"p90 {percentile_ms(latency, 90):.0f} ms, max {latency.max() * 1000:.0f} ms"
         )
         check = json.loads((paced_dir / "metrics.json").read_text())["cross_check"]
-        print(
-            f"cross-check sigsleep vs Slurm: ok={check['ok']}, max start diff {check['max_start_diff_s']:.2f} s"
-        )
+        diff = check["max_start_diff_s"]
+        print(f"cross-check sigsleep vs Slurm: ok={check['ok']}, max start diff {diff:.2f} s")
 
 
 if __name__ == "__main__":

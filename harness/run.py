@@ -124,6 +124,8 @@ class Experiment:
     """One replay of one plan under one policy, from plan to report."""
 
     def __init__(self, opts: RunOptions, progress: Progress | None = None) -> None:
+        self.opts = opts
+        self.say = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
         self.sched = scheduler_for_run(opts.policy)
         self.backend = make_backend(opts)
         self.trace = opts.trace or bundled_slice_path()
