@@ -169,5 +169,78 @@ def render(name: str, platform_file: str, state_dir: Path, scheduler: str, image
     click.echo(f"rendered {state.etc} and {compose}; run: docker-compose -f {compose} up -d")
 
 
+@cluster.command("render-ansible")
+@name_option
+@platform_option
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Directory the playbook installs from (created; files rewritten only when they change).",
+)
+@click.option(
+    "--hosts-json",
+    default=None,
+    help='Head and workers: {"head": {"name", "address"}, "workers": [{"name", "address", '
+    '"slurmd_count"?}]} (what ansible/site.yml passes from the inventory).',
+)
+@click.option(
+    "--workers",
+    type=int,
+    default=None,
+    help="Without --hosts-json: this many workers on one machine's 127.0.0.1 (default: the "
+    "platform's node_containers).",
+)
+@click.option(
+    "--scheduler", type=click.Choice(["backfill", "builtin"]), default="backfill", show_default=True
+)
+@click.option(
+    "--source-root",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Harness checkout packed for the head node's venv (default: this installation's checkout).",
+)
+@click.option("--no-source", is_flag=True, help="Do not pack the harness sources.")
+def render_ansible_command(
+    name: str,
+    platform_file: str,
+    out: Path,
+    hosts_json: str | None,
+    workers: int | None,
+    scheduler: str,
+    source_root: Path | None,
+    no_source: bool,
+) -> None:
+    """Render the Slurm files, layout, munge key and sources that ansible/site.yml installs.
+
+    Prints a JSON summary whose "changed" tells Ansible whether anything was rewritten.
+    """
+    import json
+
+    from harness.cluster import ansible_vars as av
+    from harness.paths import repo_path
+    from harness.slurm.config import LOOPBACK
+
+    try:
+        platform = load_platform(platform_file)
+        if hosts_json is not None:
+            head, specs = av.hosts_from_json(hosts_json)
+        else:
+            head = av.HostSpec("head", LOOPBACK)
+            specs = av.even_workers(workers or platform.node_containers)
+        layout = av.plan_layout(platform, head, specs)
+        result = av.render_ansible(
+            out.resolve(),
+            platform,
+            layout,
+            SchedulerConfig(mode=scheduler),
+            cluster_name=name,
+            source_root=None if no_source else (source_root or repo_path()),
+        )
+    except (PlatformError, av.LayoutError) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(json.dumps(result.summary(platform)))
+
+
 if __name__ == "__main__":
     sys.exit(cluster())
