@@ -184,10 +184,17 @@ class _Run:
         cand = np.flatnonzero(nodes <= m.free_count)
         if len(cand) == 0:
             return False
-        shares = self.jobs.share[self.queued[cand]]
+        shares = np.maximum(self.jobs.share[self.queued[cand]], 1)
+        nodes = nodes[cand]
         free_bb = np.asarray(m.free_bb, dtype=np.int64)
-        slots = (free_bb[None, :] // np.maximum(shares, 1)[:, None]).sum(axis=1)
-        return bool(np.any((shares <= 0) | (slots >= nodes[cand])))
+        # sum_b floor(free_b / s) lies in (total / s - B, total / s]: decide most jobs
+        # from the total alone and count per BB node only for the rest.
+        whole = free_bb.sum() / shares
+        if np.any(whole - len(free_bb) >= nodes):
+            return True
+        unsure = np.flatnonzero(whole >= nodes)
+        slots = (free_bb[None, :] // shares[unsure, None]).sum(axis=1)
+        return bool(np.any(slots >= nodes[unsure]))
 
     def _decide(self, now: float) -> None:
         queue = self.jobs.queue(self.queued)
@@ -201,6 +208,8 @@ class _Run:
         self.decision_log.append((now, len(queue), len(state.running), started, latency))
 
     def _apply(self, decision: Decision, now: float) -> int:
+        if not decision.starts:
+            return 0
         queued_rows = set(self.queued.tolist())
         done: list[int] = []
         for s in decision.starts:

@@ -115,5 +115,7 @@ class Workspace:
         self, planned_order: Sequence[int] | None = None, memo: dict[str, Any] | None = None
     ) -> Decision:
         started = {s.job_id for s in self.starts}
-        order = None if planned_order is None else tuple(j for j in planned_order if j not in started)
+        order = None
+        if planned_order is not None:
+            order = tuple(j for j in planned_order if j not in started) if started else tuple(planned_order)
         return Decision(tuple(self.starts), order, tuple(self.reservations), memo)
