@@ -1,0 +1,442 @@
+"""Slurm deployed on hosts (by ``ansible/site.yml``), driven by commands: on this machine
+(``--cluster local``) or on a head node over SSH (``--cluster ssh://user@head[:port]``).
+
+Everything goes through one command runner, so both backends share every code path: a
+command for the head node is wrapped for the right user (``runuser``/``sudo -n``), then
+either run here or sent over SSH (one multiplexed connection: ControlMaster/ControlPersist).
+
+The playbook leaves a description of the cluster on the head node (``/etc/harness``):
+``cluster.json`` (head, workers, which worker runs which node) and ``platform.toml``.
+``prepare`` renders the Slurm files for the run's scheduler settings from that layout, puts
+them in the head's ``/etc/slurm``, restarts slurmctld and waits until every node is idle.
+Like the Docker path, only slurmctld restarts: the workers' slurmd keep the playbook's files,
+whose node part does not depend on the scheduler settings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import pwd
+import shlex
+import signal
+import subprocess
+import tempfile
+import time
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Protocol
+from urllib.parse import urlsplit
+
+from harness.cluster.ansible_vars import CLUSTER_JSON, PLATFORM_TOML, SHARED_DIR, Layout, LayoutError
+from harness.cluster.ansible_vars import render_cluster_files as render_for_layout
+from harness.cluster.base import ClusterError, CommandResult, wait_for_idle
+from harness.platform import Platform, PlatformError, load_platform, platform_from_dict
+from harness.slurm.config import SLURM_FILES, SchedulerConfig
+
+Progress = Callable[[str], None]
+
+HARNESS_ETC = "/etc/harness"
+SLURM_ETC = "/etc/slurm"
+SERVICE_COMMAND = "harness-service"  # installed by the playbook; systemd or pid files
+IDLE_TIMEOUT_S = 120.0
+CTLD_TIMEOUT_S = 30.0
+SLACK_S = 30.0  # local grace on top of a remote `timeout`, for a slow SSH connection
+MISSING_RC = 3  # our read script's "no such file"
+SSH_FAILED_RC = 255
+ENV_KEY = "HARNESS_SSH_KEY"
+ENV_KNOWN_HOSTS = "HARNESS_SSH_KNOWN_HOSTS"
+# Where the rendered slurm.conf puts the logs a run collects (read from it; these if absent).
+DEFAULT_LOGS = {
+    "SlurmctldLogFile": "/var/log/slurm/slurmctld.log",
+    "JobCompLoc": "/var/log/slurm/jobcomp.log",
+}
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+# -- addressing ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SshTarget:
+    host: str
+    user: str | None = None
+    port: int = 22
+
+    @property
+    def destination(self) -> str:
+        return f"{self.user}@{self.host}" if self.user else self.host
+
+    def __str__(self) -> str:
+        return f"ssh://{self.destination}" + ("" if self.port == 22 else f":{self.port}")
+
+
+def parse_ssh_url(url: str) -> SshTarget:
+    """``ssh://[user@]host[:port]`` (IPv6 hosts in brackets)."""
+    parts = urlsplit(url)
+    if parts.scheme != "ssh":
+        raise ClusterError(f"'{url}': expected ssh://user@head[:port]")
+    try:
+        port = parts.port or 22
+    except ValueError:
+        raise ClusterError(f"'{url}': the port must be a number in 1-65535") from None
+    if not parts.hostname:
+        raise ClusterError(f"'{url}': no host")
+    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.password:
+        raise ClusterError(f"'{url}': only ssh://user@head[:port] is understood")
+    return SshTarget(host=parts.hostname, user=parts.username or None, port=port)
+
+
+def as_user(argv: list[str], user: str | None, login: str) -> list[str]:
+    """``argv`` run as ``user`` (None: root) by someone logged in as ``login``."""
+    target = user or "root"
+    if target == login:
+        return list(argv)
+    if login == "root":
+        return ["runuser", "-u", target, "--", *argv]
+    if target == "root":
+        return ["sudo", "-n", "--", *argv]
+    return ["sudo", "-n", "-u", target, "--", *argv]
+
+
+# -- runners: turn a head-node argv into a local argv ------------------------------------
+class Runner(Protocol):
+    def command(self, argv: list[str], tty: bool = False) -> list[str]:
+        """The local argv that runs ``argv`` on the head node."""
+        ...
+
+    def describe(self) -> str: ...
+
+
+class LocalRunner:
+    """The head node is this machine."""
+
+    def command(self, argv: list[str], tty: bool = False) -> list[str]:
+        return list(argv)
+
+    def describe(self) -> str:
+        return "this host"
+
+
+class SshRunner:
+    """The head node over SSH: batch mode, one multiplexed connection, new host keys accepted."""
+
+    def __init__(
+        self,
+        target: SshTarget,
+        identity: str | None = None,
+        known_hosts: str | None = None,
+        control_dir: Path | None = None,
+    ) -> None:
+        self.target = target
+        self.identity = identity
+        self.known_hosts = known_hosts
+        self.control_dir = control_dir or Path(tempfile.gettempdir()) / f"harness-ssh-{os.getuid()}"
+
+    @classmethod
+    def from_env(cls, target: SshTarget) -> SshRunner:
+        return cls(target, os.environ.get(ENV_KEY) or None, os.environ.get(ENV_KNOWN_HOSTS) or None)
+
+    def options(self) -> list[str]:
+        opts = [
+            "-o", "BatchMode=yes",
+            "-o", "StrictHostKeyChecking=accept-new",
+            "-o", "ConnectTimeout=15",
+            "-o", "ServerAliveInterval=15",
+            "-o", "ControlMaster=auto",
+            # %C: a hash of host, port and user, short enough for a socket path.
+            "-o", f"ControlPath={self.control_dir}/%C",
+            "-o", "ControlPersist=120",
+            "-p", str(self.target.port),
+        ]  # fmt: skip
+        if self.identity:
+            opts += ["-i", self.identity, "-o", "IdentitiesOnly=yes"]
+        if self.known_hosts:
+            opts += ["-o", f"UserKnownHostsFile={self.known_hosts}"]
+        return opts
+
+    def command(self, argv: list[str], tty: bool = False) -> list[str]:
+        # -tt for spawned processes: when the local ssh dies, the remote pty hangs up and the
+        # remote process group gets SIGHUP, so nothing is left running on the head node.
+        self.control_dir.mkdir(mode=0o700, exist_ok=True)
+        return [
+            "ssh",
+            *self.options(),
+            "-tt" if tty else "-T",
+            self.target.destination,
+            "--",
+            shlex.join(argv),
+        ]
+
+    def describe(self) -> str:
+        return str(self.target)
+
+
+class _GroupPopen(subprocess.Popen):
+    """A local spawn in its own session: ``kill`` ends the whole process group (runuser + child)."""
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+        super().kill()
+
+
+# -- small pure helpers --------------------------------------------------------------------
+def with_timeout(argv: list[str], timeout: float | None) -> list[str]:
+    return ["timeout", f"{timeout:g}", *argv] if timeout else list(argv)
+
+
+def put_script(shared: str, rel: str) -> list[str]:
+    """A command that writes stdin to ``shared/rel``, its parents made world-writable (sticky)
+    like the Docker path's shared directory: jobs and the replay run unprivileged."""
+    parents = [str(p) for p in reversed(PurePosixPath(rel).parents) if str(p) != "."]
+    script = 'set -e; cd "$1"; f="$2"; shift 2; for d; do mkdir -p "$d"; chmod 1777 "$d"; done; cat > "$f"'
+    return ["sh", "-c", script, "sh", shared, rel, *parents]
+
+
+def read_script(path: str) -> list[str]:
+    return ["sh", "-c", f'test -f "$1" || exit {MISSING_RC}; exec cat "$1"', "sh", path]
+
+
+def install_script(path: str) -> list[str]:
+    """Replace ``path`` with stdin atomically (slurmctld never reads a half-written file)."""
+    return ["sh", "-c", 'cat > "$1.tmp" && chmod 0644 "$1.tmp" && mv -f "$1.tmp" "$1"', "sh", path]
+
+
+def conf_value(conf: str, key: str) -> str | None:
+    """The value of ``key=`` in slurm.conf text (first occurrence, case-insensitive key)."""
+    for line in conf.splitlines():
+        name, sep, value = line.strip().partition("=")
+        if sep and name.lower() == key.lower():
+            return value.split("#", 1)[0].strip()
+    return None
+
+
+def comparable(platform: Platform) -> Platform:
+    """The platform without what only the Docker path uses (how many node containers)."""
+    return dataclasses.replace(platform, node_containers=1)
+
+
+# -- the backend ---------------------------------------------------------------------------
+class HostCluster:
+    """A ClusterBackend over a command runner; see the module docstring."""
+
+    def __init__(self, runner: Runner, platform: Platform | None = None, login: str | None = None) -> None:
+        self.runner = runner
+        self.platform = platform or load_platform()
+        self.name = runner.describe()
+        self.shared_dir = SHARED_DIR
+        self._login = login
+        self._files: dict[str, str] = {}
+
+    # -- commands -------------------------------------------------------------------------
+    @property
+    def login(self) -> str:
+        """Who the runner logs in as (asked once when the URL names no user)."""
+        if self._login is None:
+            res = self._call(["id", "-un"], user=None, login="root", timeout=30)
+            if res.returncode != 0 or not res.stdout.strip():
+                raise ClusterError(f"cannot run commands on {self.runner.describe()}: {res.stderr.decode()}")
+            self._login = res.stdout.decode().strip()
+        return self._login
+
+    def _call(
+        self,
+        argv: list[str],
+        user: str | None,
+        timeout: float | None = None,
+        data: bytes | None = None,
+        login: str | None = None,
+    ) -> subprocess.CompletedProcess[bytes]:
+        wrapped = as_user(with_timeout(argv, timeout), user, login or self.login)
+        local = self.runner.command(wrapped)
+        try:
+            res = subprocess.run(
+                local, input=data, capture_output=True, timeout=(timeout + SLACK_S) if timeout else None
+            )
+        except subprocess.TimeoutExpired:
+            return subprocess.CompletedProcess(local, 124, b"", b"timed out")
+        except FileNotFoundError as exc:
+            raise ClusterError(f"cannot run {local[0]}: {exc}") from None
+        if res.returncode == SSH_FAILED_RC and isinstance(self.runner, SshRunner):
+            raise ClusterError(f"ssh to {self.runner.describe()} failed: {res.stderr.decode().strip()}")
+        return res
+
+    def _check(self, res: subprocess.CompletedProcess[bytes], what: str) -> None:
+        if res.returncode != 0:
+            raise ClusterError(
+                f"{what} on {self.runner.describe()}: {res.stderr.decode(errors='replace').strip()}"
+            )
+
+    def exec(self, cmd: list[str], user: str | None = None, timeout: float | None = None) -> CommandResult:
+        res = self._call(cmd, user, timeout)
+        return CommandResult(
+            res.returncode, res.stdout.decode(errors="replace"), res.stderr.decode(errors="replace")
+        )
+
+    def spawn(self, cmd: list[str], user: str | None = None) -> subprocess.Popen:
+        local = self.runner.command(as_user(cmd, user, self.login), tty=True)
+        popen = subprocess.Popen if isinstance(self.runner, SshRunner) else _GroupPopen
+        return popen(
+            local,
+            stdin=subprocess.DEVNULL,  # never hand a local terminal to a remote pty
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+
+    def is_up(self) -> bool:
+        try:
+            return self.exec(["scontrol", "ping"], timeout=10).ok
+        except ClusterError:
+            return False
+
+    # -- files ------------------------------------------------------------------------------
+    def read_bytes(self, path: str) -> bytes | None:
+        """A head-node file's bytes (read as root), None if it does not exist."""
+        res = self._call(read_script(path), user=None, timeout=300)
+        if res.returncode == MISSING_RC:
+            return None
+        self._check(res, f"cannot read {path}")
+        return res.stdout
+
+    def install(self, path: str, data: bytes) -> None:
+        self._check(
+            self._call(install_script(path), user=None, timeout=60, data=data), f"cannot write {path}"
+        )
+
+    def shared_path(self, rel: str) -> str:
+        return f"{self.shared_dir}/{rel}"
+
+    def put(self, local: Path, rel: str) -> None:
+        res = self._call(put_script(self.shared_dir, rel), user=None, timeout=300, data=local.read_bytes())
+        self._check(res, f"cannot copy {local} to {self.shared_path(rel)}")
+
+    def get(self, rel: str, local: Path) -> bool:
+        data = self.read_bytes(self.shared_path(rel))
+        if data is None:
+            return False
+        local.write_bytes(data)
+        return True
+
+    def read_text(self, rel: str) -> str | None:
+        data = self.read_bytes(self.shared_path(rel))
+        return None if data is None else data.decode(errors="replace")
+
+    def collect_slurm_files(self, target: Path) -> None:
+        (target / "etc").mkdir(parents=True, exist_ok=True)
+        for name in SLURM_FILES:
+            data = self.read_bytes(f"{SLURM_ETC}/{name}")
+            if data is not None:
+                (target / "etc" / name).write_bytes(data)
+        conf = (target / "etc" / "slurm.conf").read_text() if (target / "etc" / "slurm.conf").exists() else ""
+        for key, default in DEFAULT_LOGS.items():
+            path = conf_value(conf, key) or default
+            data = self.read_bytes(path)
+            if data is not None:
+                (target / PurePosixPath(path).name).write_bytes(data)
+
+    # -- prepare ----------------------------------------------------------------------------
+    def describe_cluster(self) -> dict:
+        """The head node's /etc/harness/cluster.json, as the playbook left it."""
+        raw = self.read_bytes(f"{HARNESS_ETC}/{CLUSTER_JSON}")
+        if raw is None:
+            raise ClusterError(
+                f"{self.runner.describe()} has no {HARNESS_ETC}/{CLUSTER_JSON}: deploy the cluster first "
+                "(ansible-playbook -i inventory.ini ansible/site.yml, see docs/ansible.md)"
+            )
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ClusterError(f"{HARNESS_ETC}/{CLUSTER_JSON}: {exc}") from None
+
+    def head_platform(self) -> Platform:
+        raw = self.read_bytes(f"{HARNESS_ETC}/{PLATFORM_TOML}")
+        if raw is None:
+            raise ClusterError(f"{self.runner.describe()} has no {HARNESS_ETC}/{PLATFORM_TOML}")
+        where = f"{self.runner.describe()}:{HARNESS_ETC}/{PLATFORM_TOML}"
+        try:
+            return platform_from_dict(tomllib.loads(raw.decode()), source=where)
+        except (tomllib.TOMLDecodeError, PlatformError) as exc:
+            raise ClusterError(f"{where}: {exc}") from None
+
+    def _match_platform(self, progress: Progress) -> None:
+        """The deployed platform wins over the built-in default; any other mismatch is an error."""
+        deployed = self.head_platform()
+        if comparable(deployed) == comparable(self.platform):
+            return
+        if self.platform.source == "<built-in default>":
+            progress(f"using the deployed platform '{deployed.name}' ({deployed.node_count} nodes)")
+            self.platform = deployed
+            return
+        raise ClusterError(
+            f"the cluster runs platform '{deployed.name}' ({deployed.node_count} nodes) but --platform gave "
+            f"'{self.platform.name}' ({self.platform.node_count} nodes): pass the deployed platform or "
+            "re-run the playbook with harness_platform set to it"
+        )
+
+    def prepare(self, sched: SchedulerConfig, progress: Progress = _quiet) -> None:
+        progress(f"using the deployed cluster on {self.runner.describe()}")
+        desc = self.describe_cluster()
+        self._match_platform(progress)
+        try:
+            layout = Layout.from_dict(desc)
+        except LayoutError as exc:
+            raise ClusterError(f"{HARNESS_ETC}/{CLUSTER_JSON}: {exc}") from None
+        if sorted(layout.node_addresses()) != sorted(self.platform.all_nodes()):
+            raise ClusterError(f"{HARNESS_ETC}/{CLUSTER_JSON} does not list the platform's nodes")
+        self.name = str(desc.get("cluster_name", self.name))
+        self.shared_dir = str(desc.get("shared_dir", SHARED_DIR))
+        self._files = render_for_layout(self.platform, sched, layout, self.name)
+        for file_name, text in self._files.items():
+            self.install(f"{SLURM_ETC}/{file_name}", text.encode())
+        progress(f"restarting slurmctld with scheduler {sched.mode} ({sched.scheduler_parameters})")
+        res = self.exec([SERVICE_COMMAND, "restart", "slurmctld"], timeout=120)
+        if not res.ok:
+            raise ClusterError(f"restarting slurmctld failed: {(res.stderr or res.stdout).strip()}")
+        self._wait_controller(CTLD_TIMEOUT_S)
+        self._wait_idle(IDLE_TIMEOUT_S, progress)
+
+    def _wait_controller(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.is_up():
+                return
+            time.sleep(0.2)
+        raise ClusterError(f"slurmctld did not answer within {timeout:.0f} s:\n{self._ctld_log_tail()}")
+
+    def _wait_idle(self, timeout: float, progress: Progress) -> None:
+        nodes = self.platform.all_nodes()
+        waited, missing = wait_for_idle(self, nodes, timeout)
+        if missing:
+            names = sorted(missing)
+            shown = ", ".join(f"{n}: {missing[n]}" for n in names[:10])
+            raise ClusterError(
+                f"{len(missing)} of {len(nodes)} nodes not idle after {timeout:.0f} s ({shown}"
+                f"{' ...' if len(names) > 10 else ''}):\n{self._ctld_log_tail()}"
+            )
+        progress(f"{len(nodes)} nodes idle after {waited:.1f} s")
+
+    def _ctld_log_tail(self) -> str:
+        key = "SlurmctldLogFile"
+        path = conf_value(self._files.get("slurm.conf", ""), key) or DEFAULT_LOGS[key]
+        res = self.exec(["tail", "-n", "15", path], timeout=30)
+        return res.stdout or res.stderr
+
+
+def local_cluster(platform: Platform | None = None) -> HostCluster:
+    """Slurm deployed on this machine (the playbook run with ``ansible_connection=local``)."""
+    return HostCluster(LocalRunner(), platform, login=pwd.getpwuid(os.geteuid()).pw_name)
+
+
+def ssh_cluster(url: str, platform: Platform | None = None) -> HostCluster:
+    """The head node at ``ssh://[user@]head[:port]``; ``$HARNESS_SSH_KEY`` names an identity file,
+    ``$HARNESS_SSH_KNOWN_HOSTS`` a known-hosts file."""
+    target = parse_ssh_url(url)
+    return HostCluster(SshRunner.from_env(target), platform, login=target.user)
