@@ -227,7 +227,10 @@ class Experiment:
             self.say(f"--keep-jobs: leaving {len(ids)} submitted job(s) in Slurm")
             return
         for chunk in range(0, len(ids), 500):
-            self.backend.exec(["scancel", *ids[chunk : chunk + 500]], timeout=60)
+            part = ids[chunk : chunk + 500]
+            # a suspended job that is cancelled gets SIGKILL at once and leaves no record
+            self.backend.exec(["scontrol", "resume", ",".join(part)], timeout=60)
+            self.backend.exec(["scancel", *part], timeout=60)
         self.say(f"asked Slurm to cancel the run's {len(ids)} submitted job(s)")
 
     def queue_counts(self) -> tuple[int, int]:

@@ -3,6 +3,7 @@ Slurm starts exactly what they release."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import threading
@@ -26,7 +27,8 @@ def starvation_plan() -> pd.DataFrame:
     """Kopański Section 4.2: a job needing every BB node waits behind one holding a third of
     them; small BB jobs arrive behind it. Without future BB reservations they overtake it."""
     rows = [(1, 0.0, 4, BB_NODE), (2, 1.0, 12, BB_NODE)]
-    rows += [(3 + i, 2.0 + i, 1, BB_NODE) for i in range(6)]
+    # 20 s apart: 2 s at shrink 0.9, more than Slurm's one-second scheduling tick
+    rows += [(3 + i, 2.0 + 20.0 * i, 1, BB_NODE) for i in range(6)]
     return pd.DataFrame({
         "job_id": [r[0] for r in rows], "submit": [r[1] for r in rows],
         "runtime": [100.0] * len(rows), "walltime": [100.0] * len(rows),
@@ -34,8 +36,16 @@ def starvation_plan() -> pd.DataFrame:
     })  # fmt: skip
 
 
-def start_order(df: pd.DataFrame) -> list[int]:
-    return list(df.sort_values(["start", "job_id"])["job_id"])
+def start_groups(df: pd.DataFrame) -> list[set[int]]:
+    """Jobs grouped by identical start time, in start order (simultaneous starts tie)."""
+    return [set(g["job_id"]) for _, g in df.groupby("start", sort=True)]
+
+
+def release_groups(run_dir: Path, results: pd.DataFrame) -> list[set[int]]:
+    """The agent's releases, decision by decision, as trace job ids."""
+    trace_id = dict(zip(results["slurm_job_id"].astype(int), results["job_id"], strict=True))
+    decisions = [json.loads(x) for x in (run_dir / "raw" / "decisions.jsonl").read_text().splitlines()]
+    return [{trace_id[j] for j in d["started"]} for d in decisions if d.get("started")]
 
 
 def _plan_file(tmp_path: Path, plan: pd.DataFrame) -> Path:
@@ -49,21 +59,26 @@ def test_starvation_scenario_same_start_order_as_simulator(
     slurm_cluster, tmp_path: Path, policy: str
 ) -> None:
     plan = starvation_plan()
-    expected = start_order(simulate(plan, get_policy(policy)).jobs)
+    expected = start_groups(simulate(plan, get_policy(policy)).jobs)
     opts = RunOptions(trace=_plan_file(tmp_path, plan), shrink=0.9, policy=policy, cluster_name=TEST_CLUSTER,
                       runs_dir=tmp_path, quiet=True, compare_sim=True)  # fmt: skip
     run_dir = Experiment(opts, progress=print).execute()
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["complete"], manifest["incomplete_reason"]
     results = pd.read_parquet(run_dir / "results.parquet")
-    assert start_order(results) == expected
+    assert release_groups(run_dir, results) == expected
+    # and Slurm started them in that order (jobs of one release may share a tick)
+    start = results.set_index("job_id")["start"]
+    for earlier, later in itertools.pairwise(expected):
+        assert max(start[list(earlier)]) <= min(start[list(later)]) + 0.2, (earlier, later)
     metrics = json.loads((run_dir / "metrics.json").read_text())
-    assert metrics["fidelity"]["start_order"]["kendall_tau"] > 0.9
-    assert metrics["agent"]["decisions"] >= 2 and metrics["agent"]["errors"] == 0
+    # simultaneous starts in the simulator are spread over launch jitter in Slurm: tau < 1
+    assert metrics["fidelity"]["start_order"]["jobs"] == len(plan)
+    assert metrics["agent"]["errors"] == 0
     if policy == "backfill-1":  # the wide job is not overtaken
-        assert expected[:2] == [1, 2]
+        assert expected[:2] == [{1}, {2}]
     else:
-        assert expected[-1] == 2
+        assert expected[-1] == {2}
 
 
 def test_killing_the_agent_stops_the_run_and_release_all_drains(slurm_cluster, tmp_path: Path) -> None:
@@ -74,18 +89,27 @@ def test_killing_the_agent_stops_the_run_and_release_all_drains(slurm_cluster, t
     opts = RunOptions(trace=_plan_file(tmp_path, plan), shrink=0.9, policy="backfill-1",
                       cluster_name=TEST_CLUSTER, runs_dir=tmp_path, quiet=True, keep_jobs=True)  # fmt: skip
 
-    def kill_agent_soon() -> None:
-        time.sleep(8)
-        subprocess.run(
-            ["docker", "exec", f"{TEST_CLUSTER}-ctld", "pkill", "-f", "harness agent"], check=False
-        )
+    ctld = f"{TEST_CLUSTER}-ctld"
 
-    killer = threading.Thread(target=kill_agent_soon)
+    def kill_agent_mid_run() -> None:
+        """Once the agent has run for a few seconds (after any image build and restart)."""
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            found = subprocess.run(["docker", "exec", ctld, "pgrep", "-f", "harness agent"],
+                                   capture_output=True, check=False)  # fmt: skip
+            if found.returncode == 0:
+                break
+            time.sleep(0.5)
+        time.sleep(8)
+        kill_times.append(time.monotonic())
+        subprocess.run(["docker", "exec", ctld, "pkill", "-f", "harness agent"], check=False)
+
+    kill_times: list[float] = []
+    killer = threading.Thread(target=kill_agent_mid_run)
     killer.start()
-    started = time.monotonic()
     run_dir = Experiment(opts, progress=print).execute()
     killer.join()
-    assert time.monotonic() - started < 60, "the run stops soon after the agent dies"
+    assert kill_times and time.monotonic() - kill_times[0] < 30, "the run stops soon after the agent dies"
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert not manifest["complete"]
     assert "ordering agent stopped" in manifest["incomplete_reason"]
