@@ -6,14 +6,17 @@ The session shares one cluster of the default platform (96 + 12 nodes) named
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from harness.cluster.base import CommandResult
 from harness.cluster.docker import DockerCluster
+from harness.run import Experiment, RunOptions
 from harness.slurm.config import SchedulerConfig
 
 TEST_CLUSTER = "bbtest"
@@ -83,6 +86,54 @@ def slurm_cluster() -> Iterator[SlurmTestCluster]:
         yield cluster
     finally:
         backend.down()
+
+
+# The bundled KTH slice (200 jobs) at shrink 0.99 takes about ten minutes of wall time per
+# policy. The runs that several tests share go in parallel, each on its own cluster with its
+# own loopback ports: the emulated jobs only sleep, so four clusters fit on two cores.
+SLICE_POLICIES = ("slurm-backfill-1", "slurm-backfill-no-future-1", "backfill-1", "plan-square-0")
+SLICE_SHRINK = 0.99
+
+
+def shifted_platform(tmp: Path, index: int) -> Path:
+    """The default platform on ports of its own (controller 6820+i, slurmd 30001+200i)."""
+    text = resources.files("harness.platforms").joinpath("default.toml").read_text()
+    text = text.replace("controller_port = 6817", f"controller_port = {6820 + index}")
+    text = text.replace("slurmd_base_port = 17001", f"slurmd_base_port = {30001 + 200 * index}")
+    path = tmp / f"platform-{index}.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture(scope="session")
+def slice_runs(slurm_cluster, tmp_path_factory) -> Iterator[dict[str, Path]]:
+    """policy -> run directory of the bundled slice, all replayed at once on separate clusters."""
+    tmp = tmp_path_factory.mktemp("slices")
+    results: dict[str, Path] = {}
+    errors: dict[str, BaseException] = {}
+    names = [f"bbslice{i}" for i in range(len(SLICE_POLICIES))]
+
+    def replay(index: int, policy: str) -> None:
+        opts = RunOptions(policy=policy, shrink=SLICE_SHRINK, cluster_name=names[index],
+                          platform=str(shifted_platform(tmp, index)), runs_dir=tmp / "runs", quiet=True,
+                          compare_sim=True, label=f"t{index}")  # fmt: skip
+        try:
+            results[policy] = Experiment(opts, progress=lambda m: print(f"[{policy}] {m}")).execute()
+        except BaseException as exc:  # reported by the tests that need this run
+            errors[policy] = exc
+
+    threads = [threading.Thread(target=replay, args=(i, p)) for i, p in enumerate(SLICE_POLICIES)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    try:
+        for policy, exc in errors.items():
+            print(f"slice run {policy} failed: {exc!r}")
+        yield results
+    finally:
+        for name in names:
+            DockerCluster(name=name).down()
 
 
 @pytest.fixture

@@ -123,3 +123,21 @@ def test_killing_the_agent_stops_the_run_and_release_all_drains(slurm_cluster, t
             break
         time.sleep(1)
     assert not slurm_cluster.exec(["squeue", "--noheader"]).stdout.strip(), "the queue drains"
+
+
+@pytest.mark.parametrize("policy", ["plan-square-0", "backfill-1"])
+def test_slice_under_agent_matches_simulation(slice_runs, policy: str) -> None:
+    """The bundled slice at shrink 0.99: emulated mean wait within 10 % of the simulated one."""
+    assert policy in slice_runs, "the slice run failed (see the session output)"
+    run_dir = slice_runs[policy]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["complete"], manifest["incomplete_reason"]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    wait = metrics["fidelity"]["metrics"]["mean_wait"]
+    print(
+        f"{policy}: mean wait emulated {wait['emulated']:.0f} s, simulated {wait['simulated']:.0f} s, "
+        f"rel diff {wait['rel_diff']:+.3f}; decision p99 {metrics['agent']['latency_p99_s'] * 1000:.0f} ms"
+    )
+    assert abs(wait["rel_diff"]) <= 0.10
+    assert metrics["agent"]["latency_p99_s"] < 0.5
+    assert metrics["agent"]["errors"] == 0

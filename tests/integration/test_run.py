@@ -1,7 +1,7 @@
 """`harness run` end to end on the real containerised Slurm ([run] acceptance).
 
-The 200-job bundled KTH slice at shrink 0.99 takes about ten minutes of wall time; it is
-replayed once per policy and shared by the tests of this module.
+The 200-job bundled KTH slice at shrink 0.99 takes about ten minutes of wall time; the
+session fixture ``slice_runs`` (conftest) replays it once per policy, in parallel.
 """
 
 from __future__ import annotations
@@ -28,14 +28,7 @@ def _run(runs_dir: Path, policy: str, **kwargs) -> Path:
     return Experiment(opts, progress=print).execute()
 
 
-@pytest.fixture(scope="module")
-def slice_runs(slurm_cluster, tmp_path_factory) -> dict[str, Path]:
-    """The bundled slice at shrink 0.99 under backfill with and without BB reservations."""
-    runs = tmp_path_factory.mktemp("runs")
-    return {
-        policy: _run(runs, policy, shrink=0.99)
-        for policy in ("slurm-backfill-1", "slurm-backfill-no-future-1")
-    }
+NATIVE = ("slurm-backfill-1", "slurm-backfill-no-future-1")
 
 
 def _load(run_dir: Path) -> tuple[dict, dict, pd.DataFrame]:
@@ -45,6 +38,7 @@ def _load(run_dir: Path) -> tuple[dict, dict, pd.DataFrame]:
 
 
 def test_slice_completes_and_every_job_is_accounted_for(slice_runs) -> None:
+    assert set(slice_runs) >= set(NATIVE), f"slice runs that failed: {set(NATIVE) - set(slice_runs)}"
     for run_dir in slice_runs.values():
         manifest, metrics, results = _load(run_dir)
         assert manifest["complete"], manifest["incomplete_reason"]
@@ -57,6 +51,7 @@ def test_slice_completes_and_every_job_is_accounted_for(slice_runs) -> None:
 
 
 def test_sigsleep_and_slurm_agree_within_a_second(slice_runs) -> None:
+    assert slice_runs
     for run_dir in slice_runs.values():
         _, metrics, _ = _load(run_dir)
         check = metrics["cross_check"]
