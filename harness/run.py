@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -71,6 +71,8 @@ class RunOptions:
     timeout: float | None = None  # seconds of wall time after the last submission
     label: str = ""
     compare_sim: bool = False  # also simulate the plan with the same policy; report the difference
+    shuffle_seed: int | None = None  # None: the BB seed
+    run_dir: Path | None = None  # exact run directory (repetitions); default runs_dir/<run id>
     prepare_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
@@ -141,7 +143,7 @@ class Experiment:
             return plan, {**manifest, "shrink": self.opts.shrink}
         return prepare(
             self.trace, shrink=self.opts.shrink, seed=self.opts.seed, shuffle=self.opts.shuffle,
-            first_n=self.opts.first_n, **self.opts.prepare_kwargs,
+            shuffle_seed=self.opts.shuffle_seed, first_n=self.opts.first_n, **self.opts.prepare_kwargs,
         )  # fmt: skip
 
     def ensure_cluster(self) -> None:
@@ -149,8 +151,8 @@ class Experiment:
 
     def execute(self) -> Path:
         plan, plan_manifest = self.prepare()
-        run_id = run_id_for(self.opts, Path(self.trace).name)
-        run_dir = self.opts.runs_dir / run_id
+        run_dir = self.opts.run_dir or self.opts.runs_dir / run_id_for(self.opts, Path(self.trace).name)
+        run_id = run_dir.name if self.opts.run_dir is None else f"{run_dir.parent.parent.name}-{run_dir.name}"
         run_dir.mkdir(parents=True, exist_ok=False)
         save_plan(plan, plan_manifest, run_dir / "plan.parquet")
         self.say(f"run {run_id}: {len(plan)} jobs, shrink {self.opts.shrink:g}, policy {self.opts.policy}")
@@ -349,6 +351,33 @@ class Experiment:
                 f"Remove leftovers with `harness cluster status` / `scancel --user {SUBMIT_USER}` "
                 "or start again with `harness run`."
             )
+
+
+def run_repetitions(opts: RunOptions, repeat: int, progress: Progress | None = None) -> Path:
+    """``repeat`` runs of the same plan (shuffled differently with ``--shuffle``) under one
+    directory: ``repetitions/NN/`` each, and AVE/SSD/RSD/C95 per metric at the top."""
+    from harness.compare import aggregate_repetitions
+
+    trace = opts.trace or bundled_slice_path()
+    parent = opts.runs_dir / run_id_for(opts, Path(trace).name)
+    parent.mkdir(parents=True, exist_ok=False)
+    metrics, complete = [], True
+    for i in range(repeat):
+        rep_opts = replace(opts, run_dir=parent / "repetitions" / f"{i:02d}", shuffle_seed=opts.seed + i)
+        rep_dir = Experiment(rep_opts, progress).execute()
+        metrics.append(json.loads((rep_dir / "metrics.json").read_text()))
+        complete &= json.loads((rep_dir / "manifest.json").read_text())["complete"]
+    stats = aggregate_repetitions(metrics)
+    top = {key: value["AVE"] for key, value in stats.items()} | {
+        "repetitions": stats,
+        "n_repetitions": repeat,
+    }
+    (parent / "metrics.json").write_text(json.dumps(top, indent=2, default=_json_default) + "\n")
+    first = json.loads((parent / "repetitions" / "00" / "manifest.json").read_text())
+    manifest = {**first, "run_id": parent.name, "repeat": repeat, "complete": complete,
+                "repetition_dirs": [f"repetitions/{i:02d}" for i in range(repeat)]}  # fmt: skip
+    (parent / "manifest.json").write_text(json.dumps(manifest, indent=2, default=_json_default) + "\n")
+    return parent
 
 
 def decision_stats(decisions: list[dict]) -> dict[str, float]:

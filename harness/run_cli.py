@@ -79,13 +79,14 @@ def run_command(
     timeout: float | None,
     keep_jobs: bool,
     quiet: bool,
+    repeat: int,
     compare_sim: bool,
 ) -> None:
     """Replay TRACE (default: the bundled KTH slice) on the emulated Slurm; write a run directory.
 
     The run directory's path is the last line printed.
     """
-    from harness.run import Experiment, RunError, RunOptions
+    from harness.run import Experiment, RunError, RunOptions, run_repetitions
 
     opts = RunOptions(
         trace=trace, shrink=shrink, policy=policy, cluster=cluster, platform=platform_file,
@@ -94,7 +95,7 @@ def run_command(
         keep_jobs=keep_jobs, quiet=quiet or bool(os.environ.get("CI")), compare_sim=compare_sim,
     )  # fmt: skip
     try:
-        run_dir = Experiment(opts).execute()
+        run_dir = run_repetitions(opts, repeat) if repeat > 1 else Experiment(opts).execute()
     except (RunError, ClusterError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(str(run_dir))

@@ -140,6 +140,7 @@ def prepare(
     period: tuple[int, int] | None = None,
     sampling: Sampling | None = None,
     shuffle: bool = False,
+    shuffle_seed: int | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Turn an SWF trace into a plan and its manifest.
 
@@ -154,7 +155,9 @@ def prepare(
         trace_path, platform=platform, seed=seed, model=model, lenient=lenient, cleaning=cleaning
     )
     selection = {"first_n": first_n, "window": window, "period": period}
-    return _finish(base, selection, sampling=sampling, shuffle=shuffle, shrink=shrink)
+    return _finish(
+        base, selection, sampling=sampling, shuffle=shuffle, shrink=shrink, shuffle_seed=shuffle_seed
+    )
 
 
 def prepare_split(
@@ -200,12 +203,15 @@ def _finish(
     sampling: Sampling | None,
     shuffle: bool,
     shrink: float,
+    shuffle_seed: int | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
+    # Repetitions shuffle with their own seeds while the BB requests (seed) stay the same.
+    shuffle_seed = base.params["seed"] if shuffle_seed is None else shuffle_seed
     table = _select(base.table, **selection)
     if sampling is not None:
         table = sampling.apply(table)
     if shuffle:
-        table = transforms.shuffle(table, base.params["seed"])
+        table = transforms.shuffle(table, shuffle_seed)
     table, offset = transforms.rebase(table)
     plan = to_plan(transforms.shrink(table, shrink))
     window, period = selection.get("window"), selection.get("period")
@@ -213,6 +219,7 @@ def _finish(
         **base.params,
         "shrink": float(shrink),
         "shuffle": shuffle,
+        "shuffle_seed": shuffle_seed if shuffle else None,
         "selection": {
             "first_n": selection.get("first_n"),
             "window_s": list(window) if window else None,

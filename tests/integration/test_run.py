@@ -124,3 +124,25 @@ def test_drift_experiment_no_accumulation(slurm_cluster, tmp_path: Path) -> None
     assert wait.max() < 1.1, wait
     assert wait.max() - wait.min() < 0.2, f"waits accumulate: {wait}"
     assert (results["runtime"] - 6.0).abs().max() < 0.05
+
+
+def test_repetitions_with_shuffle_aggregate_metrics(slurm_cluster, tmp_path: Path) -> None:
+    plan = pd.DataFrame({
+        "job_id": range(1, 7), "submit": [0.0, 0.0, 10.0, 10.0, 20.0, 20.0], "runtime": [15.0] * 6,
+        "walltime": [30.0] * 6, "nodes": [60, 30, 60, 30, 60, 30], "bb_per_node_mb": [100] * 6,
+    })  # fmt: skip
+    trace = tmp_path / "six.parquet"
+    save_plan(plan, {"format": "harness-plan", "version": 1, "shrink": 0.0, "seed": 0}, trace)
+    result = CliRunner().invoke(main, [
+        "run", str(trace), "--shrink", "0.9", "--policy", "slurm-fcfs", "--name", TEST_CLUSTER,
+        "--runs-dir", str(tmp_path / "runs"), "--repeat", "2", "--shuffle", "-q",
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    parent = Path(result.output.strip().splitlines()[-1])
+    metrics = json.loads((parent / "metrics.json").read_text())
+    reps = [json.loads((parent / f"repetitions/{i:02d}/metrics.json").read_text()) for i in (0, 1)]
+    assert metrics["n_repetitions"] == 2
+    expected = (reps[0]["mean_wait"] + reps[1]["mean_wait"]) / 2
+    assert metrics["repetitions"]["mean_wait"]["AVE"] == pytest.approx(expected)
+    assert metrics["mean_wait"] == pytest.approx(expected)
+    assert json.loads((parent / "manifest.json").read_text())["complete"]
