@@ -62,6 +62,65 @@ def run_one(name: str, plan, manifest: dict[str, Any], seed: int) -> dict[str, A
     }
 
 
+def synthetic_state(plan, rng: np.random.Generator, now: float, busy_nodes: int = 88):
+    """A busy machine: running jobs drawn from the plan until ``busy_nodes`` are taken."""
+    from harness.policies.allocation import choose_allocation
+    from harness.policies.state import ClusterState, RunningJob, Topology
+
+    topo = Topology.from_platform(load_platform())
+    free = [list(range(c * 8, c * 8 + 8)) for c in range(topo.bb_count)]
+    free_bb = [topo.bb_capacity_mb] * topo.bb_count
+    running, used = [], 0
+    for row in plan.sample(frac=1.0, random_state=int(rng.integers(1 << 30))).itertuples():
+        if used + row.nodes > busy_nodes:
+            continue
+        alloc = choose_allocation(topo, free, free_bb, int(row.nodes), int(row.bb_per_node_mb))
+        if alloc is None:
+            continue
+        for c, b in zip(alloc.compute, alloc.bb, strict=True):
+            free[c // 8].remove(c)
+            free_bb[b] -= int(row.bb_per_node_mb)
+        started = now - float(rng.uniform(0, row.walltime))
+        running.append(RunningJob(int(row.job_id), started, started + float(row.walltime),
+                                  int(row.bb_per_node_mb), alloc))  # fmt: skip
+        used += int(row.nodes)
+        if used >= busy_nodes:
+            break
+    return ClusterState.from_running(topo, running)
+
+
+def latency_sweep(plan, policy_name: str, sizes: list[int], repeats: int, seed: int) -> list[dict[str, Any]]:
+    """Decision latency of ``policy_name`` on synthetic busy states with queues of given sizes."""
+    from harness.policies.state import QueuedJob
+
+    policy = get_policy(policy_name, seed=seed)
+    rng = np.random.default_rng(seed)
+    now = 1e7
+    out = []
+    for size in sizes:
+        times = []
+        for _ in range(repeats):
+            state = synthetic_state(plan, rng, now)
+            rows = plan.sample(n=size, random_state=int(rng.integers(1 << 30)))
+            waited = rng.uniform(0, 50_000, size=size)
+            queue = sorted(
+                (
+                    QueuedJob(int(r.job_id), now - w, float(r.walltime), int(r.nodes), int(r.bb_per_node_mb))
+                    for r, w in zip(rows.itertuples(), waited.tolist(), strict=True)
+                ),
+                key=lambda j: (j.submit, j.job_id),
+            )
+            began = time.perf_counter()
+            policy.decide(state, queue, now)
+            times.append(time.perf_counter() - began)
+        arr = np.array(times)
+        out.append({"policy": policy_name, "queue": size, "p50": float(np.quantile(arr, 0.5)),
+                    "p99": float(np.quantile(arr, 0.99)), "max": float(arr.max())})  # fmt: skip
+        print(f"{policy_name} queue {size}: p50 {out[-1]['p50']:.3f} s, p99 {out[-1]['p99']:.3f} s, "
+              f"max {out[-1]['max']:.3f} s", file=sys.stderr, flush=True)  # fmt: skip
+    return out
+
+
 def markdown_table(rows: list[dict[str, Any]]) -> str:
     head = (
         "| policy | mean wait (s) | median wait (s) | max wait (s) | mean turnaround (s) | mean slowdown "
@@ -97,9 +156,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=2020, help="seed of the BB model (trace input only)")
     ap.add_argument("--policy-seed", type=int, default=0, help="seed of randomised policies")
     ap.add_argument("--out", type=Path, help="append one JSON line per policy to this file")
+    ap.add_argument("--latency-sweep", metavar="SIZES",
+                    help="instead of simulating: time decisions on busy synthetic states with queues of "
+                    "these sizes (comma-separated), e.g. 25,50,100,200")  # fmt: skip
+    ap.add_argument("--repeats", type=int, default=20, help="decisions per queue size in the sweep")
     args = ap.parse_args(argv)
 
     plan, manifest = load_workload(args.trace, args.period, args.seed)
+    if args.latency_sweep:
+        sizes = [int(x) for x in args.latency_sweep.split(",")]
+        for name in parse_policy_list(args.policies):
+            for row in latency_sweep(plan, name, sizes, args.repeats, args.policy_seed):
+                print(json.dumps(row))
+                if args.out:
+                    with args.out.open("a") as fh:
+                        fh.write(json.dumps(row) + "\n")
+        return 0
     print(f"workload: {len(plan)} jobs from {args.trace} (period {args.period or 'all'})", file=sys.stderr)
     rows = []
     for name in parse_policy_list(args.policies):

@@ -152,7 +152,7 @@ class _Run:
         self.alloc: list[Allocation | None] = [None] * len(jobs)
         self.memo: dict = {}
         self.decision_log: list[tuple[float, int, int, int, float]] = []
-        self.every_event = getattr(policy, "needs_every_event", False)
+        self.every_event = policy.needs_every_event
 
     def run(self) -> None:
         next_submit = 0

@@ -43,6 +43,9 @@ class Policy(ABC):
     """
 
     description: ClassVar[str] = ""
+    # Whether the policy must see every submission/completion batch, even when no
+    # queued job fits the free resources (the caller may skip those otherwise).
+    needs_every_event: ClassVar[bool] = False
 
     def __init__(self, name: str) -> None:
         self.name = name

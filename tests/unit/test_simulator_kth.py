@@ -1,0 +1,69 @@
+"""The thesis's findings on the real KTH trace (Kopański Sections 4.2, 4.5, 4.7).
+
+Full-trace runs of the fast policies; the slow plan-based policy is compared with
+SJF backfilling on one of the 16 periods of the split workload (the full-trace
+comparison is in benchmarks/simulate.py, its figures in docs/policies.md).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from harness.metrics import summary
+from harness.paths import REPO_ROOT
+from harness.platform import load_platform
+from harness.policies.registry import get_policy
+from harness.simulator import check_schedule, simulate
+
+KTH = REPO_ROOT.parent / "shared" / "data" / "KTH-SP2-1996-2.1-cln.swf.gz"
+PLATFORM = load_platform()
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not KTH.exists(), reason=f"{KTH} not available"),
+]
+
+
+@cache
+def kth_plan(period: int | None = None) -> pd.DataFrame:
+    from harness.workload.plan import prepare
+
+    plan, _ = prepare(KTH, period=None if period is None else (period, 16))
+    return plan
+
+
+@cache
+def run(policy: str, period: int | None = None) -> dict[str, Any]:
+    result = simulate(kth_plan(period), get_policy(policy), PLATFORM)
+    assert check_schedule(result.jobs, PLATFORM) == []
+    return summary(result.jobs, PLATFORM)
+
+
+def test_the_full_trace_has_the_thesis_job_count() -> None:
+    assert len(kth_plan()) == 28_453
+
+
+def test_no_backfilling_and_no_future_bb_reservations_wait_ten_times_longer() -> None:
+    backfill = run("backfill-1")["mean_wait"]
+    assert run("fcfs")["mean_wait"] >= 10 * backfill
+    assert run("backfill-no-future-1")["mean_wait"] >= 10 * backfill
+
+
+def test_filler_has_a_longer_maximum_wait_than_backfilling() -> None:
+    assert run("filler")["max_wait"] > run("backfill-1")["max_wait"]
+
+
+def test_deeper_reservations_wait_longer() -> None:
+    assert run("backfill-4")["mean_wait"] > run("backfill-1")["mean_wait"]
+
+
+def test_plan_square_beats_sjf_backfilling_on_a_period() -> None:
+    # Period 15 of 16 (index 14, 1305 jobs), as in the split workload of Section 4.1.
+    plan = run("plan-square-0", 14)
+    sjf = run("backfill-sjf-1", 14)
+    assert plan["mean_wait"] <= 0.85 * sjf["mean_wait"]
+    assert plan["mean_bsld"] <= 0.85 * sjf["mean_bsld"]
