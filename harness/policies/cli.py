@@ -91,6 +91,12 @@ def _write_jobs(jobs, output: Path, policy: str, several: bool) -> Path:
 @click.option("--first-n", type=int, default=None, help="Only the first N jobs of a trace.")
 @click.option("--period", default=None, help="Only period i of k equal periods of a trace, as i/k.")
 @click.option("--policy-seed", type=int, default=0, show_default=True, help="Seed of randomised policies.")
+@click.option(
+    "--time-limit",
+    type=float,
+    default=None,
+    help="Wall-clock limit (s) of one plan search; results then depend on the machine's speed.",
+)
 @click.option("--tau", type=float, default=600.0, show_default=True, help="Bounded slowdown threshold (s).")
 @click.option("--ci", is_flag=True, help="Add bootstrap 95% intervals of mean wait and mean bsld.")
 @click.option(
@@ -111,6 +117,7 @@ def simulate_command(
     first_n: int | None,
     period: str | None,
     policy_seed: int,
+    time_limit: float | None,
     tau: float,
     ci: bool,
     output: Path | None,
@@ -138,7 +145,7 @@ def simulate_command(
     results: dict[str, dict[str, Any]] = {}
     for name in names:
         try:
-            result = simulate(plan, get_policy(name, seed=policy_seed), platform)
+            result = simulate(plan, get_policy(name, seed=policy_seed, time_limit_s=time_limit), platform)
         except ValueError as exc:
             raise click.ClickException(f"{name}: {exc}") from None
         if check:

@@ -24,11 +24,19 @@ class UnknownPolicyError(ValueError):
 
 
 @dataclass(frozen=True)
+class PolicyOptions:
+    """Settings that are not part of a policy's name."""
+
+    seed: int = 0  # randomised policies (plan)
+    time_limit_s: float | None = None  # wall-clock limit of one plan search (None: only the step budget)
+
+
+@dataclass(frozen=True)
 class Family:
     usage: str
     pattern: re.Pattern[str]
     description: str
-    build: Callable[[str, re.Match[str], int], Policy]
+    build: Callable[[str, re.Match[str], PolicyOptions], Policy]
     examples: tuple[str, ...]
 
 
@@ -36,45 +44,47 @@ _D = r"(?P<d>\d+)"
 FAMILIES: tuple[Family, ...] = (
     Family(
         "fcfs", re.compile(r"fcfs"), Fcfs.description,
-        lambda name, m, seed: Fcfs(name), ("fcfs",),
+        lambda name, m, o: Fcfs(name), ("fcfs",),
     ),
     Family(
         "filler", re.compile(r"filler"), Filler.description,
-        lambda name, m, seed: Filler(name), ("filler",),
+        lambda name, m, o: Filler(name), ("filler",),
     ),
     Family(
         "filler-sjf", re.compile(r"filler-sjf"),
         "greedy filling in ascending walltime order (backfill-sjf-0)",
-        lambda name, m, seed: Backfill(name, 0, sjf=True), ("filler-sjf",),
+        lambda name, m, o: Backfill(name, 0, sjf=True), ("filler-sjf",),
     ),
     Family(
         "backfill-no-future-D", re.compile(rf"backfill-no-future-{_D}"),
         "EASY backfilling reserving only compute nodes (not BB) for the first D jobs (Slurm's way)",
-        lambda name, m, seed: Backfill(name, int(m["d"]), future_bb=False),
+        lambda name, m, o: Backfill(name, int(m["d"]), future_bb=False),
         ("backfill-no-future-1",),
     ),
     Family(
         "backfill-sjf-D", re.compile(rf"backfill-sjf-{_D}"),
         "EASY backfilling reserving compute and BB for the first D jobs, backfilling shortest walltime first",
-        lambda name, m, seed: Backfill(name, int(m["d"]), sjf=True), ("backfill-sjf-1",),
+        lambda name, m, o: Backfill(name, int(m["d"]), sjf=True), ("backfill-sjf-1",),
     ),
     Family(
         "backfill-D", re.compile(rf"backfill-{_D}"),
         "EASY backfilling reserving compute and BB for the first D jobs, backfilling in arrival order",
-        lambda name, m, seed: Backfill(name, int(m["d"])), ("backfill-1", "backfill-4"),
+        lambda name, m, o: Backfill(name, int(m["d"])), ("backfill-1", "backfill-4"),
     ),
     Family(
         "maxutil-BETA-D", re.compile(rf"maxutil-(?P<beta>\d+(?:\.\d+)?)-{_D}"), MaxUtil.description,
-        lambda name, m, seed: MaxUtil(name, float(m["beta"]), int(m["d"])), ("maxutil-1.0-1",),
+        lambda name, m, o: MaxUtil(name, float(m["beta"]), int(m["d"])), ("maxutil-1.0-1",),
     ),
     Family(
         "window-N-D", re.compile(rf"window-(?P<n>\d+)-{_D}"), WindowPolicy.description,
-        lambda name, m, seed: WindowPolicy(name, int(m["n"]), int(m["d"])), ("window-10-1",),
+        lambda name, m, o: WindowPolicy(name, int(m["n"]), int(m["d"])), ("window-10-1",),
     ),
     Family(
         "plan-{sum,square,cube,start}-D",
         re.compile(rf"plan-(?P<obj>{'|'.join(OBJECTIVES)})-{_D}"), PlanPolicy.description,
-        lambda name, m, seed: PlanPolicy(name, m["obj"], int(m["d"]), AnnealingConfig(seed=seed)),
+        lambda name, m, o: PlanPolicy(
+            name, m["obj"], int(m["d"]), AnnealingConfig(seed=o.seed, time_limit_s=o.time_limit_s)
+        ),
         ("plan-square-0", "plan-sum-1"),
     ),
 )  # fmt: skip
@@ -90,13 +100,16 @@ THESIS_POLICIES: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def get_policy(name: str, seed: int = 0) -> Policy:
-    """The policy called ``name``; ``seed`` feeds the randomised ones."""
+def get_policy(name: str, seed: int = 0, time_limit_s: float | None = None) -> Policy:
+    """The policy called ``name``; ``seed`` feeds the randomised ones, ``time_limit_s``
+    caps the wall-clock time of one plan search (a live scheduler wants it; the
+    simulator leaves it off so that results do not depend on the machine's load)."""
     key = name.strip().lower()
+    options = PolicyOptions(seed, time_limit_s)
     for family in FAMILIES:
         match = family.pattern.fullmatch(key)
         if match:
-            return family.build(key, match, seed)
+            return family.build(key, match, options)
     raise UnknownPolicyError(f"unknown policy {name!r}; known forms: {', '.join(f.usage for f in FAMILIES)}")
 
 
