@@ -46,9 +46,11 @@ def latency_report(result: SimulationResult, max_queue: int = 200) -> dict[str, 
     return out
 
 
-def run_one(name: str, plan, manifest: dict[str, Any], seed: int) -> dict[str, Any]:
+def run_one(
+    name: str, plan, manifest: dict[str, Any], seed: int, time_limit: float | None = None
+) -> dict[str, Any]:
     platform = load_platform()
-    policy = get_policy(name, seed=seed)
+    policy = get_policy(name, seed=seed, time_limit_s=time_limit)
     result = simulate(plan, policy, platform)
     scale = time_scale_of(float(manifest.get("shrink", 0.0) or 0.0))
     violations = check_schedule(result.jobs, platform)
@@ -89,11 +91,13 @@ def synthetic_state(plan, rng: np.random.Generator, now: float, busy_nodes: int 
     return ClusterState.from_running(topo, running)
 
 
-def latency_sweep(plan, policy_name: str, sizes: list[int], repeats: int, seed: int) -> list[dict[str, Any]]:
+def latency_sweep(
+    plan, policy_name: str, sizes: list[int], repeats: int, seed: int, time_limit: float | None = None
+) -> list[dict[str, Any]]:
     """Decision latency of ``policy_name`` on synthetic busy states with queues of given sizes."""
     from harness.policies.state import QueuedJob
 
-    policy = get_policy(policy_name, seed=seed)
+    policy = get_policy(policy_name, seed=seed, time_limit_s=time_limit)
     rng = np.random.default_rng(seed)
     now = 1e7
     out = []
@@ -160,13 +164,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="instead of simulating: time decisions on busy synthetic states with queues of "
                     "these sizes (comma-separated), e.g. 25,50,100,200")  # fmt: skip
     ap.add_argument("--repeats", type=int, default=20, help="decisions per queue size in the sweep")
+    ap.add_argument("--time-limit", type=float, default=None, help="wall-clock limit (s) of one plan search")
     args = ap.parse_args(argv)
 
     plan, manifest = load_workload(args.trace, args.period, args.seed)
     if args.latency_sweep:
         sizes = [int(x) for x in args.latency_sweep.split(",")]
         for name in parse_policy_list(args.policies):
-            for row in latency_sweep(plan, name, sizes, args.repeats, args.policy_seed):
+            for row in latency_sweep(plan, name, sizes, args.repeats, args.policy_seed, args.time_limit):
                 print(json.dumps(row))
                 if args.out:
                     with args.out.open("a") as fh:
@@ -176,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in parse_policy_list(args.policies):
         began = time.perf_counter()
-        row = run_one(name, plan, manifest, args.policy_seed)
+        row = run_one(name, plan, manifest, args.policy_seed, args.time_limit)
         row["workload"] = {"trace": str(args.trace), "period": args.period, "jobs": len(plan)}
         rows.append(row)
         lat = row["latency"].get("all", {})
