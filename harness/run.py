@@ -413,6 +413,11 @@ class Watcher:
         self.exp = exp
         self.total = len(plan)
         self.last_submit = float(plan["submit"].max()) if len(plan) else 0.0
+        # a job cannot end before its submission instant plus its runtime: the ETA's floor
+        self.earliest_end = dict(
+            zip(plan["job_id"].astype(int), plan["submit"] + plan["runtime"], strict=True)
+        )
+        self.finished_ids: set[int] = set()
         self.shared = shared
         self.quiet = quiet
         self.tty = sys.stderr.isatty() and not quiet
@@ -425,7 +430,9 @@ class Watcher:
             backend = self.exp.backend
             status = _parse_status(backend.read_text(f"{self.shared}/{STATUS}"))
             subs = parse_jsonl(backend.read_text(f"{self.shared}/{SUBMISSIONS}") or "")
-            done_records = (backend.read_text(f"{self.shared}/{SIGSLEEP_LOG}") or "").count("\n")
+            records = parse_jsonl(backend.read_text(f"{self.shared}/{SIGSLEEP_LOG}") or "")
+            self.finished_ids = {r["job_id"] for r in records}
+            done_records = len(records)
             pending, running = self.exp.queue_counts()
             self._show(status, subs, done_records, pending, running)
             verdict = self._agent_verdict(agent) or self._verdict(
@@ -474,23 +481,20 @@ class Watcher:
         line = (
             f"[{_clock(elapsed)}] submitted {len(subs)}/{self.total}  pending {pending}  running {running}  "
             f"finished {records}  lag p50 {p50:.0f} ms p99 {p99:.0f} ms  "
-            f"ETA {_clock(self._eta(status, records))}"
+            f"ETA {_clock(self._eta(status))}"
         )
         if self.tty:
             print("\r" + line + " " * 4, end="", file=sys.stderr, flush=True)
         else:
             print(line, file=sys.stderr, flush=True)
 
-    def _eta(self, status: dict, records: int) -> float:
+    def _eta(self, status: dict) -> float:
+        """Time until the last unfinished job can have ended, if it started at once."""
         t0 = status.get("t0")
         if not t0:
-            return self.last_submit
-        since_t0 = max(time.time() - t0, 1e-3)
-        submit_left = max(0.0, t0 + self.last_submit - time.time())
-        if records == 0:
-            return submit_left
-        work_left = (self.total - records) * since_t0 / records
-        return max(submit_left, work_left)
+            return max(self.earliest_end.values(), default=0.0)
+        left = [end for job, end in self.earliest_end.items() if job not in self.finished_ids]
+        return max(0.0, t0 + max(left, default=0.0) - time.time())
 
 
 def _parse_status(text: str | None) -> dict:
