@@ -269,31 +269,34 @@ class PlanPolicy(Policy):
         for pos in range(started, head):
             ws.reserve(jobs[pos])
         rest = np.arange(head, len(jobs))
-        order = self._search(ws, jobs, rest, now) if ws.free_count else None
-        if order is None:
+        found = self._search(ws, jobs, rest, now) if ws.free_count else None
+        if found is None:
             return ws.decision(planned_order=jobs.job_id.tolist())
-        builder = PlanBuilder(ws.profile, jobs, rest, self.alpha)
-        local = [int(np.flatnonzero(rest == p)[0]) for p in order] if len(order) else []
+        builder, local = found
+        # Start what the best plan starts now, in plan order. (The plan's BB nodes
+        # may differ from the allocator's; a job that then no longer fits waits.)
         for i, start in zip(local, builder.starts(local), strict=True):
             if start <= now:
                 ws.try_start(jobs[int(rest[i])])
+        order = rest[np.asarray(local, dtype=np.int64)]
         return ws.decision(planned_order=jobs.job_id[:head].tolist() + jobs.job_id[order].tolist())
 
-    def _search(self, ws: Workspace, jobs: JobQueue, rest: np.ndarray, now: float) -> np.ndarray | None:
-        """Best order of the positions ``rest``; ``None`` when no job could start now anyway."""
+    def _search(
+        self, ws: Workspace, jobs: JobQueue, rest: np.ndarray, now: float
+    ) -> tuple[PlanBuilder, list[int]] | None:
+        """The plan builder of ``rest`` and its best order (indices into ``rest``).
+
+        ``None`` when no job of ``rest`` could start now anyway.
+        """
         if len(_fitting_now(ws, jobs, rest)) == 0:
             return None
-        if len(rest) <= 1:
-            return rest
         builder = PlanBuilder(ws.profile, jobs, rest, self.alpha)
         if len(rest) <= self.config.exhaustive_max:
-            local = exhaustive_best(builder, len(rest))
-        else:
-            pos_of = {int(p): i for i, p in enumerate(rest)}
-            seeds = [[pos_of[int(p)] for p in o] for o in candidate_orderings(jobs, rest)]
-            rng = random.Random(f"{self.config.seed}:{now!r}:{len(jobs)}:{int(jobs.job_id[0])}")
-            local = anneal(builder, seeds, self.config, rng)
-        return rest[np.asarray(local, dtype=np.int64)]
+            return builder, exhaustive_best(builder, len(rest))
+        pos_of = {int(p): i for i, p in enumerate(rest)}
+        seeds = [[pos_of[int(p)] for p in o] for o in candidate_orderings(jobs, rest)]
+        rng = random.Random(f"{self.config.seed}:{now!r}:{len(jobs)}:{int(jobs.job_id[0])}")
+        return builder, anneal(builder, seeds, self.config, rng)
 
 
 def _fitting_now(ws: Workspace, jobs: JobQueue, positions: np.ndarray) -> np.ndarray:
