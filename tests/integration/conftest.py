@@ -17,7 +17,7 @@ import pytest
 from harness.cluster.base import CommandResult
 from harness.cluster.docker import DockerCluster
 from harness.run import Experiment, RunOptions
-from harness.slurm.config import SchedulerConfig
+from harness.slurm.config import SchedulerConfig, render_slurm_files
 
 TEST_CLUSTER = "bbtest"
 SUBMIT_USER = "emu"
@@ -77,7 +77,7 @@ class SlurmTestCluster:
 
 
 @pytest.fixture(scope="session")
-def slurm_cluster() -> Iterator[SlurmTestCluster]:
+def session_cluster() -> Iterator[SlurmTestCluster]:
     backend = DockerCluster(name=TEST_CLUSTER)
     backend.down()  # leftovers of an interrupted earlier session
     backend.up(progress=print)
@@ -86,6 +86,21 @@ def slurm_cluster() -> Iterator[SlurmTestCluster]:
         yield cluster
     finally:
         backend.down()
+
+
+@pytest.fixture
+def slurm_cluster(session_cluster: SlurmTestCluster) -> SlurmTestCluster:
+    """The session's cluster, in the default configuration (runs reconfigure it for their policy)."""
+    backend = session_cluster.backend
+    if backend.containers() and backend.is_up() and not backend.image_is_current():
+        backend.down()  # sources changed during the session (development): rebuild
+    if not backend.is_up():
+        backend.up(progress=print)
+    default = render_slurm_files(backend.platform, SchedulerConfig(), cluster_name=backend.name)
+    if (backend.state.etc / "slurm.conf").read_text() != default["slurm.conf"]:
+        backend.reconfigure(SchedulerConfig())
+    backend.sched = SchedulerConfig()
+    return session_cluster
 
 
 # The bundled KTH slice (200 jobs) at shrink 0.99 takes about ten minutes of wall time per
@@ -106,7 +121,7 @@ def shifted_platform(tmp: Path, index: int) -> Path:
 
 
 @pytest.fixture(scope="session")
-def slice_runs(slurm_cluster, tmp_path_factory) -> Iterator[dict[str, Path]]:
+def slice_runs(session_cluster, tmp_path_factory) -> Iterator[dict[str, Path]]:
     """policy -> run directory of the bundled slice, all replayed at once on separate clusters."""
     tmp = tmp_path_factory.mktemp("slices")
     results: dict[str, Path] = {}
