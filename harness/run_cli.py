@@ -61,6 +61,10 @@ from harness.cluster.base import ClusterError
 @click.option("--keep-jobs", is_flag=True, help="On interruption, leave submitted jobs in Slurm.")
 @click.option("-q", "--quiet", is_flag=True, help="A progress line every 30 s instead of a live display.")
 @click.option(
+    "--repeat", type=int, default=1, show_default=True,
+    help="Run N times (with --shuffle: N submission orders); AVE/SSD/RSD/C95 per metric.",
+)  # fmt: skip
+@click.option(
     "--compare-sim", is_flag=True, help="Also simulate the plan with the same policy and report the gap."
 )
 def run_command(
