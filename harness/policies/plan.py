@@ -57,7 +57,9 @@ class AnnealingConfig:
 class PlanBuilder:
     """Builds execution plans of permutations of some queued jobs on a base profile."""
 
-    def __init__(self, base: AvailabilityProfile, jobs: JobQueue, positions: np.ndarray, alpha: float | None):
+    def __init__(
+        self, base: AvailabilityProfile, jobs: JobQueue, positions: np.ndarray, alpha: float | None
+    ) -> None:
         self.base = base
         self.nodes = jobs.nodes[positions].tolist()
         self.share = jobs.bb_per_node_mb[positions].tolist()

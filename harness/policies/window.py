@@ -18,7 +18,7 @@ by OR-Tools CP-SAT, with the thesis's 1 s limit per check (a timeout counts as
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -102,7 +102,10 @@ class SetChecker:
 
 
 def best_combination(
-    checker: SetChecker, size: int, mandatory: frozenset[int], score_of: callable
+    checker: SetChecker,
+    size: int,
+    mandatory: frozenset[int],
+    score_of: Callable[[Sequence[int]], tuple[float, float, float]],
 ) -> tuple[tuple[int, ...], Packing] | None:
     """Algorithm 7, lines 11-28: the best fitting subset of ``range(size)``."""
     best: tuple[tuple[int, ...], Packing] | None = None
