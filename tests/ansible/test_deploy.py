@@ -125,7 +125,7 @@ def test_job_on_a_worker_writes_to_shared(deployed: HostCluster, standins: Stand
     # sigsleep (built on the head, installed on the workers) runs on a worker node and its
     # output reaches the head through /shared.
     wrap = "--wrap=/usr/local/bin/sigsleep --help >/shared/jobs/sigsleep-help.txt 2>&1"
-    job = sbatch(deployed, "--nodes=1", "--nodelist=bb12", "--time=1", wrap)
+    job = sbatch(deployed, "--partition=bb", "--nodelist=bb12", "--time=1", wrap)  # on worker2
     assert wait_done(deployed, job, 60) == "COMPLETED"
     text = deployed.read_text("jobs/sigsleep-help.txt")
     assert text and "sigsleep" in text.lower()
