@@ -31,12 +31,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from harness.paths import KTH_NAME, kth_trace
 from harness.platform import load_platform
 from harness.workload.cleaning import clean
 from harness.workload.swf import read_swf, write_swf
 from harness.workload.table import trace_to_table
 
-DEFAULT_TRACE = Path(__file__).resolve().parents[1].parent / "shared/data/KTH-SP2-1996-2.1-cln.swf.gz"
+DEFAULT_TRACE = kth_trace() or Path(KTH_NAME)
 OUTPUT = Path(__file__).resolve().parents[1] / "harness/data/kth-slice.swf"
 SIZE = 200
 SLACK = 1.05  # accept makespans up to 5 % above the shortest

@@ -16,10 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.paths import KTH_NAME, kth_trace
 from harness.workload.plan import Sampling, prepare, save_plan
 from harness.workload.swf import read_swf
 
-DEFAULT_TRACE = Path(__file__).resolve().parents[1].parent / "shared/data/KTH-SP2-1996-2.1-cln.swf.gz"
+DEFAULT_TRACE = kth_trace() or Path(KTH_NAME)
 TARGET_S = 2.0
 
 

@@ -23,3 +23,14 @@ def state_root() -> Path:
         os.environ.get("XDG_STATE_HOME", os.path.expanduser("~/.local/state")), "harness"
     )
     return Path(base)
+
+
+KTH_NAME = "KTH-SP2-1996-2.1-cln.swf.gz"
+
+
+def kth_trace() -> Path | None:
+    """The KTH-SP2 trace if it is on this machine: ``$HARNESS_KTH_TRACE``, else the
+    ``shared/data`` folder beside the checkout (the steering repository's layout)."""
+    candidates = [os.environ.get("HARNESS_KTH_TRACE"), REPO_ROOT.parent / "shared" / "data" / KTH_NAME,
+                  Path("/work/shared/data") / KTH_NAME]  # fmt: skip
+    return next((Path(c) for c in candidates if c and Path(c).exists()), None)

@@ -14,17 +14,16 @@ import pandas as pd
 import pytest
 
 from harness.metrics import summary
-from harness.paths import REPO_ROOT
 from harness.platform import load_platform
 from harness.policies.registry import get_policy
 from harness.simulator import check_schedule, simulate
+from tests.kth import KTH, needs_kth
 
-KTH = REPO_ROOT.parent / "shared" / "data" / "KTH-SP2-1996-2.1-cln.swf.gz"
 PLATFORM = load_platform()
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not KTH.exists(), reason=f"{KTH} not available"),
+    needs_kth,
 ]
 
 

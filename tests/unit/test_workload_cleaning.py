@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -11,15 +10,9 @@ from harness.platform import load_platform
 from harness.workload.cleaning import RULES, CleaningError, clean
 from harness.workload.swf import read_swf
 from harness.workload.table import trace_to_table
+from tests.kth import KTH, needs_kth
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-KTH = Path(
-    os.environ.get(
-        "HARNESS_KTH_TRACE",
-        Path(__file__).resolve().parents[2].parent / "shared/data/KTH-SP2-1996-2.1-cln.swf.gz",
-    )
-)
-needs_kth = pytest.mark.skipif(not KTH.exists(), reason=f"KTH trace not found at {KTH}")
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -12,15 +11,9 @@ from click.testing import CliRunner
 from harness.cli import main
 from harness.workload.plan import load_plan
 from harness.workload.swf import read_swf
+from tests.kth import KTH, needs_kth
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-KTH = Path(
-    os.environ.get(
-        "HARNESS_KTH_TRACE",
-        Path(__file__).resolve().parents[2].parent / "shared/data/KTH-SP2-1996-2.1-cln.swf.gz",
-    )
-)
-needs_kth = pytest.mark.skipif(not KTH.exists(), reason=f"KTH trace not found at {KTH}")
 
 
 def run(*args: str):

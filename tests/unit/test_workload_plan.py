@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -14,15 +13,9 @@ import pytest
 from harness.workload import plan as wp
 from harness.workload.schema import PLAN_COLUMNS, SchemaError
 from harness.workload.swf import read_swf
+from tests.kth import KTH, needs_kth
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-KTH = Path(
-    os.environ.get(
-        "HARNESS_KTH_TRACE",
-        Path(__file__).resolve().parents[2].parent / "shared/data/KTH-SP2-1996-2.1-cln.swf.gz",
-    )
-)
-needs_kth = pytest.mark.skipif(not KTH.exists(), reason=f"KTH trace not found at {KTH}")
 THREE = DATA / "three_jobs.swf"
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import os
 from pathlib import Path
 
 import numpy as np
@@ -12,15 +11,9 @@ import pytest
 
 from harness.workload.swf import SwfError, format_records, parse_header, read_swf, write_swf, write_trace
 from harness.workload.table import table_to_records, trace_to_table
+from tests.kth import KTH, needs_kth
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-KTH = Path(
-    os.environ.get(
-        "HARNESS_KTH_TRACE",
-        Path(__file__).resolve().parents[2].parent / "shared/data/KTH-SP2-1996-2.1-cln.swf.gz",
-    )
-)
-needs_kth = pytest.mark.skipif(not KTH.exists(), reason=f"KTH trace not found at {KTH}")
 KTH_SHA256 = "fba36494c4e4257f72182e8b629ebb0bcb054b3b82851ef957445bd627adcc87"  # README beside it
 
 

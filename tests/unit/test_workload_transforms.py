@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,14 +13,7 @@ from harness.workload import transforms as tf
 from harness.workload.cleaning import clean
 from harness.workload.swf import read_swf
 from harness.workload.table import trace_to_table
-
-KTH = Path(
-    os.environ.get(
-        "HARNESS_KTH_TRACE",
-        Path(__file__).resolve().parents[2].parent / "shared/data/KTH-SP2-1996-2.1-cln.swf.gz",
-    )
-)
-needs_kth = pytest.mark.skipif(not KTH.exists(), reason=f"KTH trace not found at {KTH}")
+from tests.kth import KTH, needs_kth
 
 
 @pytest.fixture(scope="module")
