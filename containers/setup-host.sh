@@ -9,14 +9,16 @@ need_pkgs=()
 command -v dockerd >/dev/null || need_pkgs+=(docker.io)
 command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
 command -v docker-compose >/dev/null || need_pkgs+=(docker-compose)
+command -v ssh >/dev/null || need_pkgs+=(openssh-client)
 if ((${#need_pkgs[@]})); then
   echo "installing ${need_pkgs[*]}"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
 fi
 
-if ! python3 -c 'import harness, pytest' 2>/dev/null || ! command -v harness >/dev/null; then
-  echo "installing the harness Python package"
-  python3 -m pip install --quiet -e '.[dev]'
+if ! python3 -c 'import harness, pytest' 2>/dev/null || ! command -v harness >/dev/null \
+   || ! command -v ansible-playbook >/dev/null || ! command -v ansible-lint >/dev/null; then
+  echo "installing the harness Python package (with Ansible for the cloud path and its tests)"
+  python3 -m pip install --quiet -e '.[dev,ansible]'
 fi
 
 if ! docker info >/dev/null 2>&1; then
