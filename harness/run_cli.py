@@ -159,6 +159,13 @@ def replay_command(
 @click.option("--poll", type=float, default=0.1, show_default=True, help="Seconds between looks at Slurm.")
 @click.option("--user", default="emu", show_default=True, help="Manage this user's jobs.")
 @click.option(
+    "--time-limit",
+    type=float,
+    default=0.4,
+    show_default=True,
+    help="Wall-clock limit of one plan search: a live scheduler must answer promptly.",
+)
+@click.option(
     "--release-all", is_flag=True, help="Release every held job (hand the queue back to Slurm) and exit."
 )
 def agent_command(
@@ -168,6 +175,7 @@ def agent_command(
     run_dir: Path | None,
     poll: float,
     user: str,
+    time_limit: float,
     release_all: bool,
 ) -> None:
     """The ordering agent: apply a simulator policy inside the live Slurm (run beside slurmctld)."""
@@ -185,7 +193,7 @@ def agent_command(
         raise click.UsageError("--policy is required (or --release-all)")
     log = run_dir / agent_mod.DECISIONS if run_dir else None
     runner = agent_mod.Agent(
-        get_policy(policy, seed=seed), load_platform(platform_file), client, log_path=log
+        get_policy(policy, seed=seed, time_limit_s=time_limit or None), load_platform(platform_file), client, log_path=log
     )
     stop_file = run_dir / STOP_FILE if run_dir else None
     runner.run(poll=poll, should_stop=lambda: bool(stop_file and stop_file.exists()))
