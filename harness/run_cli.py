@@ -193,7 +193,10 @@ def agent_command(
         raise click.UsageError("--policy is required (or --release-all)")
     log = run_dir / agent_mod.DECISIONS if run_dir else None
     runner = agent_mod.Agent(
-        get_policy(policy, seed=seed, time_limit_s=time_limit or None), load_platform(platform_file), client, log_path=log
+        get_policy(policy, seed=seed, time_limit_s=time_limit or None),
+        load_platform(platform_file),
+        client,
+        log_path=log,
     )
     stop_file = run_dir / STOP_FILE if run_dir else None
     runner.run(poll=poll, should_stop=lambda: bool(stop_file and stop_file.exists()))
