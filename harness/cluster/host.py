@@ -136,7 +136,11 @@ class SshRunner:
         self.target = target
         self.identity = identity
         self.known_hosts = known_hosts
-        self.control_dir = control_dir or Path(tempfile.gettempdir()) / f"harness-ssh-{os.getuid()}"
+        default = Path(tempfile.gettempdir()) / f"harness-ssh-{os.getuid()}"
+        # A socket path holds at most 107 bytes: ssh adds "/" + %C (40) + a 17-byte temporary
+        # suffix while it sets the master up, so a deep directory silently breaks multiplexing.
+        too_long = control_dir is not None and len(str(control_dir)) + 58 > 107
+        self.control_dir = default if control_dir is None or too_long else control_dir
 
     @classmethod
     def from_env(cls, target: SshTarget) -> SshRunner:

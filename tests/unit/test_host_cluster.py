@@ -7,6 +7,7 @@ import json
 import os
 import shlex
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -100,8 +101,9 @@ def test_as_user(user: str | None, login: str, expected: list[str]) -> None:
 
 
 # -- ssh command lines -----------------------------------------------------------------------
-def test_ssh_command_is_batch_multiplexed_and_quoted(tmp_path: Path) -> None:
-    runner = SshRunner(SshTarget("127.0.0.1", "debian", 2201), control_dir=tmp_path / "ctl")
+def test_ssh_command_is_batch_multiplexed_and_quoted() -> None:
+    ctl = Path(tempfile.mkdtemp(prefix="hc", dir="/tmp")) / "ctl"  # short: a socket path
+    runner = SshRunner(SshTarget("127.0.0.1", "debian", 2201), control_dir=ctl)
     argv = ["sh", "-c", 'echo "$1" > x', "sh", "a b; rm -rf /"]
     cmd = runner.command(argv)
     assert cmd[0] == "ssh" and cmd[-3:-1] == ["debian@127.0.0.1", "--"]
@@ -109,9 +111,9 @@ def test_ssh_command_is_batch_multiplexed_and_quoted(tmp_path: Path) -> None:
     opts = " ".join(cmd)
     for opt in ("BatchMode=yes", "StrictHostKeyChecking=accept-new", "ControlMaster=auto", "ControlPersist="):
         assert opt in opts
-    assert f"ControlPath={tmp_path / 'ctl'}/%C" in opts
+    assert f"ControlPath={ctl}/%C" in opts
     assert cmd[cmd.index("-p") + 1] == "2201" and "-T" in cmd and "-tt" not in cmd
-    assert (tmp_path / "ctl").is_dir() and (tmp_path / "ctl").stat().st_mode & 0o777 == 0o700
+    assert ctl.is_dir() and ctl.stat().st_mode & 0o777 == 0o700
     assert "-tt" in runner.command(["harness", "replay"], tty=True)
 
 
@@ -328,3 +330,12 @@ def test_make_backend_builds_host_clusters() -> None:
     assert isinstance(ssh, HostCluster) and isinstance(ssh.runner, SshRunner)
     assert ssh.runner.target == SshTarget("127.0.0.1", "debian", 2201) and ssh.login == "debian"
     assert isinstance(make_backend(RunOptions(cluster="local")).runner, LocalRunner)
+
+
+def test_control_dir_too_deep_for_a_socket_path_falls_back_to_a_short_one(tmp_path) -> None:
+    deep = tmp_path / ("d" * 60)
+    runner = SshRunner(SshTarget("127.0.0.1", "debian", 2201), control_dir=deep)
+    assert runner.control_dir != deep
+    assert len(str(runner.control_dir)) + 58 <= 107
+    short = SshRunner(SshTarget("127.0.0.1", "debian", 2201), control_dir=Path("/tmp/hc"))
+    assert short.control_dir == Path("/tmp/hc")
