@@ -627,7 +627,32 @@ def _optional_sections(run: RunData) -> list[Section]:
         rows = [[k, _seconds3(k, v)] for k, v in sub.items()]
         text = "How late the replay submitted jobs relative to their planned instants (wall-clock seconds)."
         sections.append(Section("Submission lag", [text, Table(["figure", "value"], rows)]))
+    agent = run.metrics.get("agent")
+    if isinstance(agent, dict):
+        rows = [[k, _summarise(v)] for k, v in agent.items()]
+        text = "Calls of the policy by the ordering agent and their latency (wall-clock seconds)."
+        sections.append(Section("Ordering agent", [text, Table(["figure", "value"], rows)]))
+    fidelity = run.metrics.get("fidelity")
+    if isinstance(fidelity, dict):
+        sections.append(_fidelity_section(fidelity))
     return sections
+
+
+def _fidelity_section(fidelity: dict[str, Any]) -> Section:
+    """Emulation against the simulation of the same plan and policy (original time)."""
+    order = fidelity.get("start_order") or {}
+    text = (
+        f"The same plan simulated with `{fidelity.get('simulator_policy')}`. Start order agreement "
+        f"(Kendall's tau over {order.get('jobs', '?')} jobs): {_summarise(order.get('kendall_tau'))}; "
+        f"mean absolute start shift: {_summarise(fidelity.get('mean_abs_start_shift_s'))} s."
+    )
+    rows = [
+        [key, _summarise(v.get("emulated")), _summarise(v.get("simulated")), _summarise(v.get("rel_diff"))]
+        for key, v in (fidelity.get("metrics") or {}).items()
+        if isinstance(v, dict)
+    ]
+    table = Table(["metric", "emulated", "simulated", "relative difference"], rows)
+    return Section("Fidelity: emulation vs simulation", [text, table])
 
 
 def _repetitions_section(reps: dict[str, Any]) -> Section:

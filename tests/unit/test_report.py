@@ -280,3 +280,19 @@ def test_load_run_reads_time_scale_from_shrink_when_absent(tmp_path: Path) -> No
     manifest["shrink"] = 0.75
     (run_dir / "manifest.json").write_text(json.dumps(manifest))
     assert load_run(run_dir).time_scale == 4.0
+
+
+def test_agent_and_fidelity_sections(tmp_path: Path) -> None:
+    extra = {
+        "agent": {"decisions": 12, "errors": 0, "started": 4, "latency_p99_s": 0.0125},
+        "fidelity": {"simulator_policy": "backfill-1", "start_order": {"jobs": 4, "kendall_tau": 0.9},
+                     "mean_abs_start_shift_s": 12.5,
+                     "metrics": {"mean_wait": {"emulated": 110.0, "simulated": 100.0, "rel_diff": 0.1}}},
+    }  # fmt: skip
+    run_dir = make_run(tmp_path, extra_metrics=extra)
+    write_report(run_dir)
+    md = (run_dir / "report.md").read_text()
+    assert "## Ordering agent" in md and "| latency_p99_s | 0.013 |" in md
+    assert "## Fidelity: emulation vs simulation" in md
+    assert "Kendall's tau over 4 jobs): 0.900" in md
+    assert "| mean_wait | 110.000 | 100.000 | 0.100 |" in md
