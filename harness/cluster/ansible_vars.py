@@ -22,7 +22,6 @@ import gzip
 import io
 import json
 import os
-import re
 import tarfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -163,48 +162,16 @@ def even_workers(count: int, address: str = LOOPBACK) -> list[HostSpec]:
 
 
 # -- Slurm files ---------------------------------------------------------------------------
-_CTLD_RE = re.compile(r"^(SlurmctldHost=[^(\s]+)\(([^)]*)\)$", re.MULTILINE)
-_NODE_RE = re.compile(r"^NodeName=(\S+) (.*?)NodeAddr=(\S+)", re.MULTILINE)
-
-
-def place_on_hosts(files: Mapping[str, str], layout: Layout) -> dict[str, str]:
-    """The rendered files with slurmctld's and every node's address set to its host's.
-
-    The templates address every daemon at 127.0.0.1 (one machine); on VMs each node lives on
-    its worker. A loopback layout returns the files unchanged, so the stand-in VMs of the
-    test run exactly the Docker path's files. The rewrite touches only ``SlurmctldHost``'s
-    address and ``NodeAddr=``, and fails loudly if the template no longer has them.
-    """
-    out = dict(files)
-    if layout.is_loopback:
-        return out
-    conf = files["slurm.conf"]
-    addresses = layout.node_addresses()
-    conf, ctld_hits = _CTLD_RE.subn(lambda m: f"{m.group(1)}({layout.head.address})", conf)
-    seen: list[str] = []
-
-    def node_addr(m: re.Match[str]) -> str:
-        name = m.group(1)
-        if name not in addresses:
-            raise LayoutError(f"slurm.conf node {name} is on no worker")
-        seen.append(name)
-        return f"NodeName={name} {m.group(2)}NodeAddr={addresses[name]}"
-
-    conf = _NODE_RE.sub(node_addr, conf)
-    if ctld_hits != 1 or sorted(seen) != sorted(addresses):
-        raise LayoutError(
-            "slurm.conf does not have one 'SlurmctldHost=name(addr)' and a 'NodeAddr=' per node: "
-            "the template changed, update harness.cluster.ansible_vars.place_on_hosts"
-        )
-    out["slurm.conf"] = conf
-    return out
-
-
 def render_cluster_files(
     platform: Platform, sched: SchedulerConfig, layout: Layout, cluster_name: str
 ) -> dict[str, str]:
-    """slurm.conf and friends for ``layout``: the Docker path's rendering, placed on the hosts."""
-    return place_on_hosts(render_slurm_files(platform, sched, cluster_name=cluster_name), layout)
+    """slurm.conf and friends for ``layout``: the Docker path's rendering, each node at its host."""
+    if layout.is_loopback:
+        return render_slurm_files(platform, sched, cluster_name=cluster_name)
+    return render_slurm_files(
+        platform, sched, cluster_name=cluster_name,
+        node_addresses=layout.node_addresses(), controller_addr=layout.head.address,
+    )  # fmt: skip
 
 
 def platform_text(platform: Platform) -> str:

@@ -6,6 +6,7 @@ they need. The same rendering feeds the Docker cluster, compose users and Ansibl
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -71,6 +72,7 @@ class SchedulerConfig:
 class NodeLine:
     name: str
     port: int
+    addr: str = LOOPBACK
 
 
 def hostlist(names: list[str]) -> str:
@@ -111,27 +113,45 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def template_context(platform: Platform, sched: SchedulerConfig, cluster_name: str) -> dict:
+def template_context(
+    platform: Platform,
+    sched: SchedulerConfig,
+    cluster_name: str,
+    node_addresses: Mapping[str, str] | None = None,
+    controller_addr: str = LOOPBACK,
+) -> dict:
+    """``node_addresses`` places nodes on other hosts (VMs); by default all are on loopback."""
     ports = platform.ports()
+    addresses = node_addresses or {}
+
+    def line(name: str) -> NodeLine:
+        return NodeLine(name, ports[name], addresses.get(name, LOOPBACK))
+
     return {
         "harness_version": __version__,
         "platform": platform,
         "sched": sched,
         "cluster_name": cluster_name,
-        "addr": LOOPBACK,
-        "compute_nodes": [NodeLine(n, ports[n]) for n in platform.compute_nodes()],
-        "bb_nodes": [NodeLine(n, ports[n]) for n in platform.bb_nodes()],
+        "controller_addr": controller_addr,
+        "compute_nodes": [line(n) for n in platform.compute_nodes()],
+        "bb_nodes": [line(n) for n in platform.bb_nodes()],
         "compute_hostlist": hostlist(platform.compute_nodes()),
         "bb_hostlist": hostlist(platform.bb_nodes()),
     }
 
 
 def render_slurm_files(
-    platform: Platform, sched: SchedulerConfig | None = None, cluster_name: str = "bbemu"
+    platform: Platform,
+    sched: SchedulerConfig | None = None,
+    cluster_name: str = "bbemu",
+    node_addresses: Mapping[str, str] | None = None,
+    controller_addr: str = LOOPBACK,
 ) -> dict[str, str]:
     """File name -> content for every Slurm file of the cluster."""
     env = _environment()
-    ctx = template_context(platform, sched or SchedulerConfig(), cluster_name)
+    ctx = template_context(
+        platform, sched or SchedulerConfig(), cluster_name, node_addresses, controller_addr
+    )
     return {name: env.get_template(f"{name}.j2").render(ctx) for name in SLURM_FILES}
 
 
