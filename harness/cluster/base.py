@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -100,3 +101,14 @@ def wait_for_idle(cluster: Cluster, nodes: list[str], timeout: float) -> tuple[f
             return time.monotonic() - start, {}
         time.sleep(0.2)
     return time.monotonic() - start, not_idle
+
+
+def port_in_use(port: int) -> bool:
+    """Whether something already listens on (or holds) 127.0.0.1:``port``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -18,7 +17,7 @@ import docker
 import docker.errors
 from docker.models.containers import Container
 
-from harness.cluster.base import ClusterError, CommandResult, wait_for_idle
+from harness.cluster.base import ClusterError, CommandResult, port_in_use, wait_for_idle
 from harness.cluster.state import ClusterState, render_compose
 from harness.paths import repo_path
 from harness.platform import Platform, load_platform
@@ -69,16 +68,6 @@ def _docker_client() -> docker.DockerClient:
             "`dockerd --bridge=none --iptables=false --ip-masq=false &`"
         ) from None
     return client
-
-
-def _port_in_use(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return True
-    return False
 
 
 @dataclass
@@ -256,7 +245,7 @@ class DockerCluster:
 
     def _check_ports_free(self) -> None:
         ports = [self.platform.controller_port, *self.platform.ports().values()]
-        busy = [p for p in ports if _port_in_use(p)]
+        busy = [p for p in ports if port_in_use(p)]
         if busy:
             raise ClusterError(
                 f"127.0.0.1 ports already in use: {busy[:10]}{' ...' if len(busy) > 10 else ''}; "

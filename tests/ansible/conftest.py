@@ -19,7 +19,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.cluster.base import port_in_use
 from harness.cluster.host import HostCluster, SshRunner, SshTarget
 from harness.paths import repo_path
 from harness.platform import Platform, load_platform
@@ -99,16 +99,6 @@ class PlaybookRun:
         return found
 
 
-def _port_busy(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return True
-    return False
-
-
 def _run(cmd: list[str], timeout: float = 600, **kw) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False, **kw)
 
@@ -138,7 +128,7 @@ class StandIns:
             pytest.fail("base image debian:trixie-slim missing: run `bash containers/make-base-image.sh`")
         self.remove_containers()
         ports = [*SSH_PORTS.values(), self.platform.controller_port, *self.platform.ports().values()]
-        busy = [p for p in ports if _port_busy(p)]
+        busy = [p for p in ports if port_in_use(p)]
         if busy:
             pytest.fail(f"127.0.0.1 ports the stand-ins need are in use: {busy[:10]}")
 
@@ -197,7 +187,7 @@ class StandIns:
         pending = dict(SSH_PORTS)
         while pending and time.monotonic() < deadline:
             for name, port in list(pending.items()):
-                if _port_busy(port):
+                if port_in_use(port):
                     pending.pop(name)
             time.sleep(0.2)
         assert not pending, f"sshd of {sorted(pending)} did not listen within {timeout:.0f} s"

@@ -14,35 +14,9 @@ from harness.cli import main
 from harness.cluster.docker import LABEL
 from harness.platform import load_platform
 from harness.slurm.config import render_slurm_files
+from tests.platforms import platform_toml
 
-SMALL_PLATFORM = """
-[platform]
-name = "small-8+1"
-[topology]
-groups = 1
-chassis_per_group = 1
-compute_per_chassis = 8
-[compute]
-prefix = "s"
-digits = 2
-cpus = 1
-real_memory_mb = 1000
-partition = "compute"
-[burst_buffer]
-prefix = "sbb"
-digits = 1
-capacity_mb = 40000
-cpus = 1
-real_memory_mb = 1000
-partition = "bb"
-license = "bb"
-[network]
-controller_host = "localhost"
-controller_port = 7917
-slurmd_base_port = 27001
-[deploy]
-node_containers = 2
-"""
+SMALL_PLATFORM = platform_toml(name="small-8+1", controller_port=7917, slurmd_base_port=27001)
 
 
 def test_all_nodes_idle_in_their_partitions(slurm_cluster) -> None:

@@ -17,37 +17,23 @@ from harness.cluster import ansible_vars as av
 from harness.paths import repo_path
 from harness.platform import load_platform
 from harness.slurm.config import SchedulerConfig, render_slurm_files
+from tests.platforms import platform_toml
 
 # Kopański's emulation ran 360 slurmd per VM on 10 VMs; with one BB node per chassis of 8
 # compute nodes that is 400 chassis: 3,200 compute + 400 BB nodes.
-BIG_PLATFORM = """
-[platform]
-name = "raijin-3600"
-[topology]
-groups = 20
-chassis_per_group = 20
-compute_per_chassis = 8
-[compute]
-prefix = "c"
-digits = 4
-cpus = 16
-real_memory_mb = 1000
-partition = "compute"
-[burst_buffer]
-prefix = "bb"
-digits = 3
-capacity_mb = 40000
-cpus = 1
-real_memory_mb = 1000
-partition = "bb"
-license = "bb"
-[network]
-controller_host = "localhost"
-controller_port = 6817
-slurmd_base_port = 17001
-[deploy]
-node_containers = 10
-"""
+BIG_PLATFORM = platform_toml(
+    name="raijin-3600",
+    groups=20,
+    chassis_per_group=20,
+    compute_prefix="c",
+    compute_digits=4,
+    cpus=16,
+    bb_prefix="bb",
+    bb_digits=3,
+    controller_port=6817,
+    slurmd_base_port=17001,
+    node_containers=10,
+)
 
 
 @pytest.fixture

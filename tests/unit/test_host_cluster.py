@@ -19,35 +19,9 @@ from harness.cluster.base import ClusterError
 from harness.cluster.host import HostCluster, LocalRunner, SshRunner, SshTarget, as_user, parse_ssh_url
 from harness.platform import load_platform
 from harness.slurm.config import SchedulerConfig
+from tests.platforms import platform_toml
 
-SMALL = """
-[platform]
-name = "small-8+1"
-[topology]
-groups = 1
-chassis_per_group = 1
-compute_per_chassis = 8
-[compute]
-prefix = "s"
-digits = 2
-cpus = 1
-real_memory_mb = 1000
-partition = "compute"
-[burst_buffer]
-prefix = "sbb"
-digits = 1
-capacity_mb = 40000
-cpus = 1
-real_memory_mb = 1000
-partition = "bb"
-license = "bb"
-[network]
-controller_host = "localhost"
-controller_port = 8817
-slurmd_base_port = 28001
-[deploy]
-node_containers = 2
-"""
+SMALL = platform_toml(name="small-8+1", controller_port=8817, slurmd_base_port=28001)
 
 
 # -- URLs and users --------------------------------------------------------------------------
