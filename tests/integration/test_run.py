@@ -7,6 +7,7 @@ session fixture ``slice_runs`` (conftest) replays it once per policy, in paralle
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -14,7 +15,6 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.report import format_metric
 from harness.run import Experiment, RunOptions
 from harness.workload.plan import save_plan
 
@@ -29,6 +29,12 @@ def _run(runs_dir: Path, policy: str, **kwargs) -> Path:
 
 
 NATIVE = ("slurm-backfill-1", "slurm-backfill-no-future-1")
+
+
+def scheduler_parameters(run_dir: Path) -> list[str]:
+    """The SchedulerParameters of the Slurm configuration a run used."""
+    conf = (run_dir / "slurm/etc/slurm.conf").read_text()
+    return re.search(r"^SchedulerParameters=(.*)$", conf, re.M).group(1).split(",")
 
 
 def _load(run_dir: Path) -> tuple[dict, dict, pd.DataFrame]:
@@ -78,22 +84,28 @@ def test_run_directory_layout_and_report_numbers(slice_runs) -> None:
         "plots/utilisation.png",
     ):
         assert (run_dir / name).exists(), name
-    conf = (run_dir / "slurm/etc/slurm.conf").read_text()
-    assert "bf_job_part_count_reserve=1" in conf and "bf_licenses" in conf
+    params = scheduler_parameters(run_dir)
+    assert "bf_job_part_count_reserve=1" in params and "bf_licenses" in params
     manifest, metrics, _ = _load(run_dir)
     assert manifest["slurm_version"].startswith("slurm")
     assert manifest["input_sha256"] and manifest["time_scale"] == pytest.approx(100.0)
-    report = (run_dir / "report.md").read_text()
+    # the report's metrics table shows exactly the values of metrics.json
+    cells = dict(
+        re.findall(r"^\| [^|]+ \| `(\w+)` \| ([^|]+?) \|", (run_dir / "report.md").read_text(), re.M)
+    )
     for key in ("mean_wait", "max_wait", "mean_bsld", "makespan", "util_compute"):
-        assert format_metric(key, metrics[key]) in report, key
+        decimals = 4 if key.startswith("util") else 2
+        assert cells[key] == f"{metrics[key]:.{decimals}f}", key
+    html = (run_dir / "report.html").read_text()
+    raw = dict(re.findall(r'data-metric="(\w+)" data-value="([^"]*)"', html))
+    assert json.loads(raw["mean_wait"]) == metrics["mean_wait"]
     # metrics are in original time: the slice spans hours of the trace, not minutes
     assert metrics["makespan"] > 3600
 
 
 def test_compare_shows_both_policies(slice_runs) -> None:
     base, other = slice_runs["slurm-backfill-1"], slice_runs["slurm-backfill-no-future-1"]
-    no_future_conf = (other / "slurm/etc/slurm.conf").read_text()
-    assert "bf_licenses" not in no_future_conf
+    assert "bf_licenses" not in scheduler_parameters(other)
     result = CliRunner().invoke(main, ["compare", str(base), str(other), "--json"])
     assert result.exit_code == 0, result.output
     table = json.loads(result.output)
