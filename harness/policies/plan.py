@@ -215,6 +215,8 @@ def anneal(
     known: dict[tuple[int, ...], float] = {}  # order -> its score, or a lower bound of it
     scored = []
     for order in seeds:
+        if scored and budget.exhausted():  # a tight time limit may not even cover the seeds
+            break
         score, trace = builder.plan(order)
         known[tuple(order)] = score
         scored.append((score, trace, order))
