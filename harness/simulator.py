@@ -317,4 +317,3 @@ def _check_overlaps(df: pd.DataFrame, platform: Platform) -> Iterator[str]:
                 owner.pop(c, None)
         if is_start and max(used) > platform.bb_capacity_mb:
             yield f"a BB node exceeds its capacity when job {ids[row]} starts"
-
