@@ -135,7 +135,8 @@ def test_drift_experiment_no_accumulation(slurm_cluster, tmp_path: Path) -> None
     # Slurm starts jobs on a 1 s tick (+ a few ms of launch): that is the floor of "ideal"
     assert wait.max() < 1.1, wait
     assert wait.max() - wait.min() < 0.2, f"waits accumulate: {wait}"
-    assert (results["runtime"] - 6.0).abs().max() < 0.05
+    # every job ran its 6 s (a wake-up may come late by tens of ms on a loaded 2-core host)
+    assert (results["runtime"] - 6.0).abs().max() < 0.2
 
 
 def test_repetitions_with_shuffle_aggregate_metrics(slurm_cluster, tmp_path: Path) -> None:
