@@ -34,7 +34,7 @@ import numpy as np
 from harness.policies.base import Decision, Policy
 from harness.policies.fcfs import start_in_order
 from harness.policies.orderings import candidate_orderings
-from harness.policies.profile import AvailabilityProfile, reserve_bb
+from harness.policies.profile import AvailabilityProfile
 from harness.policies.state import ClusterState, JobQueue, QueuedJob
 from harness.policies.workspace import Workspace
 
@@ -87,11 +87,7 @@ class PlanBuilder:
     def place(self, prof: AvailabilityProfile, i: int) -> tuple[AvailabilityProfile, float]:
         """Profile with job ``i`` added at its earliest start (a new profile) and that start."""
         self.placements += 1
-        n, s, w = self.nodes[i], self.share[i], self.walltime[i]
-        k, bb_min = prof.earliest_start(n, s, w)
-        start = float(prof.times[k])
-        bb = reserve_bb(bb_min, n, s) if s > 0 else None
-        return prof.occupied(start, w, n, bb), start
+        return prof.placed(self.nodes[i], self.share[i], self.walltime[i])
 
     def starts(self, order: Sequence[int]) -> list[float]:
         """Planned start of every job of ``order``."""

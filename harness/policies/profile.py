@@ -20,6 +20,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from harness.policies import kernels
 from harness.policies.state import RunningJob, Topology
 
 # A running job past its expected end (possible on a live Slurm while it is being
@@ -95,6 +96,31 @@ class AvailabilityProfile:
         Returns the segment index and the per-BB-node minimum over the job's window.
         Raises ``ValueError`` if the job never fits (not even on the empty machine).
         """
+        if not kernels.AVAILABLE:
+            return self.earliest_start_numpy(nodes, share_mb, duration, with_bb)
+        duration = max(duration, _MIN_DURATION_S)
+        k, low = kernels.earliest_start(self.times, self.res, nodes, share_mb, duration, with_bb)
+        if k == kernels.NEVER:
+            raise ValueError(f"a job of {nodes} x {share_mb} MB never fits")
+        return int(k), low
+
+    def placed(self, nodes: int, share_mb: int, duration: float) -> tuple[AvailabilityProfile, float]:
+        """A new profile with the job added at its earliest start (compute and best-fit BB), and that start."""
+        if not kernels.AVAILABLE:
+            k, low = self.earliest_start_numpy(nodes, share_mb, duration)
+            start = float(self.times[k])
+            bb = reserve_bb(low, nodes, share_mb) if share_mb > 0 else None
+            return self.occupied(start, duration, nodes, bb), start
+        duration = max(duration, _MIN_DURATION_S)
+        times, res, start = kernels.place(self.times, self.res, nodes, share_mb, duration)
+        if start != start:  # nan
+            raise ValueError(f"a job of {nodes} x {share_mb} MB never fits")
+        return AvailabilityProfile(times, res), float(start)
+
+    def earliest_start_numpy(
+        self, nodes: int, share_mb: int, duration: float, with_bb: bool = True
+    ) -> tuple[int, np.ndarray]:
+        """:meth:`earliest_start` in vectorised numpy (used without numba; the reference in tests)."""
         times, res = self.times, self.res
         # Window of start i: segments [i, ends[i]); ends[i] > i as durations are > 0.
         ends = times.searchsorted(times + max(duration, _MIN_DURATION_S))
@@ -131,6 +157,16 @@ class AvailabilityProfile:
         self, start: float, duration: float, nodes: int, bb_mb: np.ndarray | None
     ) -> AvailabilityProfile:
         """A new profile with ``nodes`` and ``bb_mb`` (per BB node) taken on ``[start, start + duration)``."""
+        if kernels.AVAILABLE:
+            bb = np.zeros(self.res.shape[1] - 1, dtype=np.int64) if bb_mb is None else bb_mb
+            times, res = kernels.occupied(self.times, self.res, start, duration, nodes, bb)
+            return AvailabilityProfile(times, res)
+        return self.occupied_numpy(start, duration, nodes, bb_mb)
+
+    def occupied_numpy(
+        self, start: float, duration: float, nodes: int, bb_mb: np.ndarray | None
+    ) -> AvailabilityProfile:
+        """:meth:`occupied` in numpy (used without numba; the reference in tests)."""
         times, res = self.times, self.res
         end = start + duration
         i = int(times.searchsorted(start))
