@@ -163,3 +163,15 @@ earliest_start = _earliest_start
 reserve_bb = _reserve_bb
 occupied = _occupied
 place = _place
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) every kernel now, not during the first decision."""
+    if not AVAILABLE:
+        return
+    times = np.zeros(1)
+    res = np.ones((1, 2), dtype=np.int64)
+    place(times, res, 1, 1, 1.0)
+    earliest_start(times, res, 1, 1, 1.0, False)
+    occupied(times, res, 0.0, 1.0, 1, np.zeros(1, dtype=np.int64))
+    reserve_bb(np.ones(1, dtype=np.int64), 1, 1)

@@ -105,7 +105,7 @@ class AvailabilityProfile:
         return int(k), low
 
     def placed(self, nodes: int, share_mb: int, duration: float) -> tuple[AvailabilityProfile, float]:
-        """A new profile with the job added at its earliest start (compute and best-fit BB), and that start."""
+        """A new profile with the job added at its earliest start (compute, best-fit BB) and that start."""
         if not kernels.AVAILABLE:
             k, low = self.earliest_start_numpy(nodes, share_mb, duration)
             start = float(self.times[k])

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.platform import Platform
+from harness.policies import kernels
 from harness.policies.base import Decision, Policy
 from harness.policies.state import Allocation, ClusterState, JobQueue, QueuedJob, RunningJob, Topology
 from harness.slurm.client import SlurmClient, SlurmCommandError, SlurmJob
@@ -162,6 +163,7 @@ class Agent:
 
         signal.signal(signal.SIGTERM, request_stop)
         signal.signal(signal.SIGINT, request_stop)
+        kernels.warm_up()  # compiling during the first decision would delay it by seconds
         while not (stop["now"] or should_stop()):
             try:
                 self.step()

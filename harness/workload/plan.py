@@ -231,9 +231,7 @@ def _finish(
     return plan, _manifest(base.trace, base.report, base.platform, plan, params)
 
 
-def _model(
-    bb_model: str | bbmodel.BBModel, constant_mb: int | None, column: str | None
-) -> bbmodel.BBModel:
+def _model(bb_model: str | bbmodel.BBModel, constant_mb: int | None, column: str | None) -> bbmodel.BBModel:
     if isinstance(bb_model, bbmodel.BBModel):
         return bb_model
     return bbmodel.BBModel(kind=bb_model, constant_mb=constant_mb, column=column)

@@ -316,8 +316,10 @@ def format_records(records: np.ndarray, widths: tuple[int, ...] | None = None) -
     for k, col in enumerate(columns):
         need = max((len(s) for s in col), default=1) + (1 if k else 0)
         col_widths.append(max(need, widths[k] if widths else 0))
-    return ["".join(col[r].rjust(w) for col, w in zip(columns, col_widths, strict=True))
-            for r in range(records.shape[0])]
+    return [
+        "".join(col[r].rjust(w) for col, w in zip(columns, col_widths, strict=True))
+        for r in range(records.shape[0])
+    ]
 
 
 def _format_column(values: np.ndarray) -> list[str]:
