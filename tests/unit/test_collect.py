@@ -19,8 +19,15 @@ PLAN = pd.DataFrame({
 SUBS = [
     {"index": 0, "job_id": 1, "slurm_job_id": 11, "intended": T0, "actual": T0 + 0.001, "lag": 0.001},
     {"index": 1, "job_id": 2, "slurm_job_id": 12, "intended": T0 + 1, "actual": T0 + 1.002, "lag": 0.002},
-    {"index": 2, "job_id": 3, "slurm_job_id": None, "intended": T0 + 2, "actual": T0 + 2.0, "lag": 0.0,
-     "error": "x"},
+    {
+        "index": 2,
+        "job_id": 3,
+        "slurm_job_id": None,
+        "intended": T0 + 2,
+        "actual": T0 + 2.0,
+        "lag": 0.0,
+        "error": "x",
+    },
 ]
 RECORDS = [
     {"job_id": 1, "start": T0 + 0.5, "end": T0 + 5.5, "running": 5.0, "reason": "completed",
