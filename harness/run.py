@@ -404,6 +404,29 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value)}")
 
 
+class JsonlTail:
+    """Reads the new complete lines of a growing shared JSON-lines file at each call.
+
+    Progress polling every second must not fetch the whole log again (tens of MB on
+    a long trace, over SSH for remote clusters): only the bytes past the last
+    complete line are read.
+    """
+
+    def __init__(self, backend: ClusterBackend, rel: str) -> None:
+        self.backend = backend
+        self.rel = rel
+        self.offset = 0
+        self.records: list[dict] = []
+
+    def poll(self) -> list[dict]:
+        data = self.backend.read_from(self.rel, self.offset)
+        if data:
+            complete = data[: data.rfind(b"\n") + 1]  # a last line without newline is still being written
+            self.offset += len(complete)
+            self.records.extend(parse_jsonl(complete.decode(errors="replace")))
+        return self.records
+
+
 class Watcher:
     """Polls the shared run directory and squeue; prints progress; decides when it is over."""
 
@@ -424,13 +447,15 @@ class Watcher:
         self.started = time.monotonic()
         self._last_line = 0.0
         self._empty_since: float | None = None
+        self._submissions = JsonlTail(exp.backend, f"{shared}/{SUBMISSIONS}")
+        self._records = JsonlTail(exp.backend, f"{shared}/{SIGSLEEP_LOG}")
 
     def wait(self, proc: subprocess.Popen, agent: subprocess.Popen | None = None) -> tuple[bool, str]:
         while True:
             backend = self.exp.backend
             status = _parse_status(backend.read_text(f"{self.shared}/{STATUS}"))
-            subs = parse_jsonl(backend.read_text(f"{self.shared}/{SUBMISSIONS}") or "")
-            records = parse_jsonl(backend.read_text(f"{self.shared}/{SIGSLEEP_LOG}") or "")
+            subs = self._submissions.poll()
+            records = self._records.poll()
             self.finished_ids = {r["job_id"] for r in records}
             done_records = len(records)
             pending, running = self.exp.queue_counts()

@@ -72,6 +72,10 @@ class ClusterBackend(Cluster, Protocol):
         """A small shared file's content (progress polling), None if absent."""
         ...
 
+    def read_from(self, rel: str, offset: int) -> bytes | None:
+        """A shared file's bytes from ``offset`` on (growing logs are read incrementally), None if absent."""
+        ...
+
     def collect_slurm_files(self, target: Path) -> None:
         """Copy the rendered Slurm files (``target/etc``), slurmctld.log and jobcomp.log."""
         ...

@@ -173,6 +173,14 @@ class DockerCluster:
         except FileNotFoundError:
             return None
 
+    def read_from(self, rel: str, offset: int) -> bytes | None:
+        try:
+            with open(self.state.shared / rel, "rb") as handle:
+                handle.seek(offset)
+                return handle.read()
+        except FileNotFoundError:
+            return None
+
     def collect_slurm_files(self, target: Path) -> None:
         shutil.copytree(self.state.etc, target / "etc", dirs_exist_ok=True)
         for name in ("slurmctld.log", "jobcomp.log"):

@@ -203,8 +203,10 @@ def put_script(shared: str, rel: str) -> list[str]:
     return ["sh", "-c", script, "sh", shared, rel, *parents]
 
 
-def read_script(path: str) -> list[str]:
-    return ["sh", "-c", f'test -f "$1" || exit {MISSING_RC}; exec cat "$1"', "sh", path]
+def read_script(path: str, offset: int = 0) -> list[str]:
+    """Print ``path`` from byte ``offset`` on (exit MISSING_RC if absent)."""
+    script = f'test -f "$1" || exit {MISSING_RC}; exec tail -c +$2 "$1"'
+    return ["sh", "-c", script, "sh", path, str(offset + 1)]
 
 
 def install_script(path: str) -> list[str]:
@@ -302,9 +304,9 @@ class HostCluster:
             return False
 
     # -- files ------------------------------------------------------------------------------
-    def read_bytes(self, path: str) -> bytes | None:
-        """A head-node file's bytes (read as root), None if it does not exist."""
-        res = self._call(read_script(path), user=None, timeout=300)
+    def read_bytes(self, path: str, offset: int = 0) -> bytes | None:
+        """A head-node file's bytes from ``offset`` on (read as root), None if it does not exist."""
+        res = self._call(read_script(path, offset), user=None, timeout=300)
         if res.returncode == MISSING_RC:
             return None
         self._check(res, f"cannot read {path}")
@@ -332,6 +334,9 @@ class HostCluster:
     def read_text(self, rel: str) -> str | None:
         data = self.read_bytes(self.shared_path(rel))
         return None if data is None else data.decode(errors="replace")
+
+    def read_from(self, rel: str, offset: int) -> bytes | None:
+        return self.read_bytes(self.shared_path(rel), offset)
 
     def collect_slurm_files(self, target: Path) -> None:
         (target / "etc").mkdir(parents=True, exist_ok=True)

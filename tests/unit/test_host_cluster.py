@@ -158,6 +158,9 @@ def test_put_get_read_text_through_commands(local: HostCluster, tmp_path: Path) 
     assert local.read_text("runs/r1/replay.json") == '{"done": true}'
     assert local.read_text("runs/r1/missing.json") is None
     assert local.shared_path("runs/r1") == f"{shared}/runs/r1"
+    assert local.read_from("runs/r1/replay.json", 3) == b'one": true}'
+    assert local.read_from("runs/r1/replay.json", 14) == b""
+    assert local.read_from("runs/r1/missing.json", 0) is None
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="commands for root need root (or sudo) on this machine")
@@ -198,11 +201,11 @@ class FakeHead:
 
     def __call__(self, argv: list[str], user, timeout=None, data=None, login=None):
         self.commands.append(argv)
-        if argv[:2] == ["sh", "-c"] and "exec cat" in argv[2]:
-            path = argv[-1]
+        if argv[:2] == ["sh", "-c"] and "exec tail -c" in argv[2]:
+            path, first_byte = argv[-2], int(argv[-1])
             if path not in self.files:
                 return subprocess.CompletedProcess(argv, host.MISSING_RC, b"", b"")
-            return subprocess.CompletedProcess(argv, 0, self.files[path], b"")
+            return subprocess.CompletedProcess(argv, 0, self.files[path][first_byte - 1 :], b"")
         if argv[:2] == ["sh", "-c"] and "mv -f" in argv[2]:
             self.files[argv[-1]] = data
             return subprocess.CompletedProcess(argv, 0, b"", b"")

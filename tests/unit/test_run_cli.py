@@ -27,3 +27,34 @@ def test_policy_kinds() -> None:
     assert simulator_twin("slurm-fcfs") == "fcfs"
     assert simulator_twin("slurm-backfill-no-future-1") == "backfill-no-future-1"
     assert simulator_twin("plan-square-0") == "plan-square-0"
+
+
+class GrowingFiles:
+    """A backend stand-in that serves byte ranges of in-memory files."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+        self.bytes_read = 0
+
+    def read_from(self, rel: str, offset: int) -> bytes | None:
+        data = self.files.get(rel)
+        if data is None:
+            return None
+        self.bytes_read += len(data) - offset
+        return data[offset:]
+
+
+def test_jsonl_tail_reads_only_new_complete_lines() -> None:
+    from harness.run import JsonlTail
+
+    files = GrowingFiles()
+    tail = JsonlTail(files, "log")  # type: ignore[arg-type]
+    assert tail.poll() == []  # not written yet
+    files.files["log"] = b'{"a": 1}\n{"a": 2'
+    assert tail.poll() == [{"a": 1}]  # the half-written line waits
+    files.files["log"] += b'}\n{"a": 3}\n'
+    assert tail.poll() == [{"a": 1}, {"a": 2}, {"a": 3}]
+    assert tail.offset == len(files.files["log"])
+    before = files.bytes_read
+    assert tail.poll() == [{"a": 1}, {"a": 2}, {"a": 3}]
+    assert files.bytes_read == before  # nothing new: nothing read again
