@@ -37,6 +37,10 @@ class SchedulerConfig:
     bf_licenses: bool = True  # reserve licenses (burst buffers) for blocked jobs
     reserve_depth: int | None = None  # bf_job_part_count_reserve; None = Slurm default (all)
     external_ordering: bool = False  # the harness agent decides the order (job_submit holds)
+    # Preemption by suspension: an 'urgent' partition over the compute nodes whose jobs
+    # suspend the compute partition's jobs (PreemptMode=SUSPEND,GANG); used to check that
+    # sigsleep's running time survives Slurm's own preemption, not only scontrol suspend.
+    preempt_suspend: bool = False
     bf_interval: int = 1
     bf_resolution: int = 1
     bf_window_min: int = 2880

@@ -16,6 +16,8 @@ import uuid
 
 import pytest
 
+from harness.slurm.config import SchedulerConfig
+
 pytestmark = pytest.mark.integration
 
 RUNTIME = 8.0
@@ -23,9 +25,11 @@ RUNTIME = 8.0
 RPC_SLACK = 1.0
 
 
-def _submit(cluster, log: str, job_id: int, runtime: float) -> int:
+def _submit(cluster, log: str, job_id: int, runtime: float, *extra: str) -> int:
     wrap = f"exec sigsleep --runtime {runtime} --walltime 600 --job-id {job_id} --log {log} --meta test=slurm"
-    slurm_id = cluster.sbatch("--time=10", "--nodes=1", f"--job-name=sigsleep-{job_id}", f"--wrap={wrap}")
+    slurm_id = cluster.sbatch(
+        "--time=10", "--nodes=1", f"--job-name=sigsleep-{job_id}", *extra, f"--wrap={wrap}"
+    )
     # Harmless if the job is not held; needed if an earlier test left external ordering on.
     cluster.exec(["scontrol", "release", str(slurm_id)])
     assert cluster.wait_state(slurm_id, {"RUNNING"}, 60) == "RUNNING"
@@ -107,3 +111,30 @@ def test_scancel_after_a_suspension_logs_killed_with_the_interval(clean_queue, l
     assert sus0 <= start <= sus1 + RPC_SLACK
     assert res0 <= end <= res1 + RPC_SLACK
     assert rec["running"] == pytest.approx(rec["end"] - rec["start"] - rec["suspended"], abs=1e-5)
+
+
+def test_preemption_by_suspension_keeps_the_running_time(clean_queue, log: str) -> None:
+    """PreemptMode=SUSPEND,GANG: an urgent-partition job on the same node suspends the
+    compute job (Slurm's gang scheduler, not scontrol) and it resumes when the urgent job
+    ends. The compute job's record holds one suspension spanning the urgent job's run,
+    and its running time is still the requested runtime."""
+    cluster = clean_queue
+    cluster.reconfigure(SchedulerConfig(preempt_suspend=True))
+    try:
+        low = _submit(cluster, log, 990003, RUNTIME, "--partition=compute", "--nodelist=c001")
+        time.sleep(1.5)
+        _submit(cluster, log, 990004, 4.0, "--partition=urgent", "--nodelist=c001")
+        assert cluster.wait_state(low, {"SUSPENDED"}, 10) == "SUSPENDED"
+        urgent = _record(cluster, log, 990004, timeout=30)
+        low_rec = _record(cluster, log, 990003, timeout=RUNTIME + 90)
+    finally:
+        cluster.cancel_all()
+        cluster.reconfigure(SchedulerConfig())
+    assert urgent["reason"] == "completed" and urgent["n_suspensions"] == 0
+    assert low_rec["reason"] == "completed"
+    assert low_rec["running"] == pytest.approx(RUNTIME, abs=0.050)
+    assert low_rec["n_suspensions"] == 1
+    start, end = low_rec["suspensions"][0]
+    # suspended before the urgent job started, resumed after it ended
+    assert start <= urgent["start"] + 0.05 and end >= urgent["end"] - 0.05
+    assert low_rec["end"] - low_rec["start"] == pytest.approx(RUNTIME + low_rec["suspended"], abs=0.050)

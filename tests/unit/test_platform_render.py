@@ -143,6 +143,21 @@ def test_external_ordering_switches_priority_and_holds() -> None:
     assert "local EXTERNAL_ORDERING = false" in plain["job_submit.lua"]
 
 
+def test_preempt_suspend_adds_an_urgent_tier_over_the_compute_nodes() -> None:
+    conf = render_slurm_files(load_platform(), SchedulerConfig(preempt_suspend=True))["slurm.conf"]
+    lines = conf.splitlines()
+    assert "PreemptType=preempt/partition_prio" in lines and "PreemptMode=SUSPEND,GANG" in lines
+    partitions = [line for line in lines if line.startswith("PartitionName=")]
+    assert partitions[:2] == [
+        "PartitionName=compute Nodes=c[001-096] Default=YES MaxTime=INFINITE OverSubscribe=FORCE:1 "
+        "PriorityTier=1 State=UP",
+        "PartitionName=urgent Nodes=c[001-096] Default=NO MaxTime=INFINITE OverSubscribe=FORCE:1 "
+        "PriorityTier=2 State=UP",
+    ]
+    plain = render_slurm_files(load_platform())["slurm.conf"]
+    assert "Preempt" not in plain and "urgent" not in plain
+
+
 @pytest.mark.parametrize(
     ("names", "expected"),
     [
