@@ -23,6 +23,7 @@ import numpy as np
 
 from harness.metrics import summary, time_scale_of
 from harness.platform import load_platform
+from harness.policies import kernels
 from harness.policies.registry import get_policy, parse_policy_list
 from harness.simulator import SimulationResult, check_schedule, simulate
 
@@ -51,6 +52,7 @@ def run_one(
 ) -> dict[str, Any]:
     platform = load_platform()
     policy = get_policy(name, seed=seed, time_limit_s=time_limit)
+    kernels.warm_up()  # numba compilation is not the policy's decision time
     cpu_before = time.process_time()
     result = simulate(plan, policy, platform)
     cpu = time.process_time() - cpu_before
@@ -102,6 +104,7 @@ def latency_sweep(
     from harness.policies.state import QueuedJob
 
     policy = get_policy(policy_name, seed=seed, time_limit_s=time_limit)
+    kernels.warm_up()
     rng = np.random.default_rng(seed)
     now = 1e7
     out = []
