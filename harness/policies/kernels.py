@@ -159,10 +159,25 @@ def _place(
     return new_times, new_res, start
 
 
+@_compiled
+def _same(times_a: np.ndarray, res_a: np.ndarray, times_b: np.ndarray, res_b: np.ndarray) -> bool:
+    """Whether two profiles of the same length are equal (the plan search compares many)."""
+    for k in range(len(times_a)):
+        if times_a[k] != times_b[k]:
+            return False
+    count, width = res_a.shape
+    for k in range(count):
+        for b in range(width):
+            if res_a[k, b] != res_b[k, b]:
+                return False
+    return True
+
+
 earliest_start = _earliest_start
 reserve_bb = _reserve_bb
 occupied = _occupied
 place = _place
+same = _same
 
 
 def warm_up() -> None:
@@ -175,3 +190,4 @@ def warm_up() -> None:
     earliest_start(times, res, 1, 1, 1.0, False)
     occupied(times, res, 0.0, 1.0, 1, np.zeros(1, dtype=np.int64))
     reserve_bb(np.ones(1, dtype=np.int64), 1, 1)
+    same(times, res, times, res)

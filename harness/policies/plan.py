@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.policies import kernels
 from harness.policies.base import Decision, Policy
 from harness.policies.fcfs import start_in_order
 from harness.policies.orderings import candidate_orderings
@@ -158,9 +159,13 @@ class PlanTrace:
 
 
 def _same(a: AvailabilityProfile, b: AvailabilityProfile) -> bool:
-    return a is b or (
-        a.times.shape == b.times.shape and np.array_equal(a.times, b.times) and np.array_equal(a.res, b.res)
-    )
+    if a is b:
+        return True
+    if a.times.shape != b.times.shape:
+        return False
+    if kernels.AVAILABLE:
+        return bool(kernels.same(a.times, a.res, b.times, b.res))
+    return np.array_equal(a.times, b.times) and np.array_equal(a.res, b.res)
 
 
 class _Budget:
