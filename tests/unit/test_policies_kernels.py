@@ -70,3 +70,15 @@ def test_kernel_best_fit_matches_python_including_ties() -> None:
     np.testing.assert_array_equal(kernels.reserve_bb(room, 5, 100), [100, 100, 0, 200, 0, 100])
     np.testing.assert_array_equal(kernels.reserve_bb(room, 5, 100), reserve_bb(room, 5, 100))
     assert kernels.reserve_bb(room, 500, 100)[0] == -1  # no room: the caller raises
+
+
+def test_same_compares_times_and_resources() -> None:
+    rng = np.random.default_rng(3)
+    prof = random_profile(rng, 6)
+    copy = prof.copy()
+    assert kernels.same(prof.times, prof.res, copy.times, copy.res)
+    copy.res[3, 5] -= 1
+    assert not kernels.same(prof.times, prof.res, copy.times, copy.res)
+    copy = prof.copy()
+    copy.times[2] += 0.5
+    assert not kernels.same(prof.times, prof.res, copy.times, copy.res)
