@@ -47,3 +47,24 @@ slurmd_base_port = {slurmd_base_port}
 [deploy]
 node_containers = {node_containers}
 """
+
+
+def slurm_nodes(conf: str) -> dict[str, dict[str, str]]:
+    """Every node of a rendered slurm.conf with its own attributes: ``NodeName=c[001-002]
+    ... Port=[17001-17002]`` gives c001 Port 17001 and c002 Port 17002 (ranged lines are
+    expanded as Slurm does; a single NodeAddr/NodeHostname/Port applies to every node)."""
+    from harness.slurm.hostlist import expand_hostlist
+
+    nodes: dict[str, dict[str, str]] = {}
+    for line in conf.splitlines():
+        if not line.startswith("NodeName="):
+            continue
+        attrs = dict(item.split("=", 1) for item in line.split())
+        names = expand_hostlist(attrs.pop("NodeName"))
+        lists = {key: expand_hostlist(value) for key, value in attrs.items()}
+        for key, values in lists.items():
+            assert len(values) in (1, len(names)), f"{key} count != NodeName count in {line!r}"
+        for i, name in enumerate(names):
+            assert name not in nodes, f"node {name} defined twice"
+            nodes[name] = {key: values[i if len(values) > 1 else 0] for key, values in lists.items()}
+    return nodes

@@ -74,9 +74,51 @@ class SchedulerConfig:
 
 @dataclass(frozen=True)
 class NodeLine:
-    name: str
-    port: int
+    """One ``NodeName=`` line: a run of nodes with consecutive names and ports on one address.
+
+    Slurm parses slurm.conf line by line at a fixed cost per line (~0.1 ms: it compiles a
+    regular expression for each), and every ``sbatch``/``squeue``/``scontrol`` parses the
+    whole file: 108 one-node lines cost each client call 11 ms, two ranged lines 0.2 ms.
+    ``Port=[17001-17096]`` gives the nodes of ``c[001-096]`` their ports in order.
+    """
+
+    names: str  # hostlist expression, e.g. ``c[001-096]``
+    ports: str  # ``17001`` or ``[17001-17096]``
     addr: str = LOOPBACK
+
+
+def node_lines(names: list[str], ports: Mapping[str, int], addresses: Mapping[str, str]) -> list[NodeLine]:
+    """Group ``names`` (in order) into runs sharing address, name range and consecutive ports."""
+    runs: list[list[str]] = []
+    for name in names:
+        run = runs[-1] if runs else None
+        if (
+            run
+            and addresses.get(name, LOOPBACK) == addresses.get(run[-1], LOOPBACK)
+            and ports[name] == ports[run[-1]] + 1
+            and _continues(run[-1], name)
+        ):
+            run.append(name)
+        else:
+            runs.append([name])
+    lines = []
+    for run in runs:
+        first, last = ports[run[0]], ports[run[-1]]
+        port = str(first) if len(run) == 1 else f"[{first}-{last}]"
+        lines.append(NodeLine(hostlist(run), port, addresses.get(run[0], LOOPBACK)))
+    return lines
+
+
+def _continues(previous: str, name: str) -> bool:
+    """``name`` is ``previous`` + 1 with the same prefix and digit width (c009 -> c010)."""
+    prefix = name.rstrip("0123456789")
+    digits, before = name[len(prefix) :], previous[len(prefix) :]
+    return (
+        bool(digits)
+        and previous.rstrip("0123456789") == prefix
+        and len(before) == len(digits)
+        and int(before) + 1 == int(digits)
+    )
 
 
 def hostlist(names: list[str]) -> str:
@@ -127,18 +169,14 @@ def template_context(
     """``node_addresses`` places nodes on other hosts (VMs); by default all are on loopback."""
     ports = platform.ports()
     addresses = node_addresses or {}
-
-    def line(name: str) -> NodeLine:
-        return NodeLine(name, ports[name], addresses.get(name, LOOPBACK))
-
     return {
         "harness_version": __version__,
         "platform": platform,
         "sched": sched,
         "cluster_name": cluster_name,
         "controller_addr": controller_addr,
-        "compute_nodes": [line(n) for n in platform.compute_nodes()],
-        "bb_nodes": [line(n) for n in platform.bb_nodes()],
+        "compute_nodes": node_lines(platform.compute_nodes(), ports, addresses),
+        "bb_nodes": node_lines(platform.bb_nodes(), ports, addresses),
         "compute_hostlist": hostlist(platform.compute_nodes()),
         "bb_hostlist": hostlist(platform.bb_nodes()),
     }

@@ -17,7 +17,7 @@ from harness.cluster import ansible_vars as av
 from harness.paths import repo_path
 from harness.platform import load_platform
 from harness.slurm.config import SchedulerConfig, render_slurm_files
-from tests.platforms import platform_toml
+from tests.platforms import platform_toml, slurm_nodes
 
 # Kopański's emulation ran 360 slurmd per VM on 10 VMs; with one BB node per chassis of 8
 # compute nodes that is 400 chassis: 3,200 compute + 400 BB nodes.
@@ -51,7 +51,7 @@ HEAD = av.HostSpec("head", "head.example.org")
 
 
 def node_addr(conf: str) -> dict[str, str]:
-    return dict(re.findall(r"^NodeName=(\S+) .*NodeAddr=(\S+)", conf, re.MULTILINE))
+    return {name: attrs["NodeAddr"] for name, attrs in slurm_nodes(conf).items()}
 
 
 # -- layouts --------------------------------------------------------------------------------
@@ -152,8 +152,17 @@ def test_cloud_layout_places_every_node_on_its_worker() -> None:
     assert len(addrs) == 108
     assert addrs["c001"] == addrs["c036"] == "w01.example.org"
     assert addrs["c037"] == "w02.example.org" and addrs["bb12"] == "w03.example.org"
-    # Nothing else moves: the same lines once the addresses are masked, same other files.
-    mask = re.compile(r"NodeAddr=\S+|SlurmctldHost=\S+")
+    # One NodeName line per worker's run of nodes (c[001-036] on w01, ...), same ports.
+    assert [line.split()[0] for line in conf.splitlines() if line.startswith("NodeName=")] == [
+        "NodeName=c[001-036]", "NodeName=c[037-072]", "NodeName=c[073-096]", "NodeName=bb[01-12]",
+    ]  # fmt: skip
+
+    # Nothing else moves: every node's attributes but its address, the other lines, other files.
+    def without_addr(text: str) -> dict[str, dict[str, str]]:
+        return {n: {k: v for k, v in a.items() if k != "NodeAddr"} for n, a in slurm_nodes(text).items()}
+
+    assert without_addr(conf) == without_addr(docker["slurm.conf"])
+    mask = re.compile(r"^NodeName=.*\n|SlurmctldHost=\S+", re.MULTILINE)
     assert mask.sub("", conf) == mask.sub("", docker["slurm.conf"])
     assert {k: v for k, v in placed.items() if k != "slurm.conf"} == {
         k: v for k, v in docker.items() if k != "slurm.conf"

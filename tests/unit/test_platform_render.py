@@ -10,7 +10,9 @@ import pytest
 from harness.cluster.state import render_compose
 from harness.paths import repo_path
 from harness.platform import PlatformError, load_platform, platform_from_dict
-from harness.slurm.config import SchedulerConfig, hostlist, render_slurm_files
+from harness.slurm.config import NodeLine, SchedulerConfig, hostlist, render_slurm_files
+from harness.slurm.config import node_lines as group_node_lines
+from tests.platforms import slurm_nodes
 
 SMALL = """
 [platform]
@@ -73,24 +75,39 @@ def test_default_topology_nearest_bb() -> None:
 def test_default_slurm_conf_nodes_ports_licenses() -> None:
     files = render_slurm_files(load_platform())
     conf = files["slurm.conf"]
-    lines = node_lines(conf)
-    assert len(lines) == 108
-    assert lines[0] == (
-        "NodeName=c001 NodeHostname=localhost NodeAddr=127.0.0.1 Port=17001 CPUs=1 RealMemory=1000 "
-        "State=UNKNOWN"
-    )
-    assert lines[95].startswith("NodeName=c096 ") and "Port=17096" in lines[95]
-    assert lines[96] == (
-        "NodeName=bb01 NodeHostname=localhost NodeAddr=127.0.0.1 Port=17097 CPUs=1 RealMemory=1000 "
-        "Gres=bb:40000 State=UNKNOWN"
-    )
-    assert lines[107].startswith("NodeName=bb12 ") and "Port=17108" in lines[107]
+    # Two ranged lines, not 108: every Slurm command parses the file at ~0.1 ms per line.
+    assert node_lines(conf) == [
+        "NodeName=c[001-096] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[17001-17096] CPUs=1 "
+        "RealMemory=1000 State=UNKNOWN",
+        "NodeName=bb[01-12] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[17097-17108] CPUs=1 "
+        "RealMemory=1000 Gres=bb:40000 State=UNKNOWN",
+    ]
+    nodes = slurm_nodes(conf)
+    assert list(nodes) == load_platform().all_nodes()
+    assert {n: int(a["Port"]) for n, a in nodes.items()} == load_platform().ports()
+    assert nodes["c096"]["Port"] == "17096" and nodes["bb01"]["Port"] == "17097"
+    assert "Gres" not in nodes["c001"] and nodes["bb12"]["Gres"] == "bb:40000"
     assert "Licenses=bb:480000" in conf.splitlines()
     assert "GresTypes=bb" in conf.splitlines()
     assert "CommunicationParameters=NoCtldInAddrAny,NoInAddrAny" in conf.splitlines()
     assert re.search(r"^PartitionName=compute Nodes=c\[001-096\] Default=YES", conf, re.M)
     assert re.search(r"^PartitionName=bb Nodes=bb\[01-12\] Default=NO", conf, re.M)
     assert files["gres.conf"].splitlines()[-1] == "NodeName=bb[01-12] Name=bb Count=40000"
+
+
+def test_node_lines_split_at_address_name_and_port_breaks() -> None:
+    names = ["c8", "c9", "c10", "c11", "d01", "d02", "d04", "x"]
+    ports = {n: 100 + i for i, n in enumerate(names)}
+    ports["d04"] = 110  # d04 follows d02 in the list but neither in name nor in port
+    addresses = {"c11": "10.0.0.2"}
+    assert group_node_lines(names, ports, addresses) == [
+        NodeLine("c[8-9]", "[100-101]"),
+        NodeLine("c10", "102"),  # c9 -> c10 changes the digit width: a new line
+        NodeLine("c11", "103", "10.0.0.2"),
+        NodeLine("d[01-02]", "[104-105]"),
+        NodeLine("d04", "110"),
+        NodeLine("x", "107"),
+    ]
 
 
 def test_no_address_other_than_loopback() -> None:
@@ -103,11 +120,8 @@ def test_small_platform_renders_exactly(small) -> None:
     files = render_slurm_files(small, SchedulerConfig(mode="builtin"), cluster_name="tiny")
     conf = files["slurm.conf"]
     assert node_lines(conf) == [
-        *(
-            f"NodeName=n{i:02d} NodeHostname=localhost NodeAddr=127.0.0.1 Port={19999 + i} CPUs=4 "
-            "RealMemory=2000 State=UNKNOWN"
-            for i in range(1, 9)
-        ),
+        "NodeName=n[01-08] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[20000-20007] CPUs=4 "
+        "RealMemory=2000 State=UNKNOWN",
         "NodeName=ssd1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=20008 CPUs=1 RealMemory=500 "
         "Gres=bbmb:1000 State=UNKNOWN",
     ]
