@@ -38,7 +38,13 @@ def run_plan(plan: pd.DataFrame, workdir: Path, label: str) -> Path:
     path = workdir / f"{label}.parquet"
     save_plan(plan, {"format": "harness-plan", "version": 1, "shrink": 0.0, "seed": 0}, path)
     opts = RunOptions(
-        trace=path, shrink=0.0, policy="slurm-backfill-1", runs_dir=workdir, quiet=True, label=label
+        trace=path,
+        shrink=0.0,
+        policy="slurm-backfill-1",
+        runs_dir=workdir,
+        quiet=True,
+        label=label,
+        cluster_name=CLUSTER,
     )
     return Experiment(opts, progress=lambda _: None).execute()
 

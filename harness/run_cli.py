@@ -114,6 +114,12 @@ def run_command(
 @click.option("--bb-license", default="bb", show_default=True)
 @click.option("--partition", default="compute", show_default=True)
 @click.option("--sigsleep", default="/usr/local/bin/sigsleep", show_default=True)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Concurrent sbatch processes at most (1: strictly in plan order). [default: ReplayOptions']",
+)
 def replay_command(
     plan: Path,
     run_dir: Path,
@@ -123,6 +129,7 @@ def replay_command(
     bb_license: str,
     partition: str,
     sigsleep: str,
+    workers: int | None,
 ) -> None:
     """Submit PLAN's jobs at their wall-clock instants (run this next to slurmctld)."""
     from harness.replay import ReplayOptions, replay_plan
@@ -137,6 +144,7 @@ def replay_command(
         partition=partition,
         bb_license=bb_license,
         sigsleep=sigsleep,
+        **({"workers": workers} if workers else {}),
     )
     status = replay_plan(df, opts)
     click.echo(
