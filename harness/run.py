@@ -431,6 +431,9 @@ class Watcher:
     """Polls the shared run directory and squeue; prints progress; decides when it is over."""
 
     GRACE_S = 10.0  # queue empty but records missing: wait this long for late records
+    # squeue at most this often while the replay submits: each call is a process started in
+    # the controller container (docker exec: ~50-80 ms of CPU), which delayed submissions.
+    QUEUE_POLL_S = 5.0
 
     def __init__(self, exp: Experiment, plan: pd.DataFrame, shared: str, quiet: bool) -> None:
         self.exp = exp
@@ -449,6 +452,8 @@ class Watcher:
         self._empty_since: float | None = None
         self._submissions = JsonlTail(exp.backend, f"{shared}/{SUBMISSIONS}")
         self._records = JsonlTail(exp.backend, f"{shared}/{SIGSLEEP_LOG}")
+        self._queue: tuple[int, int] = (0, 0)
+        self._queue_at: float | None = None
 
     def wait(self, proc: subprocess.Popen, agent: subprocess.Popen | None = None) -> tuple[bool, str]:
         while True:
@@ -458,7 +463,8 @@ class Watcher:
             records = self._records.poll()
             self.finished_ids = {r["job_id"] for r in records}
             done_records = len(records)
-            pending, running = self.exp.queue_counts()
+            # once every job is submitted, the verdict needs the queue at every look
+            pending, running = self._queue_counts(fresh=bool(status.get("done")))
             self._show(status, subs, done_records, pending, running)
             verdict = self._agent_verdict(agent) or self._verdict(
                 proc, status, subs, done_records, pending + running
@@ -468,6 +474,14 @@ class Watcher:
                     print(file=sys.stderr)
                 return verdict
             time.sleep(1.0)
+
+    def _queue_counts(self, fresh: bool) -> tuple[int, int]:
+        """(pending, running) from squeue, at most every QUEUE_POLL_S unless ``fresh``."""
+        now = time.monotonic()
+        if fresh or self._queue_at is None or now - self._queue_at >= self.QUEUE_POLL_S:
+            self._queue = self.exp.queue_counts()
+            self._queue_at = now
+        return self._queue
 
     @staticmethod
     def _agent_verdict(agent: subprocess.Popen | None) -> tuple[bool, str] | None:

@@ -18,7 +18,7 @@ import docker.errors
 from docker.models.containers import Container
 
 from harness.cluster.base import ClusterError, CommandResult, port_in_use, wait_for_idle
-from harness.cluster.state import ClusterState, render_compose
+from harness.cluster.state import CONTROLLER_CPU_SHARES, ClusterState, render_compose
 from harness.paths import repo_path
 from harness.platform import Platform, load_platform
 from harness.slurm.config import SchedulerConfig
@@ -272,7 +272,9 @@ class DockerCluster:
             render_compose(self.platform, self.name, tag, str(self.state.root))
         )
 
-    def _run_container(self, tag: str, name: str, command: list[str]) -> Container:
+    def _run_container(
+        self, tag: str, name: str, command: list[str], cpu_shares: int | None = None
+    ) -> Container:
         return self.client.containers.run(
             tag,
             command=command,
@@ -281,6 +283,7 @@ class DockerCluster:
             network_mode="host",
             init=True,
             labels={LABEL: self.name},
+            cpu_shares=cpu_shares,
             volumes={
                 host: {"bind": ctr, "mode": "ro" if ctr in ("/etc/slurm", "/cluster/munge") else "rw"}
                 for host, ctr in self.state.mounts().items()
@@ -288,7 +291,7 @@ class DockerCluster:
         )
 
     def _start_controller(self, tag: str) -> None:
-        self._run_container(tag, self.controller_name, ["controller"])
+        self._run_container(tag, self.controller_name, ["controller"], cpu_shares=CONTROLLER_CPU_SHARES)
 
     def _start_node_groups(self, tag: str) -> None:
         for index, group in enumerate(self.platform.node_groups()):

@@ -84,6 +84,13 @@ class ClusterState:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+# CPU weight (cgroup cpu.shares) of the controller container; node containers keep Docker's
+# 1024. The controller (slurmctld and the submitter) runs on its own machine in a real cluster;
+# here it shares two cores with the node containers, whose job launches come in waves on
+# Slurm's one-second tick and otherwise delay submissions by up to ~0.2 s (docs/run.md).
+CONTROLLER_CPU_SHARES = 8192
+
+
 def render_compose(platform: Platform, cluster_name: str, image: str, state: str) -> str:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(repo_path("containers"))),
@@ -99,4 +106,5 @@ def render_compose(platform: Platform, cluster_name: str, image: str, state: str
         image=image,
         state=state,
         node_groups=platform.node_groups(),
+        controller_cpu_shares=CONTROLLER_CPU_SHARES,
     )

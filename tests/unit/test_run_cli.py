@@ -58,3 +58,26 @@ def test_jsonl_tail_reads_only_new_complete_lines() -> None:
     before = files.bytes_read
     assert tail.poll() == [{"a": 1}, {"a": 2}, {"a": 3}]
     assert files.bytes_read == before  # nothing new: nothing read again
+
+
+def test_watcher_asks_squeue_every_few_seconds_while_submitting_then_at_every_look(monkeypatch) -> None:
+    import types
+
+    import pandas as pd
+
+    from harness import run as run_mod
+
+    clock = [100.0]
+    monkeypatch.setattr(run_mod.time, "monotonic", lambda: clock[0])
+    calls = []
+    exp = types.SimpleNamespace(backend=None, queue_counts=lambda: calls.append(clock[0]) or (len(calls), 0))
+    plan = pd.DataFrame({"job_id": [1], "submit": [0.0], "runtime": [1.0]})
+    watcher = run_mod.Watcher(exp, plan, "runs/x", quiet=True)
+    for _ in range(12):  # one look per second while the replay submits
+        watcher._queue_counts(fresh=False)
+        clock[0] += 1.0
+    assert calls == [100.0, 105.0, 110.0]
+    assert watcher._queue_counts(fresh=False) == (3, 0)  # the cached counts in between
+    watcher._queue_counts(fresh=True)
+    watcher._queue_counts(fresh=True)
+    assert len(calls) == 5
