@@ -99,11 +99,11 @@ def test_node_lines_split_at_address_name_and_port_breaks() -> None:
     names = ["c8", "c9", "c10", "c11", "d01", "d02", "d04", "x"]
     ports = {n: 100 + i for i, n in enumerate(names)}
     ports["d04"] = 110  # d04 follows d02 in the list but neither in name nor in port
-    addresses = {"c11": "10.0.0.2"}
+    addresses = {"c11": "127.0.0.2"}
     assert group_node_lines(names, ports, addresses) == [
         NodeLine("c[8-9]", "[100-101]"),
         NodeLine("c10", "102"),  # c9 -> c10 changes the digit width: a new line
-        NodeLine("c11", "103", "10.0.0.2"),
+        NodeLine("c11", "103", "127.0.0.2"),
         NodeLine("d[01-02]", "[104-105]"),
         NodeLine("d04", "110"),
         NodeLine("x", "107"),
