@@ -110,29 +110,20 @@ def _occupied(
     size = count + int(split_i) + int(split_j)
     new_times = np.empty(size, dtype=times.dtype)
     new_res = np.empty((size, width), dtype=res.dtype)
-    at = 0
-    for k in range(i):
-        new_times[at] = times[k]
-        new_res[at] = res[k]
+    # Copy the segments in three runs, inserting the (up to two) new breakpoints between
+    # them; a new breakpoint's segment inherits the resources of the segment it splits.
+    new_times[:i], new_res[:i] = times[:i], res[:i]
+    at = i
+    if split_i:
+        new_times[at], new_res[at] = start, res[i - 1]
         at += 1
-    lo = at
-    if split_i:  # a new breakpoint's segment inherits the resources of the segment it splits
-        new_times[at] = start
-        new_res[at] = res[i - 1]
-        at += 1
-    for k in range(i, j):
-        new_times[at] = times[k]
-        new_res[at] = res[k]
-        at += 1
-    hi = at
+    hi = at + j - i
+    new_times[at:hi], new_res[at:hi] = times[i:j], res[i:j]
+    lo, at = i, hi  # the job holds [start, end): from the start's breakpoint to the end's
     if split_j:
-        new_times[at] = end
-        new_res[at] = res[j - 1]
+        new_times[at], new_res[at] = end, res[j - 1]
         at += 1
-    for k in range(j, count):
-        new_times[at] = times[k]
-        new_res[at] = res[k]
-        at += 1
+    new_times[at:], new_res[at:] = times[j:], res[j:]
     for k in range(lo, hi):
         new_res[k, 0] -= nodes
         for b in range(width - 1):
