@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.paths import KTH_NAME, kth_trace
+from harness.model.paths import KTH_NAME, kth_trace
 from harness.platform import load_platform
 from harness.workload.cleaning import clean
 from harness.workload.swf import read_swf, write_swf

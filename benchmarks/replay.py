@@ -18,8 +18,10 @@ import numpy as np
 import pandas as pd
 
 from harness.cluster.docker import DockerCluster
-from harness.replay import SUBMISSIONS, read_jsonl
-from harness.run import Experiment, RunOptions
+from harness.emulation.run import Experiment
+from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
+from harness.model.jsonio import read_jsonl
+from harness.model.rundir import SUBMISSIONS
 from harness.workload.plan import save_plan
 
 CLUSTER = "bbbench"
@@ -37,15 +39,9 @@ def synthetic_plan(submits: np.ndarray, runtime: float) -> pd.DataFrame:
 def run_plan(plan: pd.DataFrame, workdir: Path, label: str) -> Path:
     path = workdir / f"{label}.parquet"
     save_plan(plan, {"format": "harness-plan", "version": 1, "shrink": 0.0, "seed": 0}, path)
-    opts = RunOptions(
-        trace=path,
-        shrink=0.0,
-        policy="slurm-backfill-1",
-        runs_dir=workdir,
-        quiet=True,
-        label=label,
-        cluster_name=CLUSTER,
-    )
+    workload = WorkloadSpec(trace=path, shrink=0.0)
+    opts = RunOptions(workload, ClusterSpec(name=CLUSTER), ReplaySpec(policy="slurm-backfill-1"),
+                      runs_dir=workdir, quiet=True, label=label)  # fmt: skip
     return Experiment(opts, progress=lambda _: None).execute()
 
 

@@ -6,6 +6,7 @@ the distribution of per-decision latency (all decisions, and those with at most
 
     python benchmarks/simulate.py --policies backfill-1,plan-square-0 --out results.json
     python benchmarks/simulate.py --period 0/16 --policies backfill-sjf-1,plan-square-0
+    python benchmarks/simulate.py --model io-aware --policies backfill-1,plan-square-0
 
 Policies run one after the other (one process: the machine is shared).
 """
@@ -21,11 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from harness.metrics import summary, time_scale_of
+from harness.analysis.io_metrics import io_summary
+from harness.analysis.metrics import summary
+from harness.model.timescale import time_scale_of
 from harness.platform import load_platform
 from harness.policies import kernels
 from harness.policies.registry import get_policy, parse_policy_list
-from harness.simulator import SimulationResult, check_schedule, simulate
+from harness.sim.checks import check_schedule
+from harness.sim.engine import SimulationResult, simulate
 
 DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "shared" / "data" / "KTH-SP2-1996-2.1-cln.swf.gz"
 FAST_POLICIES = "fcfs,backfill-no-future-1,backfill-1,filler,backfill-sjf-1,backfill-4"
@@ -48,15 +52,22 @@ def latency_report(result: SimulationResult, max_queue: int = 200) -> dict[str, 
 
 
 def run_one(
-    name: str, plan, manifest: dict[str, Any], seed: int, time_limit: float | None = None
+    name: str,
+    plan,
+    manifest: dict[str, Any],
+    seed: int,
+    time_limit: float | None = None,
+    model: str = "alloc-only",
 ) -> dict[str, Any]:
     platform = load_platform()
     policy = get_policy(name, seed=seed, time_limit_s=time_limit)
     kernels.warm_up()  # numba compilation is not the policy's decision time
+    shrink = float(manifest.get("shrink", 0.0) or 0.0)
+    io_seed = int(manifest.get("seed", 2020))
     cpu_before = time.process_time()
-    result = simulate(plan, policy, platform)
+    result = simulate(plan, policy, platform, model=model, io_seed=io_seed, shrink=shrink)
     cpu = time.process_time() - cpu_before
-    scale = time_scale_of(float(manifest.get("shrink", 0.0) or 0.0))
+    scale = time_scale_of(shrink)
     violations = check_schedule(result.jobs, platform)
     return {
         "policy": name,
@@ -65,7 +76,11 @@ def run_one(
         "cpu_s": cpu,
         "speedup": result.simulated_span_s * scale / max(result.wall_time_s, 1e-9),
         "latency": latency_report(result),
-        "metrics": summary(result.jobs, platform, time_scale=scale),
+        "model": model,
+        "metrics": {
+            **summary(result.jobs, platform, time_scale=scale),
+            **io_summary(result.jobs, platform, result.link_bytes, time_scale=scale),
+        },
         "violations": violations[:5],
     }
 
@@ -149,6 +164,23 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def io_markdown_table(rows: list[dict[str, Any]]) -> str:
+    """The I/O side of io-aware runs: timeouts, time in I/O, dilation, contention, bandwidth."""
+    head = (
+        "| policy | timeouts | mean I/O (s) | mean dilation | max dilation | dilation sd | jobs contended "
+        "| util PFS bw | util BB bw |"
+    )
+    lines = [head, "|" + "---|" * 9]
+    for r in rows:
+        m = r["metrics"]
+        lines.append(
+            f"| {r['policy']} | {m.get('timeouts', 0)} | {m['mean_io_s']:.0f} | {m['mean_dilation']:.3f} "
+            f"| {m['max_dilation']:.2f} | {m['dilation_sd']:.3f} | {m['jobs_contended']:.3f} "
+            f"| {m['util_pfs_bw']:.4f} | {m['util_bb_bw']:.4f} |"
+        )
+    return "\n".join(lines)
+
+
 def load_workload(trace: str, period: str | None, seed: int):
     from harness.workload.plan import load_plan_or_trace
 
@@ -172,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
                     "these sizes (comma-separated), e.g. 25,50,100,200")  # fmt: skip
     ap.add_argument("--repeats", type=int, default=20, help="decisions per queue size in the sweep")
     ap.add_argument("--time-limit", type=float, default=None, help="wall-clock limit (s) of one plan search")
+    ap.add_argument("--model", choices=("alloc-only", "io-aware"), default="alloc-only", help="job model")
     args = ap.parse_args(argv)
 
     plan, manifest = load_workload(args.trace, args.period, args.seed)
@@ -188,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in parse_policy_list(args.policies):
         began = time.perf_counter()
-        row = run_one(name, plan, manifest, args.policy_seed, args.time_limit)
+        row = run_one(name, plan, manifest, args.policy_seed, args.time_limit, args.model)
         row["workload"] = {"trace": str(args.trace), "period": args.period, "jobs": len(plan)}
         rows.append(row)
         lat = row["latency"].get("all", {})
@@ -205,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
             with args.out.open("a") as fh:
                 fh.write(json.dumps(row) + "\n")
     print(markdown_table(rows))
+    if args.model == "io-aware":
+        print(io_markdown_table(rows))
     return 0 if all(not r["violations"] for r in rows) else 1
 
 

@@ -6,7 +6,11 @@ mean on the same period; the box of those 16 ratios tells how much better a poli
 is on average, independent of one period's unlucky interlace of jobs. This prints
 every period's ratios and their quartiles.
 
-    python benchmarks/split_periods.py [--policies plan-square-0] [--periods 16] [--out rows.jsonl]
+A thin wrapper over the experiment runner: it writes the experiment file for the
+policies asked, runs it (resumably) in ``--dir`` and prints the ratio table.
+``experiments/kopanski-alloc-only.toml`` is the same study with its full report.
+
+    python benchmarks/split_periods.py [--policies plan-square-0] [--periods 16] [-j 2] [--out rows.jsonl]
 """
 
 from __future__ import annotations
@@ -16,33 +20,39 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
+import pandas as pd
 
-from harness.metrics import summary
-from harness.paths import KTH_NAME, kth_trace
-from harness.platform import load_platform
-from harness.policies.registry import get_policy, parse_policy_list
-from harness.simulator import simulate
-from harness.workload.plan import prepare
+from harness.experiments.executors import LocalExecutor
+from harness.experiments.results import load_table
+from harness.experiments.runner import run_experiment
+from harness.experiments.spec import load_spec
+from harness.experiments.stats import ratio_summary, ratios
+from harness.model.paths import KTH_NAME, kth_trace
+from harness.policies.registry import parse_policy_list
 
 BASELINE = "backfill-sjf-1"
 METRICS = ("mean_wait", "mean_turnaround", "mean_slowdown", "mean_bsld")
 
 
-def period_ratios(trace: Path, periods: int, policies: list[str], seed: int) -> list[dict]:
-    platform = load_platform()
+def experiment_text(trace: Path, periods: int, policies: list[str], seed: int) -> str:
+    names = json.dumps([BASELINE, *policies])
+    return (f'[experiment]\nname = "split-periods"\nbaseline = "{BASELINE}"\n'
+            f"metrics = {json.dumps(list(METRICS))}\n"
+            f"[workload]\ntrace = {json.dumps(str(trace.resolve()))}\nperiods = {periods}\nbb_seed = {seed}\n"
+            f"[policies]\nnames = {names}\n")  # fmt: skip
+
+
+def period_ratios(table: pd.DataFrame, policies: list[str]) -> list[dict]:
+    """One row per period and policy: the jobs of the period and each metric's ratio."""
+    jobs = table[table["metric"] == "jobs"].set_index(["policy", "period"])["value"]
+    per_metric = {m: ratios(table, m, BASELINE).set_index(["policy", "period"])["ratio"] for m in METRICS}
     rows = []
-    for index in range(periods):
-        plan, _ = prepare(trace, platform=platform, seed=seed, period=(index, periods))
-        means = {}
-        for name in [BASELINE, *policies]:
-            result = simulate(plan, get_policy(name), platform)
-            means[name] = summary(result.jobs, platform)
+    for period in sorted(table["period"].unique()):
         for name in policies:
-            ratios = {m: means[name][m] / means[BASELINE][m] for m in METRICS if means[BASELINE][m] > 0}
-            rows.append({"period": index, "jobs": len(plan), "policy": name, **ratios})
-            shown = ", ".join(f"{m} x{v:.3f}" for m, v in ratios.items())
-            print(f"period {index:2d} ({len(plan)} jobs) {name}: {shown}", file=sys.stderr, flush=True)
+            found = {m: float(r[(name, period)]) for m, r in per_metric.items() if (name, period) in r.index}
+            rows.append(
+                {"period": int(period) - 1, "jobs": int(jobs[(name, period)]), "policy": name, **found}
+            )
     return rows
 
 
@@ -52,21 +62,35 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policies", default="plan-square-0")
     ap.add_argument("--periods", type=int, default=16)
     ap.add_argument("--seed", type=int, default=2020, help="seed of the BB model")
-    ap.add_argument("--out", type=Path)
+    ap.add_argument("-j", "--jobs", type=int, default=1, help="cells at once")
+    ap.add_argument("--dir", type=Path, default=Path("runs/experiments/split-periods"))
+    ap.add_argument("--out", type=Path, help="also write the per-period ratios as JSON lines")
     args = ap.parse_args(argv)
     policies = parse_policy_list(args.policies)
-    rows = period_ratios(args.trace, args.periods, policies, args.seed)
+    args.dir.mkdir(parents=True, exist_ok=True)
+    spec_path = args.dir / "split-periods.toml"
+    spec_path.write_text(experiment_text(args.trace, args.periods, policies, args.seed))
+    spec = load_spec(spec_path)
+    run_experiment(spec, args.dir, lambda d: LocalExecutor(d, args.jobs))
+    rows = period_ratios(load_table(args.dir), policies)
+    for r in rows:
+        shown = ", ".join(f"{m} x{r[m]:.3f}" for m in METRICS if m in r)
+        print(f"period {r['period']:2d} ({r['jobs']} jobs) {r['policy']}: {shown}", file=sys.stderr)
     if args.out:
         args.out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    print_table(load_table(args.dir), policies)
+    return 0
+
+
+def print_table(table: pd.DataFrame, policies: list[str]) -> None:
     print(f"| policy | metric | Q1 | median | Q3 | mean | periods better than {BASELINE} |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for name in policies:
         for metric in METRICS:
-            vals = np.array([r[metric] for r in rows if r["policy"] == name and metric in r])
-            q1, med, q3 = np.quantile(vals, [0.25, 0.5, 0.75])
-            print(f"| {name} | {metric} | {q1:.3f} | {med:.3f} | {q3:.3f} | {vals.mean():.3f} | "
-                  f"{int((vals < 1).sum())}/{len(vals)} |")  # fmt: skip
-    return 0
+            s = ratio_summary(ratios(table, metric, BASELINE))
+            s = s[s["policy"] == name].iloc[0]
+            quartiles = f"{s['q1']:.3f} | {s['median']:.3f} | {s['q3']:.3f}"
+            print(f"| {name} | {metric} | {quartiles} | {s['mean']:.3f} | {s['below_1']}/{s['n']} |")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.paths import KTH_NAME, kth_trace
+from harness.model.paths import KTH_NAME, kth_trace
 from harness.workload.plan import Sampling, prepare, save_plan
 from harness.workload.swf import read_swf
 

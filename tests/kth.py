@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.paths import KTH_NAME, kth_trace
+from harness.model.paths import KTH_NAME, kth_trace
 
 KTH = kth_trace() or Path(KTH_NAME)
 needs_kth = pytest.mark.skipif(kth_trace() is None, reason=f"{KTH_NAME} not found: set HARNESS_KTH_TRACE")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from harness.platform import Machine, NodeKind
+
 
 def platform_toml(
     *,
@@ -22,38 +24,46 @@ def platform_toml(
     return f"""
 [platform]
 name = "{name}"
-[topology]
+[machine.topology]
 groups = {groups}
 chassis_per_group = {chassis_per_group}
 compute_per_chassis = {compute_per_chassis}
-[compute]
+[machine.compute]
 prefix = "{compute_prefix}"
 digits = {compute_digits}
 cpus = {cpus}
 real_memory_mb = 1000
 partition = "compute"
-[burst_buffer]
+[machine.burst_buffer]
 prefix = "{bb_prefix}"
 digits = {bb_digits}
 capacity_mb = 40000
 cpus = 1
 real_memory_mb = 1000
 partition = "bb"
-license = "bb"
-[network]
+[deployment]
 controller_host = "localhost"
 controller_port = {controller_port}
 slurmd_base_port = {slurmd_base_port}
-[deploy]
 node_containers = {node_containers}
+bb_license = "bb"
 """
+
+
+def tiny_machine(bb_capacity_mb: int = 100, bb_per_chassis: int = 1) -> Machine:
+    """2 groups x 1 chassis x 2 compute nodes (c001-c004), ``bb_per_chassis`` BB nodes in each."""
+    return Machine(
+        name="tiny", description="", groups=2, chassis_per_group=1, compute_per_chassis=2,
+        compute=NodeKind("c", 3, 1, 100, "compute"), bb=NodeKind("bb", 2, 1, 100, "bb"),
+        bb_capacity_mb=bb_capacity_mb, bb_per_chassis=bb_per_chassis,
+    )  # fmt: skip
 
 
 def slurm_nodes(conf: str) -> dict[str, dict[str, str]]:
     """Every node of a rendered slurm.conf with its own attributes: ``NodeName=c[001-002]
     ... Port=[17001-17002]`` gives c001 Port 17001 and c002 Port 17002 (ranged lines are
     expanded as Slurm does; a single NodeAddr/NodeHostname/Port applies to every node)."""
-    from harness.slurm.hostlist import expand_hostlist
+    from harness.model.hostlist import expand_hostlist
 
     nodes: dict[str, dict[str, str]] = {}
     for line in conf.splitlines():

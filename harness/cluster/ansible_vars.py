@@ -25,12 +25,12 @@ import os
 import tarfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from harness.platform import Platform
-from harness.slurm.config import LOOPBACK, SchedulerConfig, hostlist, render_slurm_files
+from harness.model.hostlist import compress_hostlist
+from harness.platform import Platform, bundled_platform_file
+from harness.slurm.config import LOOPBACK, SchedulerConfig, render_slurm_files
 
 SHARED_DIR = "/shared"  # the replay's job directory and the run files live here on every host
 CLUSTER_JSON = "cluster.json"
@@ -90,12 +90,12 @@ class Layout:
             "head": {
                 "name": self.head.name,
                 "address": self.head.address,
-                "controller_port": platform.controller_port,
+                "controller_port": platform.deployment.controller_port,
             },
             "workers": {
                 w.name: {
                     "address": w.address,
-                    "hostlist": hostlist(list(w.nodes)),
+                    "hostlist": compress_hostlist(list(w.nodes)),
                     "nodes": list(w.nodes),
                     "first_port": ports[w.nodes[0]],
                     "last_port": ports[w.nodes[-1]],
@@ -179,7 +179,7 @@ def platform_text(platform: Platform) -> str:
     path = Path(platform.source)
     if path.is_file():
         return path.read_text()
-    return resources.files("harness.platforms").joinpath("default.toml").read_text()
+    return bundled_platform_file().read_text()
 
 
 # -- reproducible source archive ---------------------------------------------------------

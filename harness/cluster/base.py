@@ -7,22 +7,11 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
+from harness.model.commands import CommandResult
 from harness.platform import Platform
 from harness.slurm.config import SchedulerConfig
-
-
-class CommandResult(NamedTuple):
-    """Unpacks as ``rc, stdout, stderr``."""
-
-    rc: int
-    stdout: str
-    stderr: str
-
-    @property
-    def ok(self) -> bool:
-        return self.rc == 0
 
 
 class ClusterError(RuntimeError):

@@ -17,9 +17,10 @@ import docker
 import docker.errors
 from docker.models.containers import Container
 
-from harness.cluster.base import ClusterError, CommandResult, port_in_use, wait_for_idle
+from harness.cluster.base import ClusterError, port_in_use, wait_for_idle
 from harness.cluster.state import CONTROLLER_CPU_SHARES, ClusterState, render_compose
-from harness.paths import repo_path
+from harness.model.commands import CommandResult
+from harness.model.paths import repo_path
 from harness.platform import Platform, load_platform
 from harness.slurm.config import SchedulerConfig
 
@@ -252,7 +253,7 @@ class DockerCluster:
         return UpResult(already_up=False, seconds_to_idle=time.monotonic() - start, built_image=built)
 
     def _check_ports_free(self) -> None:
-        ports = [self.platform.controller_port, *self.platform.ports().values()]
+        ports = [self.platform.deployment.controller_port, *self.platform.ports().values()]
         busy = [p for p in ports if port_in_use(p)]
         if busy:
             raise ClusterError(

@@ -19,7 +19,7 @@ from pathlib import Path
 import jinja2
 
 from harness import __version__
-from harness.paths import repo_path, state_root
+from harness.model.paths import repo_path, state_root
 from harness.platform import Platform
 from harness.slurm.config import SchedulerConfig, render_slurm_files, write_slurm_files
 

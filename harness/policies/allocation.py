@@ -4,7 +4,8 @@ Model: a job asks for ``nodes`` compute nodes and ``share`` MB of burst buffer p
 compute node. Each compute node's share lives whole on one BB node (never split),
 so BB node ``b`` can host ``avail[b] // share`` shares. Any compute node may use any
 BB node; the allocator keeps shares near their compute node: the BB node of the
-same chassis first, then the nearest by dragonfly distance.
+same chassis first (the machine's ``bb_per_chassis`` of them), then the nearest by
+dragonfly distance.
 """
 
 from __future__ import annotations
@@ -51,16 +52,17 @@ def choose_allocation(
     free_total = sum(len(c) for c in free_by_chassis)
     if free_total < nodes or sum(slots) < nodes:
         return None
-    chosen = _pick_compute(free_by_chassis, slots, nodes)
+    chosen = _pick_compute(topology, free_by_chassis, slots, nodes)
     return _place_shares(topology, chosen, slots)
 
 
-def _pick_compute(free_by_chassis: Sequence[Sequence[int]], slots: Sequence[int], nodes: int) -> list[int]:
-    # Chassis that can keep most shares local go first; a chassis' BB node has the
-    # same index as the chassis (one BB node per chassis).
+def _pick_compute(
+    topology: Topology, free_by_chassis: Sequence[Sequence[int]], slots: Sequence[int], nodes: int
+) -> list[int]:
+    # Chassis that can keep most shares local (on their own BB nodes) go first.
     def local_room(c: int) -> tuple[int, int, int]:
         free = len(free_by_chassis[c])
-        return (-min(free, slots[c]), -free, c)
+        return (-min(free, sum(slots[b] for b in topology.bbs_of_chassis[c])), -free, c)
 
     chosen: list[int] = []
     for c in sorted(range(len(free_by_chassis)), key=local_room):
@@ -74,11 +76,11 @@ def _pick_compute(free_by_chassis: Sequence[Sequence[int]], slots: Sequence[int]
 def _place_shares(topology: Topology, chosen: list[int], slots: Sequence[int]) -> Allocation:
     left = list(slots)
     bb_of: dict[int, int] = {}
-    # First pass gives every node its own chassis' BB node while room lasts, so that
+    # First pass gives every node a BB node of its own chassis while room lasts, so that
     # an early node cannot take the last local slot of a later node's chassis.
     for c in chosen:
-        own = topology.bb_preference[c][0]
-        if left[own] > 0:
+        own = next((b for b in topology.bbs_of_chassis[topology.chassis_of_compute[c]] if left[b] > 0), None)
+        if own is not None:
             left[own] -= 1
             bb_of[c] = own
     for c in chosen:

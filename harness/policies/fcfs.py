@@ -19,6 +19,16 @@ def start_in_order(ws: Workspace, jobs: Sequence[QueuedJob]) -> int:
     return len(jobs)
 
 
+def start_or_reserve_head(ws: Workspace, jobs: Sequence[QueuedJob], depth: int) -> int:
+    """The first ``depth`` jobs in order: started while they fit, the others reserved at their
+    earliest start (the reservation depth); returns how many jobs that head holds."""
+    head = min(depth, len(jobs))
+    started = start_in_order(ws, jobs[:head])
+    for pos in range(started, head):
+        ws.reserve(jobs[pos])
+    return head
+
+
 class Fcfs(Policy):
     description = "FCFS without backfilling: start jobs in arrival order, stop at the first that does not fit"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -29,7 +29,7 @@ def _numba_jit() -> Callable[[F], F] | None:
         import numba
     except ImportError:
         return None
-    return numba.njit(cache=True, nogil=True)
+    return cast("Callable[[F], F]", numba.njit(cache=True, nogil=True))
 
 
 _JIT = _numba_jit()

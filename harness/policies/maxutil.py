@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from harness.policies.base import Decision, Policy
-from harness.policies.fcfs import start_in_order
+from harness.policies.fcfs import start_or_reserve_head
 from harness.policies.orderings import candidate_orderings, compute_first, utilisation_score
 from harness.policies.state import ClusterState, JobQueue, QueuedJob
 from harness.policies.workspace import Workspace
@@ -148,10 +148,7 @@ class MaxUtil(Policy):
         jobs = JobQueue.of(queue)
         ws = Workspace(state, now)
         leads = compute_first(jobs, state.topology, self.beta)
-        head = min(self.depth, len(jobs))
-        started = start_in_order(ws, jobs[:head])
-        for pos in range(started, head):
-            ws.reserve(jobs[pos])
+        head = start_or_reserve_head(ws, jobs, self.depth)
         rest = np.arange(head, len(jobs))
         order = self._search(ws, jobs, rest, leads) if ws.free_count else rest
         ws.fill(jobs, order)

@@ -33,7 +33,7 @@ import numpy as np
 
 from harness.policies import kernels
 from harness.policies.base import Decision, Policy
-from harness.policies.fcfs import start_in_order
+from harness.policies.fcfs import start_or_reserve_head
 from harness.policies.orderings import candidate_orderings
 from harness.policies.profile import AvailabilityProfile
 from harness.policies.state import ClusterState, JobQueue, QueuedJob
@@ -214,11 +214,13 @@ def anneal(
     """
     budget = _Budget(builder, cfg)
     known: dict[tuple[int, ...], float] = {}  # order -> its score, or a lower bound of it
-    scored = []
+    scored: list[tuple[float, PlanTrace, Sequence[int]]] = []
     for order in seeds:
         if scored and budget.exhausted():  # a tight time limit may not even cover the seeds
             break
-        score, trace = builder.plan(order)
+        planned = builder.plan(order)
+        assert planned is not None  # without a bound a plan is never stopped early
+        score, trace = planned
         known[tuple(order)] = score
         scored.append((score, trace, order))
     best_score, best_trace, best = min(scored, key=lambda x: x[0])
@@ -269,10 +271,7 @@ class PlanPolicy(Policy):
     def decide(self, state: ClusterState, queue: Sequence[QueuedJob], now: float) -> Decision:
         jobs = JobQueue.of(queue)
         ws = Workspace(state, now)
-        head = min(self.depth, len(jobs))
-        started = start_in_order(ws, jobs[:head])
-        for pos in range(started, head):
-            ws.reserve(jobs[pos])
+        head = start_or_reserve_head(ws, jobs, self.depth)
         rest = np.arange(head, len(jobs))
         found = self._search(ws, jobs, rest, now) if ws.free_count else None
         if found is None:

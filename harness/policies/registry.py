@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 from harness.policies.backfill import Backfill
 from harness.policies.base import Policy
+from harness.policies.cerberus import CerberusConfig, CerberusRun
 from harness.policies.fcfs import Fcfs, Filler
+from harness.policies.ioaware import IoAware
 from harness.policies.maxutil import MaxUtil
 from harness.policies.plan import OBJECTIVES, AnnealingConfig, PlanPolicy
 from harness.policies.window import WindowPolicy
@@ -86,6 +88,17 @@ FAMILIES: tuple[Family, ...] = (
             name, m["obj"], int(m["d"]), AnnealingConfig(seed=o.seed, time_limit_s=o.time_limit_s)
         ),
         ("plan-square-0", "plan-sum-1"),
+    ),
+    Family(
+        "cerberus[-fcfs]", re.compile(r"cerberus(?P<fcfs>-fcfs)?"), CerberusRun.description,
+        lambda name, m, o: CerberusRun(name, CerberusConfig(knapsack=not m["fcfs"])),
+        ("cerberus", "cerberus-fcfs"),
+    ),
+    Family(
+        "io[-ignorant]-{fcfs,easy}", re.compile(r"io(?P<ign>-ignorant)?-(?P<kind>fcfs|easy)"),
+        IoAware.description,
+        lambda name, m, o: IoAware(name, backfill=m["kind"] == "easy", aware=not m["ign"]),
+        ("io-easy", "io-ignorant-easy", "io-fcfs"),
     ),
 )  # fmt: skip
 

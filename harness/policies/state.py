@@ -14,7 +14,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from harness.platform import Platform
+from harness.platform import Machine
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,16 +68,24 @@ class RunningJob:
 
 @dataclass(frozen=True)
 class Topology:
-    """The part of a :class:`Platform` that scheduling needs, precomputed once."""
+    """The part of a :class:`Machine` that scheduling needs, precomputed once."""
 
     compute_count: int
     bb_count: int
     bb_capacity_mb: int
     chassis_of_compute: tuple[int, ...]
     bb_preference: tuple[tuple[int, ...], ...]
+    # the BB nodes in each chassis (distance 0); by default the study's rule: BB node c in chassis c
+    bbs_of_chassis: tuple[tuple[int, ...], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.bbs_of_chassis:
+            chassis = max(self.chassis_of_compute, default=-1) + 1
+            one_each = tuple((c,) if c < self.bb_count else () for c in range(chassis))
+            object.__setattr__(self, "bbs_of_chassis", one_each)
 
     @classmethod
-    def from_platform(cls, platform: Platform) -> Topology:
+    def from_platform(cls, platform: Machine) -> Topology:
         n = platform.compute_count
         return cls(
             compute_count=n,
@@ -85,6 +93,7 @@ class Topology:
             bb_capacity_mb=platform.bb_capacity_mb,
             chassis_of_compute=tuple(platform.chassis_of_compute(i) for i in range(n)),
             bb_preference=tuple(tuple(platform.bb_preference(i)) for i in range(n)),
+            bbs_of_chassis=tuple(tuple(platform.bbs_of_chassis(c)) for c in range(platform.chassis)),
         )
 
     @property

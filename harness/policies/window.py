@@ -61,17 +61,17 @@ def exact_packing(
 
     model = cp_model.CpModel()
     bins = range(len(avail_mb))
-    x = [[model.NewIntVar(0, nodes, f"x{k}_{b}") for b in bins] for k, (nodes, _) in enumerate(jobs)]
+    x = [[model.new_int_var(0, nodes, f"x{k}_{b}") for b in bins] for k, (nodes, _) in enumerate(jobs)]
     for k, (nodes, _) in enumerate(jobs):
-        model.Add(sum(x[k]) == nodes)
+        model.add(sum(x[k]) == nodes)
     for b in bins:
-        model.Add(sum(share * x[k][b] for k, (_, share) in enumerate(jobs)) <= int(avail_mb[b]))
+        model.add(sum(share * x[k][b] for k, (_, share) in enumerate(jobs)) <= int(avail_mb[b]))
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = timeout_s
     solver.parameters.num_workers = 1  # deterministic, and the machine is shared
-    if solver.Solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if solver.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
-    return [[int(solver.Value(v)) for v in row] for row in x]
+    return [[int(solver.value(v)) for v in row] for row in x]
 
 
 class SetChecker:

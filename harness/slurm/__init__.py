@@ -1,1 +1,2 @@
-"""The Slurm side: config rendering, the CLI client, the ordering agent."""
+"""The Slurm side, an adapter with no policy code: config rendering, the CLI client, the
+jobcomp and squeue readers, the native policies, the job-spec (comment) format."""

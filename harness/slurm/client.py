@@ -11,7 +11,8 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.cluster.base import CommandResult
+from harness.model.commands import CommandResult
+from harness.slurm.jobspec import JobSpec, decode_comment, parse_comment
 
 Runner = Callable[[list[str]], CommandResult]
 # job id | state | nodes | node list | comment | reason | priority
@@ -43,13 +44,13 @@ class SlurmJob:
         return self.state == "PENDING" and self.reason.startswith("JobHeld")
 
     @property
+    def spec(self) -> JobSpec:
+        """What the replay put in the comment (walltime, BB per node)."""
+        return decode_comment(self.comment)
+
+    @property
     def holds_nodes(self) -> bool:
         return self.state in ("RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED")
-
-
-def parse_comment(text: str) -> dict[str, str]:
-    """``trace_id=7 walltime=36.0`` -> dict; other words are ignored."""
-    return dict(part.split("=", 1) for part in text.split() if "=" in part)
 
 
 def parse_squeue(text: str) -> list[SlurmJob]:

@@ -14,7 +14,8 @@ from typing import Literal
 import jinja2
 
 from harness import __version__
-from harness.paths import templates_dir
+from harness.model.hostlist import compress_hostlist
+from harness.model.paths import templates_dir
 from harness.platform import Platform
 
 LOOPBACK = "127.0.0.1"
@@ -105,7 +106,7 @@ def node_lines(names: list[str], ports: Mapping[str, int], addresses: Mapping[st
     for run in runs:
         first, last = ports[run[0]], ports[run[-1]]
         port = str(first) if len(run) == 1 else f"[{first}-{last}]"
-        lines.append(NodeLine(hostlist(run), port, addresses.get(run[0], LOOPBACK)))
+        lines.append(NodeLine(compress_hostlist(run), port, addresses.get(run[0], LOOPBACK)))
     return lines
 
 
@@ -119,34 +120,6 @@ def _continues(previous: str, name: str) -> bool:
         and len(before) == len(digits)
         and int(before) + 1 == int(digits)
     )
-
-
-def hostlist(names: list[str]) -> str:
-    """Compress consecutive names sharing a prefix and width, e.g. ``c[001-096]``."""
-    if not names:
-        return ""
-    groups: list[tuple[str, int, int, int]] = []  # prefix, width, first, last
-    for name in names:
-        prefix = name.rstrip("0123456789")
-        digits = name[len(prefix) :]
-        if not digits:
-            groups.append((name, 0, -1, -1))
-            continue
-        num, width = int(digits), len(digits)
-        last = groups[-1] if groups else None
-        if last and last[0] == prefix and last[1] == width and last[3] == num - 1:
-            groups[-1] = (prefix, width, last[2], num)
-        else:
-            groups.append((prefix, width, num, num))
-    return ",".join(_format_range(*g) for g in groups)
-
-
-def _format_range(prefix: str, width: int, first: int, last: int) -> str:
-    if first < 0:
-        return prefix
-    if first == last:
-        return f"{prefix}{first:0{width}d}"
-    return f"{prefix}[{first:0{width}d}-{last:0{width}d}]"
 
 
 def _environment() -> jinja2.Environment:
@@ -177,8 +150,8 @@ def template_context(
         "controller_addr": controller_addr,
         "compute_nodes": node_lines(platform.compute_nodes(), ports, addresses),
         "bb_nodes": node_lines(platform.bb_nodes(), ports, addresses),
-        "compute_hostlist": hostlist(platform.compute_nodes()),
-        "bb_hostlist": hostlist(platform.bb_nodes()),
+        "compute_hostlist": compress_hostlist(platform.compute_nodes()),
+        "bb_hostlist": compress_hostlist(platform.bb_nodes()),
     }
 
 

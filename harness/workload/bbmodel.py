@@ -109,6 +109,7 @@ def source_mb(model: BBModel, table: pd.DataFrame, draws_kb: np.ndarray | None) 
             raise BBModelError("the lognormal BB model needs draws")
         return draws_kb * KIB_TO_MB, 0
     if model.kind == "constant":
+        assert model.constant_mb is not None  # BBModel.__post_init__ checked it
         return np.full(len(table), float(model.constant_mb)), 0
     return _column_mb(model, table)
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from harness.platform import Platform
+from harness.platform import Machine
 
 RULES: tuple[str, ...] = (
     "unknown_size",
@@ -104,7 +104,7 @@ def resolve_actions(actions: dict[str, str] | None) -> dict[str, str]:
 
 def clean(
     table: pd.DataFrame,
-    platform: Platform | None = None,
+    platform: Machine | None = None,
     *,
     max_nodes: int | None = None,
     actions: dict[str, str] | None = None,

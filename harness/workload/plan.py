@@ -25,10 +25,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness import __version__
-from harness.platform import Platform, load_platform
+from harness.model.columns import PLAN_COLUMNS
+from harness.model.jsonio import to_json
+from harness.model.timescale import check_shrink, shrink_table, time_scale_of, unshrink
+from harness.platform import Machine, load_platform
 from harness.workload import bbmodel, transforms
 from harness.workload.cleaning import CleaningReport, clean
-from harness.workload.schema import PLAN_COLUMNS, PLAN_DTYPES, PLAN_EXTRA_COLUMNS, validate_plan
+from harness.workload.schema import PLAN_DTYPES, PLAN_EXTRA_COLUMNS, validate_plan
 from harness.workload.swf import SwfTrace, read_swf
 from harness.workload.table import trace_to_table
 
@@ -83,7 +86,7 @@ def resolve_input(path: str | Path) -> Path:
 def load_trace_table(
     trace_path: str | Path,
     *,
-    platform: Platform | None = None,
+    platform: Machine | None = None,
     lenient: bool = False,
     cleaning: dict[str, str] | None = None,
 ) -> tuple[SwfTrace, pd.DataFrame, CleaningReport]:
@@ -101,14 +104,14 @@ class _Base:
     trace: SwfTrace
     table: pd.DataFrame
     report: CleaningReport
-    platform: Platform
+    platform: Machine
     params: dict[str, Any]
 
 
 def _load_base(
     trace_path: str | Path,
     *,
-    platform: Platform | None,
+    platform: Machine | None,
     seed: int,
     model: bbmodel.BBModel,
     lenient: bool,
@@ -127,7 +130,7 @@ def _load_base(
 def prepare(
     trace_path: str | Path,
     *,
-    platform: Platform | None = None,
+    platform: Machine | None = None,
     shrink: float = 0.0,
     seed: int = DEFAULT_SEED,
     bb_model: str | bbmodel.BBModel = "lognormal",
@@ -149,7 +152,7 @@ def prepare(
     runs period, then window, then first_n, all on the cleaned table. Times of the
     plan start at 0 and are multiplied by 1 - ``shrink``.
     """
-    transforms.check_shrink(shrink)
+    check_shrink(shrink)
     model = _model(bb_model, bb_constant_mb, bb_column)
     base = _load_base(
         trace_path, platform=platform, seed=seed, model=model, lenient=lenient, cleaning=cleaning
@@ -167,7 +170,7 @@ def prepare_split(
     empty period. ``first_n``/``window``/``sampling``/``shuffle`` apply within each part."""
     kw = dict(prepare_kwargs)
     shrink = float(kw.pop("shrink", 0.0))
-    transforms.check_shrink(shrink)
+    check_shrink(shrink)
     model = _model(kw.pop("bb_model", "lognormal"), kw.pop("bb_constant_mb", None), kw.pop("bb_column", None))
     base = _load_base(
         trace_path,
@@ -213,7 +216,7 @@ def _finish(
     if shuffle:
         table = transforms.shuffle(table, shuffle_seed)
     table, offset = transforms.rebase(table)
-    plan = to_plan(transforms.shrink(table, shrink))
+    plan = to_plan(shrink_table(table, shrink))
     window, period = selection.get("window"), selection.get("period")
     params = {
         **base.params,
@@ -268,7 +271,7 @@ def to_plan(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _manifest(
-    trace: SwfTrace, report: CleaningReport, platform: Platform, plan: pd.DataFrame, params: dict[str, Any]
+    trace: SwfTrace, report: CleaningReport, platform: Machine, plan: pd.DataFrame, params: dict[str, Any]
 ) -> dict[str, Any]:
     s = params["shrink"]
     return {
@@ -290,10 +293,10 @@ def _manifest(
         "platform": platform.as_dict(),
         "cleaning": report.as_dict(),
         **params,
-        "speedup": transforms.speedup(s),
+        "speedup": time_scale_of(s),
         "jobs": len(plan),
         "span_s": float(plan["submit"].max() - plan["submit"].min()) if len(plan) else 0.0,
-        "span_s_unshrunk": float(transforms.unshrink(plan["submit"].max(), s)) if len(plan) else 0.0,
+        "span_s_unshrunk": float(unshrink(plan["submit"].max(), s)) if len(plan) else 0.0,
         "columns": list(plan.columns),
     }
 
@@ -312,7 +315,7 @@ def save_plan(df: pd.DataFrame, manifest: dict[str, Any], path: str | Path) -> P
     """Write the plan (parquet) and its sidecar manifest; returns the manifest's path."""
     validate_plan(df, where=str(path))
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(manifest, indent=2, sort_keys=False, default=_json_default)
+    text = to_json(manifest)
     table = pa.Table.from_pandas(df, preserve_index=False)
     meta = dict(table.schema.metadata or {})
     meta[_PARQUET_KEY] = text.encode()
@@ -320,12 +323,6 @@ def save_plan(df: pd.DataFrame, manifest: dict[str, Any], path: str | Path) -> P
     side = manifest_path(path)
     side.write_text(text + "\n")
     return side
-
-
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "item"):  # numpy scalars
-        return value.item()
-    raise TypeError(f"not JSON serialisable: {value!r}")
 
 
 def load_plan(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:

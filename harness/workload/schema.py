@@ -8,7 +8,7 @@ submit is 0. ``-1`` is never used inside a job table: unknown values are NA
 named cleaning rule (see ``harness.workload.cleaning``).
 
 The *job plan* written by ``harness workload prepare`` is a job table with at
-least the PLAN_COLUMNS below (no NA anywhere), stored as parquet with a JSON
+least the PLAN_COLUMNS of ``harness.model.columns`` (no NA anywhere), stored as parquet with a JSON
 sidecar manifest. Simulator and replay consume exactly this. If the manifest's
 ``shrink`` is s > 0, every time in the plan is already multiplied by 1 - s.
 """
@@ -16,6 +16,8 @@ sidecar manifest. Simulator and replay consume exactly this. If the manifest's
 from __future__ import annotations
 
 import pandas as pd
+
+from harness.model.columns import PLAN_COLUMNS
 
 # column name -> (pandas dtype, meaning). Columns read from the SWF record.
 JOB_COLUMNS: dict[str, tuple[str, str]] = {
@@ -56,9 +58,6 @@ DERIVED_COLUMNS: dict[str, tuple[str, str]] = {
 
 ALL_COLUMNS: dict[str, tuple[str, str]] = {**JOB_COLUMNS, **DERIVED_COLUMNS}
 
-# What the simulator and the replay need; every plan has these.
-PLAN_COLUMNS: tuple[str, ...] = ("job_id", "submit", "runtime", "walltime", "nodes", "bb_per_node_mb")
-
 # Kept in every plan ``prepare`` writes, for traceability and metrics; consumers may ignore them.
 PLAN_EXTRA_COLUMNS: tuple[str, ...] = ("bb_total_mb", "timeout", "user", "trace_submit", "record")
 
@@ -76,17 +75,6 @@ PLAN_DTYPES: dict[str, str] = {
     "trace_submit": "float64",
     "record": "int64",
 }
-
-# Times a time transform (shrink, rebase) applies to. trace_submit is left alone on
-# purpose: it is the link back to the original trace.
-SHRINK_COLUMNS: tuple[str, ...] = (
-    "submit",
-    "runtime",
-    "walltime",
-    "wait_trace",
-    "cpu_time_avg",
-    "think_time",
-)
 
 
 class SchemaError(ValueError):

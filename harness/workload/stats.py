@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.platform import Platform
+from harness.platform import Machine
 from harness.workload.cleaning import CleaningReport
 from harness.workload.swf import SwfTrace
 
@@ -64,7 +64,7 @@ def offered_load(nodes: np.ndarray, runtime: np.ndarray, submit: np.ndarray, com
     return float((nodes * runtime).sum() / (compute_count * span))
 
 
-def bb_summary(df: pd.DataFrame, platform: Platform, counts: dict[str, int]) -> dict[str, Any]:
+def bb_summary(df: pd.DataFrame, platform: Machine, counts: dict[str, int]) -> dict[str, Any]:
     per_node = df["bb_per_node_mb"].to_numpy()
     span = float(df["submit"].max() - df["submit"].min())
     demand = float((df["bb_total_mb"].to_numpy() * df["runtime"].to_numpy()).sum())
@@ -95,7 +95,7 @@ def summarize(
     raw: pd.DataFrame,
     jobs: pd.DataFrame,
     report: CleaningReport,
-    platform: Platform,
+    platform: Machine,
     bb_counts: dict[str, int],
 ) -> dict[str, Any]:
     """Everything ``inspect`` shows, as one JSON-able dict.

@@ -11,8 +11,6 @@ import math
 import numpy as np
 import pandas as pd
 
-from harness.workload.schema import SHRINK_COLUMNS
-
 SHUFFLE_STREAM = 2  # keys the shuffle's generator apart from the BB draws'
 
 
@@ -25,36 +23,6 @@ def _ordered(df: pd.DataFrame) -> pd.DataFrame:
 
 
 # -- time -------------------------------------------------------------------------------
-
-
-def check_shrink(s: float) -> float:
-    if not 0.0 <= s < 1.0:
-        raise TransformError(f"shrink factor must be in [0, 1), got {s}")
-    return float(s)
-
-
-def speedup(s: float) -> float:
-    """How much faster a shrunk replay runs: 1 / (1 - s)."""
-    return 1.0 / (1.0 - check_shrink(s))
-
-
-def unshrink(value: float | np.ndarray, s: float) -> float | np.ndarray:
-    """Back to original seconds: shrunk / (1 - s)."""
-    return value / (1.0 - check_shrink(s))
-
-
-def shrink(df: pd.DataFrame, s: float) -> pd.DataFrame:
-    """Time shrinking (Barberato Section 4.2.4): every time multiplied by 1 - s.
-
-    Applies to submit, runtime, walltime and the trace's other durations;
-    ``trace_submit`` keeps the original seconds.
-    """
-    factor = 1.0 - check_shrink(s)
-    out = df.copy()
-    for col in SHRINK_COLUMNS:
-        if col in out.columns:
-            out[col] = out[col] * factor
-    return out
 
 
 def rebase(df: pd.DataFrame) -> tuple[pd.DataFrame, float]:

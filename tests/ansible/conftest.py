@@ -29,8 +29,9 @@ from pathlib import Path
 import pytest
 
 from harness.cluster.base import port_in_use
-from harness.cluster.host import HostCluster, SshRunner, SshTarget
-from harness.paths import repo_path
+from harness.cluster.host import HostCluster
+from harness.cluster.runners import SshRunner, SshTarget
+from harness.model.paths import repo_path
 from harness.platform import Platform, load_platform
 
 HERE = Path(__file__).parent
@@ -127,7 +128,8 @@ class StandIns:
         if _run(["docker", "image", "inspect", "debian:trixie-slim"]).returncode != 0:
             pytest.fail("base image debian:trixie-slim missing: run `bash containers/make-base-image.sh`")
         self.remove_containers()
-        ports = [*SSH_PORTS.values(), self.platform.controller_port, *self.platform.ports().values()]
+        deployment = self.platform.deployment
+        ports = [*SSH_PORTS.values(), deployment.controller_port, *self.platform.ports().values()]
         busy = [p for p in ports if port_in_use(p)]
         if busy:
             pytest.fail(f"127.0.0.1 ports the stand-ins need are in use: {busy[:10]}")

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from harness.cluster.host import HostCluster
-from harness.paths import repo_path
+from harness.model.paths import repo_path
 from tests.ansible.conftest import (
     CLUSTER_NAME,
     HEAD,

@@ -9,14 +9,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 
 import pytest
 
-from harness.cluster.base import CommandResult
 from harness.cluster.docker import DockerCluster
-from harness.run import Experiment, RunOptions
+from harness.emulation.run import Experiment
+from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
+from harness.model.commands import CommandResult
+from harness.platform import bundled_platform_file
 from harness.slurm.config import SchedulerConfig, render_slurm_files
 
 TEST_CLUSTER = "bbtest"
@@ -112,7 +113,7 @@ SLICE_SHRINK = 0.99
 
 def shifted_platform(tmp: Path, index: int) -> Path:
     """The default platform on ports of its own (controller 6820+i, slurmd 30001+200i)."""
-    text = resources.files("harness.platforms").joinpath("default.toml").read_text()
+    text = bundled_platform_file().read_text()
     text = text.replace("controller_port = 6817", f"controller_port = {6820 + index}")
     text = text.replace("slurmd_base_port = 17001", f"slurmd_base_port = {30001 + 200 * index}")
     path = tmp / f"platform-{index}.toml"
@@ -129,9 +130,10 @@ def slice_runs(session_cluster, tmp_path_factory) -> Iterator[dict[str, Path]]:
     names = [f"bbslice{i}" for i in range(len(SLICE_POLICIES))]
 
     def replay(index: int, policy: str) -> None:
-        opts = RunOptions(policy=policy, shrink=SLICE_SHRINK, cluster_name=names[index],
-                          platform=str(shifted_platform(tmp, index)), runs_dir=tmp / "runs", quiet=True,
-                          compare_sim=True, label=f"t{index}")  # fmt: skip
+        opts = RunOptions(WorkloadSpec(shrink=SLICE_SHRINK),
+                          ClusterSpec(name=names[index], platform=str(shifted_platform(tmp, index))),
+                          ReplaySpec(policy=policy, compare_sim=True), runs_dir=tmp / "runs", quiet=True,
+                          label=f"t{index}")  # fmt: skip
         try:
             results[policy] = Experiment(opts, progress=lambda m: print(f"[{policy}] {m}")).execute()
         except BaseException as exc:  # reported by the tests that need this run

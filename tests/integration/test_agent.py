@@ -13,9 +13,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from harness.emulation.run import Experiment
+from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
 from harness.policies.registry import get_policy
-from harness.run import Experiment, RunOptions
-from harness.simulator import simulate
+from harness.sim.engine import simulate
 from harness.workload.plan import save_plan
 
 from .conftest import TEST_CLUSTER
@@ -60,8 +61,9 @@ def test_starvation_scenario_same_start_order_as_simulator(
 ) -> None:
     plan = starvation_plan()
     expected = start_groups(simulate(plan, get_policy(policy)).jobs)
-    opts = RunOptions(trace=_plan_file(tmp_path, plan), shrink=0.9, policy=policy, cluster_name=TEST_CLUSTER,
-                      runs_dir=tmp_path, quiet=True, compare_sim=True)  # fmt: skip
+    workload = WorkloadSpec(trace=_plan_file(tmp_path, plan), shrink=0.9)
+    opts = RunOptions(workload, ClusterSpec(name=TEST_CLUSTER), ReplaySpec(policy=policy, compare_sim=True),
+                      runs_dir=tmp_path, quiet=True)  # fmt: skip
     run_dir = Experiment(opts, progress=print).execute()
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["complete"], manifest["incomplete_reason"]
@@ -86,8 +88,9 @@ def test_killing_the_agent_stops_the_run_and_release_all_drains(slurm_cluster, t
         "job_id": range(1, 31), "submit": [2.0 * i for i in range(30)], "runtime": [30.0] * 30,
         "walltime": [60.0] * 30, "nodes": [48] * 30, "bb_per_node_mb": [100] * 30,
     })  # fmt: skip
-    opts = RunOptions(trace=_plan_file(tmp_path, plan), shrink=0.9, policy="backfill-1",
-                      cluster_name=TEST_CLUSTER, runs_dir=tmp_path, quiet=True, keep_jobs=True)  # fmt: skip
+    workload = WorkloadSpec(trace=_plan_file(tmp_path, plan), shrink=0.9)
+    replay = ReplaySpec(policy="backfill-1", keep_jobs=True)
+    opts = RunOptions(workload, ClusterSpec(name=TEST_CLUSTER), replay, runs_dir=tmp_path, quiet=True)
 
     ctld = f"{TEST_CLUSTER}-ctld"
 

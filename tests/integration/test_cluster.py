@@ -69,7 +69,7 @@ def test_rendered_config_on_disk_equals_template(slurm_cluster) -> None:
 
 
 def test_daemons_listen_on_loopback_only(slurm_cluster) -> None:
-    ports = {slurm_cluster.platform.controller_port, *slurm_cluster.platform.ports().values()}
+    ports = {slurm_cluster.platform.deployment.controller_port, *slurm_cluster.platform.ports().values()}
     out = subprocess.run(["ss", "-Hltn"], capture_output=True, text=True, check=True).stdout
     listeners = [line.split()[3] for line in out.splitlines()]
     ours = [addr for addr in listeners if int(addr.rsplit(":", 1)[1]) in ports]

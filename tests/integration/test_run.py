@@ -15,7 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.run import Experiment, RunOptions
+from harness.emulation.run import Experiment
+from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
 from harness.workload.plan import save_plan
 
 from .conftest import TEST_CLUSTER
@@ -23,8 +24,9 @@ from .conftest import TEST_CLUSTER
 SLICE_JOBS = 200
 
 
-def _run(runs_dir: Path, policy: str, **kwargs) -> Path:
-    opts = RunOptions(policy=policy, cluster_name=TEST_CLUSTER, runs_dir=runs_dir, quiet=True, **kwargs)
+def _run(runs_dir: Path, policy: str, workload: WorkloadSpec, drift: float = 0.0) -> Path:
+    opts = RunOptions(workload, ClusterSpec(name=TEST_CLUSTER), ReplaySpec(policy=policy, drift=drift),
+                      runs_dir=runs_dir, quiet=True)  # fmt: skip
     return Experiment(opts, progress=print).execute()
 
 
@@ -128,7 +130,7 @@ def test_drift_experiment_no_accumulation(slurm_cluster, tmp_path: Path) -> None
     })  # fmt: skip
     trace = tmp_path / "chain.parquet"
     save_plan(plan, {"format": "harness-plan", "version": 1, "shrink": 0.0, "seed": 0}, trace)
-    run_dir = _run(tmp_path, "slurm-fcfs", trace=trace, shrink=0.9, drift=1.0)
+    run_dir = _run(tmp_path, "slurm-fcfs", WorkloadSpec(trace=trace, shrink=0.9), drift=1.0)
     manifest, _, results = _load(run_dir)
     assert manifest["complete"], manifest["incomplete_reason"]
     wait = (results["start"] - results["submit"]).to_numpy()  # emulated seconds

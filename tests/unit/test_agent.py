@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.cluster.base import CommandResult
+from harness.emulation.agent import Agent, release_all
+from harness.model.commands import CommandResult
 from harness.platform import load_platform
 from harness.policies.registry import get_policy
-from harness.slurm.agent import Agent, release_all
-from harness.slurm.client import SlurmClient, parse_comment, parse_squeue
+from harness.slurm.client import SlurmClient, parse_squeue
+from harness.slurm.jobspec import parse_comment
 
 
 class ScriptedSlurm:

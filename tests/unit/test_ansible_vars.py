@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.cluster import ansible_vars as av
-from harness.paths import repo_path
+from harness.model.paths import repo_path
 from harness.platform import load_platform
 from harness.slurm.config import SchedulerConfig, render_slurm_files
 from tests.platforms import platform_toml, slurm_nodes

@@ -1,4 +1,4 @@
-"""Run comparison (harness.compare) and the `harness compare` command."""
+"""Run comparison (harness.analysis.compare) and the `harness compare` command."""
 
 from __future__ import annotations
 
@@ -9,14 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from harness.analysis.compare import aggregate_repetitions, compare_runs, comparison_to_dict, format_table
+from harness.analysis.plots import plot_comparison
 from harness.cli import main
-from harness.compare import (
-    aggregate_repetitions,
-    compare_runs,
-    comparison_to_dict,
-    format_table,
-    plot_comparison,
-)
 
 # t(0.975, 2) from a Student-t table: the C95 factor for 3 repetitions.
 T_975_2 = 4.302652729911275

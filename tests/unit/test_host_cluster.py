@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from harness.cluster import ansible_vars as av
-from harness.cluster import host
+from harness.cluster import host, runners
 from harness.cluster.base import ClusterError
-from harness.cluster.host import HostCluster, LocalRunner, SshRunner, SshTarget, as_user, parse_ssh_url
+from harness.cluster.host import HostCluster
+from harness.cluster.runners import LocalRunner, SshRunner, SshTarget, as_user, parse_ssh_url
 from harness.platform import load_platform
 from harness.slurm.config import SchedulerConfig
 from tests.platforms import platform_toml
@@ -122,9 +123,9 @@ def _closed_port() -> int:
 
 
 def test_pure_command_helpers() -> None:
-    assert host.with_timeout(["sinfo"], 30) == ["timeout", "30", "sinfo"]
-    assert host.with_timeout(["sinfo"], None) == ["sinfo"]
-    assert host.put_script("/shared", "runs/r1/plan.parquet")[-2:] == ["runs", "runs/r1"]
+    assert runners.with_timeout(["sinfo"], 30) == ["timeout", "30", "sinfo"]
+    assert runners.with_timeout(["sinfo"], None) == ["sinfo"]
+    assert runners.put_script("/shared", "runs/r1/plan.parquet")[-2:] == ["runs", "runs/r1"]
     conf = "# x\nSlurmctldLogFile=/var/log/slurm/ctld.log\njobcomploc=/j.log # comment\n"
     assert host.conf_value(conf, "SlurmctldLogFile") == "/var/log/slurm/ctld.log"
     assert host.conf_value(conf, "JobCompLoc") == "/j.log"
@@ -204,7 +205,7 @@ class FakeHead:
         if argv[:2] == ["sh", "-c"] and "exec tail -c" in argv[2]:
             path, first_byte = argv[-2], int(argv[-1])
             if path not in self.files:
-                return subprocess.CompletedProcess(argv, host.MISSING_RC, b"", b"")
+                return subprocess.CompletedProcess(argv, runners.MISSING_RC, b"", b"")
             return subprocess.CompletedProcess(argv, 0, self.files[path][first_byte - 1 :], b"")
         if argv[:2] == ["sh", "-c"] and "mv -f" in argv[2]:
             self.files[argv[-1]] = data
@@ -301,12 +302,13 @@ def test_collect_slurm_files_follows_the_rendered_paths(tmp_path: Path) -> None:
 
 
 def test_make_backend_builds_host_clusters() -> None:
-    from harness.run import RunOptions, make_backend
+    from harness.emulation.run import make_backend
+    from harness.emulation.specs import ClusterSpec
 
-    ssh = make_backend(RunOptions(cluster="ssh://debian@127.0.0.1:2201"))
+    ssh = make_backend(ClusterSpec(backend="ssh://debian@127.0.0.1:2201"))
     assert isinstance(ssh, HostCluster) and isinstance(ssh.runner, SshRunner)
     assert ssh.runner.target == SshTarget("127.0.0.1", "debian", 2201) and ssh.login == "debian"
-    assert isinstance(make_backend(RunOptions(cluster="local")).runner, LocalRunner)
+    assert isinstance(make_backend(ClusterSpec(backend="local")).runner, LocalRunner)
 
 
 def test_control_dir_too_deep_for_a_socket_path_falls_back_to_a_short_one(tmp_path) -> None:

@@ -1,11 +1,10 @@
-"""Slurm hostlist expansion (harness.slurm.hostlist)."""
+"""Slurm hostlist expansion (harness.model.hostlist)."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.slurm.config import hostlist as compress_hostlist
-from harness.slurm.hostlist import HostlistError, expand_hostlist
+from harness.model.hostlist import HostlistError, compress_hostlist, expand_hostlist
 
 
 @pytest.mark.parametrize(

@@ -8,16 +8,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.metrics import (
+from harness.analysis.metrics import (
     bootstrap_ci,
     job_metrics,
     makespan,
     quantiles,
     repetition_stats,
     summary,
-    time_scale_of,
     utilisation,
 )
+from harness.model.timescale import time_scale_of
 from harness.platform import load_platform
 
 PLATFORM = load_platform()

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from harness.cluster.state import render_compose
-from harness.paths import repo_path
+from harness.model.hostlist import compress_hostlist as hostlist
+from harness.model.paths import repo_path
 from harness.platform import PlatformError, load_platform, platform_from_dict
-from harness.slurm.config import NodeLine, SchedulerConfig, hostlist, render_slurm_files
+from harness.slurm.config import NodeLine, SchedulerConfig, render_slurm_files
 from harness.slurm.config import node_lines as group_node_lines
 from tests.platforms import slurm_nodes
 

@@ -8,7 +8,8 @@ import pytest
 from harness.platform import load_platform
 from harness.policies.registry import get_policy
 from harness.policies.state import Allocation, ClusterState, QueuedJob, RunningJob, Topology
-from harness.simulator import check_schedule, simulate
+from harness.sim.checks import check_schedule
+from harness.sim.engine import simulate
 
 PLATFORM = load_platform()
 TOPO = Topology.from_platform(PLATFORM)

@@ -5,28 +5,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.platform import load_platform, platform_from_dict
+from harness.platform import load_platform
 from harness.policies.allocation import choose_allocation, fits
 from harness.policies.profile import AvailabilityProfile, reserve_bb
 from harness.policies.state import Allocation, ClusterState, JobQueue, QueuedJob, RunningJob, Topology
+from tests.platforms import tiny_machine
 
 TOPO = Topology.from_platform(load_platform())
 
 
 def tiny_topology(bb_capacity_mb: int = 100) -> Topology:
     """2 groups x 1 chassis x 2 compute nodes: compute 0,1 near BB 0; 2,3 near BB 1."""
-    data = {
-        "platform": {"name": "tiny"},
-        "topology": {"groups": 2, "chassis_per_group": 1, "compute_per_chassis": 2},
-        "compute": {"prefix": "c", "digits": 3, "cpus": 1, "real_memory_mb": 100, "partition": "compute"},
-        "burst_buffer": {
-            "prefix": "bb", "digits": 2, "cpus": 1, "real_memory_mb": 100, "partition": "bb",
-            "capacity_mb": bb_capacity_mb, "license": "bb",
-        },
-        "network": {"controller_host": "localhost", "controller_port": 6817, "slurmd_base_port": 17001},
-        "deploy": {"node_containers": 1},
-    }  # fmt: skip
-    return Topology.from_platform(platform_from_dict(data))
+    return Topology.from_platform(tiny_machine(bb_capacity_mb))
 
 
 def free_by_chassis(topo: Topology, free: list[int]) -> list[list[int]]:

@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.replay import STATUS, SUBMISSIONS, Replayer, ReplayOptions, sbatch_command, slurm_time_limit
+from harness.emulation.replay import Replayer, ReplayOptions, sbatch_command, slurm_time_limit
+from harness.model.rundir import STATUS, SUBMISSIONS
 
 
 class FakeClock:

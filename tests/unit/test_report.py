@@ -1,4 +1,4 @@
-"""Run reports (harness.report) on small hand-made run directories."""
+"""Run reports (harness.analysis.report) on small hand-made run directories."""
 
 from __future__ import annotations
 
@@ -11,18 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import metrics as hm
+from harness.analysis import metrics as hm
+from harness.analysis.report import write_report
+from harness.analysis.rundata import RunData, load_run
+from harness.analysis.series import gantt_layout, node_rows, queue_series, step_series, usage_series
+from harness.model.timescale import time_scale_of
 from harness.platform import Platform, load_platform
-from harness.report import (
-    RunData,
-    gantt_layout,
-    load_run,
-    node_rows,
-    queue_series,
-    step_series,
-    usage_series,
-    write_report,
-)
 
 # 4 compute nodes, 1 BB node of 40 000 MB.
 PLATFORM: Platform = dataclasses.replace(
@@ -74,10 +68,10 @@ def make_run(
     results = results_frame(nodelists)
     results.to_parquet(run_dir / "results.parquet", index=False)
     ran = results[results["start"].notna()]
-    metrics = hm.summary(ran, PLATFORM, time_scale=hm.time_scale_of(SHRINK)) | (extra_metrics or {})
+    metrics = hm.summary(ran, PLATFORM, time_scale=time_scale_of(SHRINK)) | (extra_metrics or {})
     (run_dir / "metrics.json").write_text(json.dumps(metrics))
     manifest = {
-        "run_id": "run-1", "policy": "fcfs", "shrink": SHRINK, "time_scale": hm.time_scale_of(SHRINK),
+        "run_id": "run-1", "policy": "fcfs", "shrink": SHRINK, "time_scale": time_scale_of(SHRINK),
         "complete": complete, "trace": "tiny.swf", "platform": PLATFORM.as_dict(),
         "started_at": "2025-01-01T00:00:00+00:00", "slurm_version": "slurm 24.11.0",
         "harness_version": "0.1.0", "seed": 7, "options": {"timeout": None},

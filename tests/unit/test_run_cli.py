@@ -5,7 +5,8 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.run import scheduler_for_run, simulator_twin
+from harness.emulation.fidelity import simulator_twin
+from harness.emulation.run import scheduler_for_run
 
 
 def test_unknown_cluster_is_a_clear_error() -> None:
@@ -45,7 +46,7 @@ class GrowingFiles:
 
 
 def test_jsonl_tail_reads_only_new_complete_lines() -> None:
-    from harness.run import JsonlTail
+    from harness.emulation.watch import JsonlTail
 
     files = GrowingFiles()
     tail = JsonlTail(files, "log")  # type: ignore[arg-type]
@@ -65,7 +66,7 @@ def test_watcher_asks_squeue_every_few_seconds_while_submitting_then_at_every_lo
 
     import pandas as pd
 
-    from harness import run as run_mod
+    from harness.emulation import watch as run_mod
 
     clock = [100.0]
     monkeypatch.setattr(run_mod.time, "monotonic", lambda: clock[0])
@@ -81,3 +82,36 @@ def test_watcher_asks_squeue_every_few_seconds_while_submitting_then_at_every_lo
     watcher._queue_counts(fresh=True)
     watcher._queue_counts(fresh=True)
     assert len(calls) == 5
+
+
+def test_watcher_ends_a_run_only_after_the_queue_is_seen_empty_for_the_whole_grace(monkeypatch) -> None:
+    """A busy slurmctld makes squeue fail now and then; an unanswered look, or one empty look
+    between looks that see jobs, must not end a run whose jobs are still queued."""
+    import types
+
+    import pandas as pd
+
+    from harness.emulation import watch
+
+    clock = [0.0]
+    monkeypatch.setattr(watch.time, "monotonic", lambda: clock[0])
+    answers: list[tuple[int, int] | None] = []
+    head = types.SimpleNamespace(backend=None, timeout=None, queue_counts=lambda: answers.pop(0))
+    plan = pd.DataFrame({"job_id": [1, 2, 3], "submit": [0.0, 0.0, 0.0], "runtime": [1.0, 1.0, 1.0]})
+    watcher = watch.Watcher(head, plan, "runs/x", quiet=True)
+    replay = types.SimpleNamespace(poll=lambda: None)
+    subs = [{"slurm_job_id": i} for i in (11, 12, 13)]
+
+    def look(answer: tuple[int, int] | None, at: float) -> tuple[bool, str] | None:
+        clock[0] = at
+        answers.append(answer)
+        counts = watcher._queue_counts(fresh=True)
+        return watcher._verdict(replay, {"done": True}, subs, 1, None if counts is None else sum(counts))
+
+    assert look((0, 0), 0.0) is None  # one empty look: the grace starts
+    assert look(None, 5.0) is None  # squeue did not answer
+    assert look((2, 0), 8.0) is None  # jobs are there after all
+    assert look((0, 0), 12.0) is None  # 12 s after the first empty look, but only 0 s of this one
+    assert look(None, 30.0) is None  # failing squeue is not an empty queue
+    assert look((0, 0), 31.0) is None
+    assert look((0, 0), 41.5) == (False, "2 job(s) left the queue without a sigsleep record")

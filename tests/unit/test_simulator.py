@@ -7,26 +7,17 @@ from collections.abc import Sequence
 import pandas as pd
 import pytest
 
-from harness.platform import load_platform, platform_from_dict
+from harness.model.columns import RESULT_COLUMNS
+from harness.platform import load_platform
 from harness.policies.base import Decision, Policy, Start
 from harness.policies.registry import THESIS_POLICIES, get_policy
 from harness.policies.state import Allocation, ClusterState, QueuedJob
-from harness.simulator import RESULT_COLUMNS, SimulationError, check_schedule, simulate
+from harness.sim.checks import check_schedule
+from harness.sim.engine import SimulationError, simulate
+from tests.platforms import tiny_machine
 
 PLATFORM = load_platform()
-TINY = platform_from_dict(
-    {
-        "platform": {"name": "tiny"},
-        "topology": {"groups": 2, "chassis_per_group": 1, "compute_per_chassis": 2},
-        "compute": {"prefix": "c", "digits": 3, "cpus": 1, "real_memory_mb": 100, "partition": "compute"},
-        "burst_buffer": {
-            "prefix": "bb", "digits": 2, "cpus": 1, "real_memory_mb": 100, "partition": "bb",
-            "capacity_mb": 100, "license": "bb",
-        },
-        "network": {"controller_host": "localhost", "controller_port": 6817, "slurmd_base_port": 17001},
-        "deploy": {"node_containers": 1},
-    }
-)  # fmt: skip
+TINY = tiny_machine()
 
 
 def plan(rows: list[tuple[int, float, float, float, int, int]]) -> pd.DataFrame:

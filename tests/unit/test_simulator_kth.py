@@ -13,10 +13,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from harness.metrics import summary
+from harness.analysis.metrics import summary
 from harness.platform import load_platform
 from harness.policies.registry import get_policy
-from harness.simulator import check_schedule, simulate
+from harness.sim.checks import check_schedule
+from harness.sim.engine import simulate
 from tests.kth import KTH, needs_kth
 
 PLATFORM = load_platform()

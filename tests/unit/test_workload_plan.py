@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from harness.model.columns import PLAN_COLUMNS
 from harness.workload import plan as wp
-from harness.workload.schema import PLAN_COLUMNS, SchemaError
+from harness.workload.schema import SchemaError
 from harness.workload.swf import read_swf
 from tests.kth import KTH, needs_kth
 

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from harness.model.timescale import ShrinkError, shrink_table, time_scale_of, unshrink
 from harness.platform import load_platform
 from harness.workload import transforms as tf
 from harness.workload.cleaning import clean
@@ -60,7 +61,7 @@ def ten_jobs() -> pd.DataFrame:
 
 
 def test_shrink_09_on_three_jobs():
-    out = tf.shrink(three_jobs(), 0.9)
+    out = shrink_table(three_jobs(), 0.9)
     assert out["submit"].tolist() == pytest.approx([10.0, 20.0, 40.0], rel=1e-12)
     assert out["runtime"].tolist() == pytest.approx([5.0, 1.0, 100.0], rel=1e-12)
     assert out["walltime"].tolist() == pytest.approx([6.0, 10.0, 200.0], rel=1e-12)
@@ -69,16 +70,16 @@ def test_shrink_09_on_three_jobs():
 
 
 def test_speedup_and_unshrink():
-    assert tf.speedup(0.9) == pytest.approx(10.0)
-    assert tf.speedup(0.99) == pytest.approx(100.0)
-    assert tf.unshrink(6.0, 0.9) == pytest.approx(60.0)
-    assert tf.speedup(0.0) == 1.0
+    assert time_scale_of(0.9) == pytest.approx(10.0)
+    assert time_scale_of(0.99) == pytest.approx(100.0)
+    assert unshrink(6.0, 0.9) == pytest.approx(60.0)
+    assert time_scale_of(0.0) == 1.0
 
 
 @pytest.mark.parametrize("s", [1.0, -0.1, 1.5])
 def test_shrink_factor_out_of_range(s):
-    with pytest.raises(tf.TransformError, match=r"shrink factor must be in \[0, 1\)"):
-        tf.shrink(three_jobs(), s)
+    with pytest.raises(ShrinkError, match=r"shrink factor must be in \[0, 1\)"):
+        shrink_table(three_jobs(), s)
 
 
 def test_rebase_returns_offset():

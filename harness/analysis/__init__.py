@@ -1,0 +1,1 @@
+"""Metrics, comparison of runs and the report of a run directory."""

@@ -1,0 +1,290 @@
+"""The report as a tiny document model (sections of text, tables, banners, images),
+rendered twice (Markdown and HTML, :mod:`harness.analysis.render`) so both always say the same."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.analysis.formatting import UNITS, format_alternative, format_number
+from harness.analysis.plots import PLOT_CAPTIONS
+from harness.analysis.rundata import RunData
+from harness.model.metric_names import metric_spec
+
+# Sections of metrics.json that get their own part of the report, not a table row.
+SECTION_KEYS = ("cross_check", "submission", "repetitions")
+
+
+@dataclass
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+    # Per row, (metric key, raw JSON value): kept as data attributes in the HTML.
+    data: Sequence[tuple[str, str] | None] | None = None
+
+
+@dataclass
+class Banner:
+    text: str
+    ok: bool
+
+
+@dataclass
+class Image:
+    path: str  # relative to the run directory
+    alt: str
+    caption: str
+
+
+Block = str | Table | Banner | Image
+
+
+@dataclass
+class Section:
+    title: str
+    blocks: list[Block]
+
+
+def build_document(run: RunData, plots: Sequence[Path]) -> tuple[str, list[Section]]:
+    title = f"Run {run.manifest.get('run_id', run.run_dir.name)}"
+    sections = [_header_section(run), _jobs_section(run), _metrics_section(run)]
+    sections += _optional_sections(run)
+    sections.append(_plots_section(run, plots))
+    sections.append(_manifest_section(run))
+    return title, sections
+
+
+def _header_section(run: RunData) -> Section:
+    m = run.manifest
+    if m.get("complete") is True:
+        banner = Banner("Complete run: every job of the plan was replayed and collected.", ok=True)
+    else:
+        reason = m.get("incomplete_reason") or "the manifest does not mark the run complete"
+        banner = Banner(f"INCOMPLETE run: {reason}. Figures cover only the jobs that ran.", ok=False)
+    p = run.platform
+    platform = (
+        f"{p.get('compute_count', '?')} compute nodes, {p.get('bb_count', '?')} burst-buffer nodes "
+        f"of {p.get('bb_capacity_mb', '?')} MB ({p.get('bb_total_mb', '?')} MB in all)"
+    )
+    rows = [
+        ["Policy", str(m.get("policy", "?"))],
+        ["Trace", str(m.get("trace", "?"))],
+        ["Shrink", _plain(m.get("shrink"))],
+        ["Speed-up", f"{run.time_scale:.2f}x (all times below are original trace time)"],
+        ["Platform", platform],
+        ["Started at", str(m.get("started_at", "?"))],
+        ["Slurm version", str(m.get("slurm_version", "?"))],
+        ["Harness version", str(m.get("harness_version", "?"))],
+        ["Seed", _plain(m.get("seed"))],
+    ]
+    blocks: list[Block] = [banner, Table(["", ""], rows)]
+    blocks += [f"Note: {n}." for n in run.notes]
+    return Section("Run", blocks)
+
+
+def _jobs_section(run: RunData) -> Section:
+    if run.results is None:
+        return Section("Jobs", ["No per-job results."])
+    res = run.results
+    ran = int((res["start"].notna() & res["end"].notna()).sum())
+    status = res["status"] if "status" in res else pd.Series(["unknown"] * len(res))
+    counts = status.astype(str).value_counts()
+    rows = [[str(s), str(int(c))] for s, c in counts.items()]
+    text = (
+        f"{len(res)} jobs in the plan, {ran} ran; {len(res) - ran} never started "
+        "(left out of the metrics and plots)."
+    )
+    return Section("Jobs", [text, Table(["status", "jobs"], rows)])
+
+
+def _metrics_section(run: RunData) -> Section:
+    keys = [k for k in run.metrics if k not in SECTION_KEYS and _is_figure(run.metrics[k])]
+    if not keys:
+        return Section("Metrics", ["No metrics (no job ran, or metrics.json is missing)."])
+    rows, data = [], []
+    for key in keys:
+        value = run.metrics[key]
+        spec = metric_spec(key, value)
+        rows.append(
+            [
+                spec.label,
+                f"`{key}`",
+                format_number(spec.kind, value),
+                UNITS[spec.kind],
+                format_alternative(spec.kind, value),
+            ]
+        )
+        data.append((key, json.dumps(value)))
+    intro = "Values of metrics.json, in original trace time (seconds, 2 decimals; fractions, 4)."
+    table = Table(["metric", "key", "value", "unit", "also"], rows, data)
+    blocks: list[Block] = [intro, table]
+    others = [k for k in run.metrics if k not in SECTION_KEYS and k not in keys]
+    if others:
+        blocks.append(Table(["other figure", "value"], [[k, _plain(run.metrics[k])] for k in others]))
+    return Section("Metrics", blocks)
+
+
+def _is_figure(value: Any) -> bool:
+    """A number, or an interval of two numbers (the bootstrap CIs)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return True
+    return isinstance(value, list) and len(value) == 2 and all(isinstance(v, int | float) for v in value)
+
+
+def _optional_sections(run: RunData) -> list[Section]:
+    sections = []
+    reps = run.metrics.get("repetitions")
+    if isinstance(reps, dict) and reps:
+        sections.append(_repetitions_section(reps))
+    check = run.metrics.get("cross_check")
+    if isinstance(check, dict):
+        sections.append(_cross_check_section(check))
+    sub = run.metrics.get("submission")
+    if isinstance(sub, dict):
+        rows = [[k, _seconds3(k, v)] for k, v in sub.items()]
+        text = "How late the replay submitted jobs relative to their planned instants (wall-clock seconds)."
+        sections.append(Section("Submission lag", [text, Table(["figure", "value"], rows)]))
+    agent = run.metrics.get("agent")
+    if isinstance(agent, dict):
+        rows = [[k, _summarise(v)] for k, v in agent.items()]
+        text = "Calls of the policy by the ordering agent and their latency (wall-clock seconds)."
+        sections.append(Section("Ordering agent", [text, Table(["figure", "value"], rows)]))
+    fidelity = run.metrics.get("fidelity")
+    if isinstance(fidelity, dict):
+        sections.append(_fidelity_section(fidelity))
+    return sections
+
+
+def _fidelity_section(fidelity: dict[str, Any]) -> Section:
+    """Emulation against the simulation of the same plan and policy (original time)."""
+    order = fidelity.get("start_order") or {}
+    text = (
+        f"The same plan simulated with `{fidelity.get('simulator_policy')}`. Start order agreement "
+        f"(Kendall's tau over {order.get('jobs', '?')} jobs): {_summarise(order.get('kendall_tau'))}; "
+        f"mean absolute start shift: {_summarise(fidelity.get('mean_abs_start_shift_s'))} s."
+    )
+    rows = [
+        [key, _summarise(v.get("emulated")), _summarise(v.get("simulated")), _summarise(v.get("rel_diff"))]
+        for key, v in (fidelity.get("metrics") or {}).items()
+        if isinstance(v, dict)
+    ]
+    table = Table(["metric", "emulated", "simulated", "relative difference"], rows)
+    return Section("Fidelity: emulation vs simulation", [text, table])
+
+
+def _repetitions_section(reps: dict[str, Any]) -> Section:
+    rows = []
+    for key, st in reps.items():
+        if not isinstance(st, dict):
+            continue
+        kind = metric_spec(key).kind
+        rows.append(
+            [
+                metric_spec(key).label,
+                f"`{key}`",
+                format_number(kind, st.get("AVE")),
+                format_number(kind, st.get("SSD")),
+                format_number("ratio", st.get("RSD")),
+                format_number(kind, st.get("C95")),
+            ]
+        )
+    text = (
+        "Over the repeated runs: mean (AVE), standard deviation (SSD), relative SD in % (RSD), "
+        "95 % CI half-width (C95)."
+    )
+    return Section("Repetitions", [text, Table(["metric", "key", "AVE", "SSD", "RSD %", "C95"], rows)])
+
+
+def _cross_check_section(check: dict[str, Any]) -> Section:
+    ok = check.get("ok")
+    n_bad = check.get("n_disagreements", len(check.get("disagreements") or []))
+    if ok is True:
+        banner = Banner(
+            f"Slurm and sigsleep agree on all {check.get('compared', '?')} compared jobs.", ok=True
+        )
+    else:
+        banner = Banner(
+            f"Slurm and sigsleep disagree: {n_bad} job(s) beyond tolerance, or records missing.", ok=False
+        )
+    rows = [[k, _summarise(v)] for k, v in check.items() if k != "disagreements"]
+    blocks: list[Block] = [
+        "Start and end of every job as seen by sigsleep (the job itself) and by Slurm's jobcomp log.",
+        banner,
+        Table(["figure", "value"], rows),
+    ]
+    bad = [d for d in check.get("disagreements") or [] if isinstance(d, dict)]
+    if bad:
+        headers = list(bad[0])
+        blocks.append(f"First {min(len(bad), 20)} disagreements:")
+        blocks.append(Table(headers, [[_plain(d.get(h)) for h in headers] for d in bad[:20]]))
+    return Section("Cross-check: Slurm vs sigsleep", blocks)
+
+
+def _plots_section(run: RunData, plots: Sequence[Path]) -> Section:
+    if not plots:
+        return Section("Plots", ["No plots: no job ran."])
+    blocks: list[Block] = []
+    for path in plots:
+        rel = path.relative_to(run.run_dir).as_posix()
+        blocks.append(Image(rel, f"{path.stem} plot", PLOT_CAPTIONS.get(path.stem, "")))
+    return Section("Plots", blocks)
+
+
+def _manifest_section(run: RunData) -> Section:
+    shown = {
+        "run_id",
+        "policy",
+        "trace",
+        "shrink",
+        "time_scale",
+        "platform",
+        "started_at",
+        "slurm_version",
+        "harness_version",
+        "seed",
+        "complete",
+        "incomplete_reason",
+    }
+    rows = [[k, _plain(v)] for k, v in _flatten(run.manifest) if k.split(".")[0] not in shown]
+    if not rows:
+        return Section("Other manifest fields", ["None."])
+    return Section("Other manifest fields", [Table(["field", "value"], rows)])
+
+
+def _flatten(d: dict[str, Any], prefix: str = "", depth: int = 0) -> Iterable[tuple[str, Any]]:
+    for k, v in d.items():
+        if isinstance(v, dict) and v and depth < 2:
+            yield from _flatten(v, f"{prefix}{k}.", depth + 1)
+        else:
+            yield f"{prefix}{k}", v
+
+
+def _plain(value: Any, limit: int = 160) -> str:
+    if value is None:
+        return "n/a"
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _summarise(value: Any) -> str:
+    """Lists of job ids can be long: their length and the first few."""
+    if isinstance(value, list):
+        head = ", ".join(_plain(v, 40) for v in value[:10])
+        return f"{len(value)}" + (f" ({head}{', ...' if len(value) > 10 else ''})" if value else "")
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return _plain(value)
+
+
+def _seconds3(key: str, value: Any) -> str:
+    # Lags are sub-second, so three decimals rather than the metrics' two.
+    if isinstance(value, float):
+        return f"{value:.3f} s" if key.endswith("_s") else f"{value:.3f}"
+    return _plain(value)

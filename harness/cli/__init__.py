@@ -1,0 +1,44 @@
+"""The ``harness`` command line: a root group that imports a command's module only when
+the command runs (or when ``--help`` lists them), so ``harness replay`` on the head node
+never loads matplotlib and ``harness --version`` loads nothing."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from harness import __version__
+
+# command name -> (module, attribute) of its click command
+COMMANDS: dict[str, tuple[str, str]] = {
+    "agent": ("harness.cli.run", "agent_command"),
+    "cluster": ("harness.cli.cluster", "cluster"),
+    "compare": ("harness.cli.compare", "compare_command"),
+    "experiment": ("harness.cli.experiment", "experiment"),
+    "policies": ("harness.cli.policies", "policies_command"),
+    "replay": ("harness.cli.run", "replay_command"),
+    "run": ("harness.cli.run", "run_command"),
+    "simulate": ("harness.cli.simulate", "simulate_command"),
+    "workload": ("harness.cli.workload", "workload"),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are looked up in :data:`COMMANDS` when first needed."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attr = COMMANDS[cmd_name]
+        command: click.Command = getattr(importlib.import_module(module), attr)
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="harness")
+def main() -> None:
+    """Burst-buffer scheduling testbed: emulate on a real Slurm, simulate, compare."""

@@ -1,0 +1,246 @@
+"""``harness cluster up|status|logs|down|render``."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from harness.cli.options import platform_option
+from harness.cluster.base import ClusterError
+from harness.platform import PlatformError, load_platform
+from harness.slurm.config import SchedulerConfig, SchedulerMode
+
+if TYPE_CHECKING:
+    from harness.cluster.docker import DockerCluster
+
+name_option = click.option("--name", default="bbemu", show_default=True, help="Cluster name.")
+
+
+def _docker_cluster(
+    name: str, platform_file: str = "default", sched: SchedulerConfig | None = None
+) -> DockerCluster:
+    from harness.cluster.docker import DockerCluster
+
+    try:
+        platform = load_platform(platform_file)
+    except PlatformError as exc:
+        raise click.ClickException(str(exc)) from None
+    return DockerCluster(name=name, platform=platform, sched=sched)
+
+
+def _say(message: str) -> None:
+    click.echo(message, err=True)
+
+
+@click.group()
+def cluster() -> None:
+    """Bring the emulated Slurm cluster up, inspect it, tear it down."""
+
+
+@cluster.command()
+@name_option
+@platform_option
+@click.option(
+    "--scheduler", type=click.Choice(["backfill", "builtin"]), default="backfill", show_default=True
+)
+@click.option("--reserve-depth", type=int, default=None, help="bf_job_part_count_reserve (default: Slurm's).")
+@click.option("--no-bf-licenses", is_flag=True, help="Backfill without reserving burst-buffer licenses.")
+@click.option("--rebuild", is_flag=True, help="Rebuild the image even if it exists.")
+def up(
+    name: str,
+    platform_file: str,
+    scheduler: SchedulerMode,
+    reserve_depth: int | None,
+    no_bf_licenses: bool,
+    rebuild: bool,
+) -> None:
+    """Start slurmctld and every slurmd in local containers; wait until all nodes are idle."""
+    sched = SchedulerConfig(mode=scheduler, reserve_depth=reserve_depth, bf_licenses=not no_bf_licenses)
+    backend = _docker_cluster(name, platform_file, sched)
+    try:
+        result = backend.up(progress=_say, rebuild=rebuild)
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from None
+    p = backend.platform
+    if result.already_up:
+        click.echo(f"cluster '{name}' is already up ({p.node_count} nodes); nothing to do")
+        return
+    click.echo(
+        f"cluster '{name}' up: {p.compute_count} compute + {p.bb_count} burst-buffer nodes idle "
+        f"after {result.seconds_to_idle:.1f} s; state in {backend.state.root}"
+    )
+
+
+@cluster.command()
+@name_option
+def status(name: str) -> None:
+    """Show containers, nodes per partition and state, licenses and the queue."""
+    backend = _docker_cluster(name)
+    try:
+        containers = backend.containers()
+        if not containers:
+            click.echo(f"cluster '{name}' is down")
+            return
+        for ctr in containers:
+            click.echo(f"container {ctr.name:<20} {ctr.status}")
+        for title, cmd in (
+            ("nodes", ["sinfo", "--format=%P %a %D %T %N"]),
+            ("licenses", ["scontrol", "show", "licenses"]),
+            ("queue", ["squeue", "--format=%i %j %u %T %D %L %r", "--sort=i"]),
+        ):
+            res = backend.exec(cmd, timeout=30)
+            click.echo(f"--- {title}\n{(res.stdout or res.stderr).rstrip()}")
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@cluster.command()
+@name_option
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines.")
+@click.option("-n", "--lines", default=20, show_default=True, help="Lines per file.")
+@click.option(
+    "--daemon",
+    default="slurmctld",
+    show_default=True,
+    help="'slurmctld', a node name (e.g. c001), 'slurmd' for every node, or 'all'.",
+)
+def logs(name: str, follow: bool, lines: int, daemon: str) -> None:
+    """Tail the daemons' log files."""
+    backend = _docker_cluster(name)
+    files = _log_files(backend.state.log, daemon)
+    if not files:
+        raise click.ClickException(f"no log files for '{daemon}' in {backend.state.log}")
+    cmd = ["tail", f"-n{lines}", *(["-F"] if follow else []), *map(str, files)]
+    with contextlib.suppress(KeyboardInterrupt):
+        subprocess.run(cmd, check=False)
+
+
+def _log_files(log_dir: Path, daemon: str) -> list[Path]:
+    if daemon == "all":
+        return sorted(log_dir.glob("*.log"))
+    if daemon == "slurmd":
+        return sorted(log_dir.glob("slurmd-*.log"))
+    if daemon == "slurmctld":
+        return [p for p in [log_dir / "slurmctld.log"] if p.exists()]
+    return [p for p in [log_dir / f"slurmd-{daemon}.log"] if p.exists()]
+
+
+@cluster.command()
+@name_option
+@click.option("--keep-state", is_flag=True, help="Keep the state directory (configs, logs).")
+def down(name: str, keep_state: bool) -> None:
+    """Remove every container of the cluster and its state; safe to repeat."""
+    backend = _docker_cluster(name)
+    try:
+        removed = backend.down(keep_state=keep_state)
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"cluster '{name}': removed {removed} container(s)" + ("" if keep_state else " and its state"))
+
+
+@cluster.command()
+@name_option
+@platform_option
+@click.option(
+    "--state-dir",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Where to write etc/, munge/ and compose.yaml (e.g. containers/state).",
+)
+@click.option(
+    "--scheduler", type=click.Choice(["backfill", "builtin"]), default="backfill", show_default=True
+)
+@click.option("--image", default="harness-slurm:latest", show_default=True)
+def render(name: str, platform_file: str, state_dir: Path, scheduler: SchedulerMode, image: str) -> None:
+    """Render every Slurm file, a munge key and compose.yaml for `docker-compose` users."""
+    from harness.cluster.state import ClusterState, render_compose
+
+    platform = load_platform(platform_file)
+    state = ClusterState(name=name, root=state_dir.resolve())
+    state.create()
+    state.render(platform, SchedulerConfig(mode=scheduler))
+    compose = state_dir / "compose.yaml"
+    compose.write_text(render_compose(platform, name, image, str(state.root)))
+    click.echo(f"rendered {state.etc} and {compose}; run: docker-compose -f {compose} up -d")
+
+
+@cluster.command("render-ansible")
+@name_option
+@platform_option
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Directory the playbook installs from (created; files rewritten only when they change).",
+)
+@click.option(
+    "--hosts-json",
+    default=None,
+    help='Head and workers: {"head": {"name", "address"}, "workers": [{"name", "address", '
+    '"slurmd_count"?}]} (what ansible/site.yml passes from the inventory).',
+)
+@click.option(
+    "--workers",
+    type=int,
+    default=None,
+    help="Without --hosts-json: this many workers on one machine's 127.0.0.1 (default: the "
+    "platform's node_containers).",
+)
+@click.option(
+    "--scheduler", type=click.Choice(["backfill", "builtin"]), default="backfill", show_default=True
+)
+@click.option(
+    "--source-root",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Harness checkout packed for the head node's venv (default: this installation's checkout).",
+)
+@click.option("--no-source", is_flag=True, help="Do not pack the harness sources.")
+def render_ansible_command(
+    name: str,
+    platform_file: str,
+    out: Path,
+    hosts_json: str | None,
+    workers: int | None,
+    scheduler: SchedulerMode,
+    source_root: Path | None,
+    no_source: bool,
+) -> None:
+    """Render the Slurm files, layout, munge key and sources that ansible/site.yml installs.
+
+    Prints a JSON summary whose "changed" tells Ansible whether anything was rewritten.
+    """
+    import json
+
+    from harness.cluster import ansible_vars as av
+    from harness.model.paths import repo_path
+    from harness.slurm.config import LOOPBACK
+
+    try:
+        platform = load_platform(platform_file)
+        if hosts_json is not None:
+            head, specs = av.hosts_from_json(hosts_json)
+        else:
+            head = av.HostSpec("head", LOOPBACK)
+            specs = av.even_workers(workers or platform.deployment.node_containers)
+        layout = av.plan_layout(platform, head, specs)
+        result = av.render_ansible(
+            out.resolve(),
+            platform,
+            layout,
+            SchedulerConfig(mode=scheduler),
+            cluster_name=name,
+            source_root=None if no_source else (source_root or repo_path()),
+        )
+    except (PlatformError, av.LayoutError) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(json.dumps(result.summary(platform)))
+
+
+if __name__ == "__main__":
+    sys.exit(cluster())

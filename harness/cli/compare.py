@@ -1,0 +1,59 @@
+"""``harness compare RUN...``: metrics of several run directories side by side."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+
+@click.command("compare")
+@click.argument(
+    "runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path)
+)
+@click.option(
+    "--baseline",
+    default="0",
+    show_default=True,
+    help="The run the others are divided by: its position among RUN (0-based), run id or policy.",
+)
+@click.option(
+    "--metric",
+    "-m",
+    "metrics",
+    multiple=True,
+    help="Metric key of metrics.json to compare (repeatable). Default: waits, turnaround, slowdowns, "
+    "makespan and utilisations.",
+)
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write a bar chart of the ratios to the baseline (PNG).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON instead of a table.")
+def compare_command(
+    runs: tuple[Path, ...], baseline: str, metrics: tuple[str, ...], plot_path: Path | None, as_json: bool
+) -> None:
+    """Compare the metrics of run directories, normalised to a baseline run.
+
+    A run with repetitions shows the mean over them with its 95 % half-width (AVE ± C95).
+    """
+    # Imported here: pandas would otherwise slow `harness --help` down; matplotlib only for --plot.
+    from harness.analysis.compare import DEFAULT_METRICS, compare_runs, comparison_to_dict, format_table
+
+    try:
+        df = compare_runs(list(runs), baseline=baseline, metrics=metrics or DEFAULT_METRICS)
+    except (ValueError, json.JSONDecodeError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if as_json:
+        click.echo(json.dumps(comparison_to_dict(df), indent=2))
+    else:
+        click.echo(format_table(df))
+    if plot_path is not None:
+        from harness.analysis.plots import plot_comparison
+
+        plot_comparison(df, plot_path)
+        # stderr keeps --json output parseable.
+        click.echo(f"plot written to {plot_path}", err=True)

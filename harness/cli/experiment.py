@@ -1,0 +1,148 @@
+"""``harness experiment run | report``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from harness.experiments.keys import SpecError
+
+if TYPE_CHECKING:
+    from harness.experiments.executors import Executor
+
+T = TypeVar("T")
+
+EXECUTORS = ("local", "slurm")
+DEFAULT_ROOT = Path("runs") / "experiments"
+
+
+@click.group("experiment")
+def experiment() -> None:
+    """Grids of simulations or emulations from an experiment file (see docs/experiments.md)."""
+
+
+@experiment.command("run")
+@click.argument("spec_path", metavar="EXP.toml", type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help=f"Experiment directory (default: {DEFAULT_ROOT}/<name>); running again resumes it.",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Cells run at once (local: worker processes; slurm: array tasks at once).",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(EXECUTORS),
+    default="local",
+    show_default=True,
+    help="Run cells in local processes or as jobs of the Slurm cluster this machine submits to.",
+)
+@click.option("--partition", default=None, help="Slurm partition of the cells' jobs (slurm executor).")
+@click.option(
+    "--cell-time",
+    type=click.IntRange(min=1),
+    default=60,
+    show_default=True,
+    help="Time limit of one cell's Slurm job, in minutes (slurm executor).",
+)
+@click.option(
+    "--slurm-option",
+    "slurm_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Another sbatch option for the cells' jobs, e.g. account=proj (repeatable).",
+)
+@click.option(
+    "--report/--no-report",
+    default=True,
+    show_default=True,
+    help="Write the report when every cell has finished.",
+)
+@click.option("--dry-run", is_flag=True, help="Only show the grid and what is left to run.")
+def run_command(
+    spec_path: Path,
+    out: Path | None,
+    jobs: int,
+    executor: str,
+    partition: str | None,
+    cell_time: int,
+    slurm_options: tuple[str, ...],
+    report: bool,
+    dry_run: bool,
+) -> None:
+    """Run the cells of EXP.toml that have not run yet; the last line is the experiment directory."""
+    from harness.experiments.grid import describe, expand
+    from harness.experiments.results import ResultTable
+    from harness.experiments.runner import run_experiment
+    from harness.experiments.spec import load_spec
+
+    spec = _or_fail(load_spec, spec_path)
+    exp_dir = out or DEFAULT_ROOT / spec.name
+    if dry_run:
+        cells = _or_fail(expand, spec)
+        done = ResultTable(exp_dir).done_keys() if exp_dir.exists() else set()
+        left = sum(c.key not in done for c in cells)
+        click.echo(f"{describe(spec, cells)}; {len(cells) - left} done, {left} to run in {exp_dir}")
+        return
+    make = _executor_factory(executor, jobs, partition, cell_time, _parse_options(slurm_options))
+    summary = _or_fail(run_experiment, spec, exp_dir, make, executor_name=executor)
+    if summary.interrupted:
+        raise SystemExit(130)
+    if report and summary.complete:
+        from harness.experiments.report import write_experiment_report
+
+        write_experiment_report(exp_dir)
+    click.echo(str(exp_dir))
+    if summary.failed:
+        raise click.ClickException(f"{summary.failed} cell(s) failed (see {exp_dir}/failed.json); run again")
+
+
+@experiment.command("report")
+@click.argument("exp_dir", metavar="DIR", type=click.Path(path_type=Path, exists=True, file_okay=False))
+def report_command(exp_dir: Path) -> None:
+    """Write report.md and report.html (tables and plots) of an experiment directory."""
+    from harness.experiments.report import write_experiment_report
+
+    for path in _or_fail(write_experiment_report, exp_dir):
+        click.echo(str(path))
+
+
+def _executor_factory(
+    kind: str, jobs: int, partition: str | None, minutes: int, options: dict[str, str]
+) -> Callable[[Path], Executor]:
+    if kind == "local":
+        from harness.experiments.executors import LocalExecutor
+
+        return lambda exp_dir: LocalExecutor(exp_dir, jobs)
+    from harness.experiments.slurm_executor import SlurmExecutor
+
+    return lambda exp_dir: SlurmExecutor(exp_dir, jobs, partition=partition, minutes=minutes, options=options)
+
+
+def _parse_options(items: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--slurm-option")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _or_fail(func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Bad input is the user's to fix: one clear line, no traceback."""
+    try:
+        return func(*args, **kwargs)
+    except (SpecError, FileNotFoundError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None

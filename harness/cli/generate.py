@@ -1,0 +1,105 @@
+"""``harness workload generate feitelson96 | herbein``: synthetic plans from the sources' models."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import pandas as pd
+
+from harness.workload import plan
+from harness.workload.feitelson96 import Feitelson96
+from harness.workload.herbein_model import HerbeinModelError
+from harness.workload.swf import SwfError
+from harness.workload.synthetic import NODE_MEMORY_MB, feitelson96_plan, herbein_plan
+
+
+@click.group()
+def generate() -> None:
+    """Generate a job plan from a workload model of the source documents."""
+
+
+def _written(output: str, df: pd.DataFrame, manifest: dict) -> None:
+    side = plan.save_plan(df, manifest, output)
+    span, seed = manifest["span_s"], manifest["seed"]
+    click.echo(f"{output}: {len(df):,} jobs, span {span:,.0f} s, seed {seed}; manifest {side}")
+
+
+@generate.command("feitelson96")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Plan file (.parquet).")
+@click.option("--seed", type=int, default=1, show_default=True, help="Random seed (one workload per seed).")
+@click.option("--jobs", type=int, default=500, show_default=True, help="Jobs (Lackner Table I: 500).")
+@click.option("--nodes", "machine_nodes", type=int, default=128, show_default=True, help="Machine size.")
+@click.option("--max-repetitions", type=int, default=2, show_default=True, help="Runs of one job at most.")
+@click.option(
+    "--arrival-factor", type=float, default=500.0, show_default=True, help="Mean gap between new jobs, s."
+)
+@click.option("--shortest", type=float, default=1_800.0, show_default=True, help="Shortest runtime, s.")
+@click.option("--longest", type=float, default=86_400.0, show_default=True, help="Longest runtime, s.")
+@click.option(
+    "--bb-per-node-mb",
+    type=int,
+    default=NODE_MEMORY_MB,
+    show_default=True,
+    help="BB request per node (Lackner: a checkpoint of the node's 16 GB).",
+)
+@click.option("--walltime-factor", type=float, default=1.0, show_default=True,
+              help="walltime = runtime x factor (Lackner: accurate estimates).")  # fmt: skip
+def feitelson96_command(
+    output: str, seed: int, walltime_factor: float, bb_per_node_mb: int, **kw: float
+) -> None:
+    """Lackner's workload: the Feitelson 1996 model with Table I's parameters."""
+    try:
+        model = Feitelson96(
+            jobs=int(kw["jobs"]), machine_nodes=int(kw["machine_nodes"]),
+            max_repetitions=int(kw["max_repetitions"]), arrival_factor_s=kw["arrival_factor"],
+            shortest_s=kw["shortest"], longest_s=kw["longest"],
+        )  # fmt: skip
+        df, manifest = feitelson96_plan(model, seed, bb_per_node_mb, walltime_factor)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    _written(output, df, manifest)
+
+
+@generate.command("herbein")
+@click.argument("trace")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Plan file (.parquet).")
+@click.option("--seed", type=int, default=1, show_default=True, help="Random seed.")
+@click.option("--jobs", type=int, default=2_500, show_default=True, help="Jobs (Herbein: 2,500).")
+@click.option(
+    "--nodes",
+    "machine_nodes",
+    type=int,
+    default=3_888,
+    show_default=True,
+    help="Machine size (Herbein's CTS-1: 3,888).",
+)
+@click.option(
+    "--size-scale",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Multiply the sampled sizes (extrapolation to a larger machine).",
+)
+@click.option(
+    "--procs-per-node",
+    type=int,
+    default=1,
+    show_default=True,
+    help="The trace's processors per node (sizes are in nodes).",
+)
+@click.option("--model-out", type=click.Path(dir_okay=False), default=None,
+              help="Also write the fitted model's summary as JSON.")  # fmt: skip
+def herbein_command(trace: str, output: str, seed: int, jobs: int, machine_nodes: int, size_scale: float,
+                    procs_per_node: int, model_out: str | None) -> None:  # fmt: skip
+    """Herbein's model fitted from TRACE (user arrivals, four Poisson ranges, size bins, limit/elapsed)."""
+    try:
+        df, manifest, model = herbein_plan(
+            plan.resolve_input(trace), jobs, seed, machine_nodes, size_scale, procs_per_node
+        )
+    except (HerbeinModelError, SwfError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    if model_out:
+        Path(model_out).write_text(json.dumps(model.summary(), indent=2) + "\n")
+    _written(output, df, manifest)

@@ -1,0 +1,209 @@
+"""``harness run`` (host side) and ``harness replay`` (head-node side)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from harness.cli.options import (
+    first_n_option,
+    period_option,
+    platform_option,
+    policy_option,
+    seed_option,
+    shrink_option,
+)
+
+
+@click.command("run")
+@click.argument("trace", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@shrink_option(0.99)
+@policy_option("slurm-backfill-1", "slurm-fcfs, slurm-backfill-D, slurm-backfill-no-future-D, or a policy of "
+               "`harness policies` (applied by the ordering agent).")  # fmt: skip
+@click.option(
+    "--cluster",
+    "cluster",
+    default="docker",
+    show_default=True,
+    help="docker (local containers), local (Slurm on this host) or ssh://user@head[:port].",
+)
+@platform_option
+@click.option("--name", "cluster_name", default="bbemu", show_default=True, help="Docker cluster name.")
+@seed_option(2020)
+@click.option("--shuffle", is_flag=True, help="Shuffle submission order, keeping the instants.")
+@first_n_option
+@period_option
+@click.option(
+    "--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True
+)
+@click.option("--warmup", type=float, default=2.0, show_default=True, help="Seconds before t0.")
+@click.option(
+    "--drift",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Seconds added per job to submission instants (Barberato's drift correction).",
+)
+@click.option(
+    "--timeout", type=float, default=None, help="Give up this many seconds after the last submission."
+)
+@click.option("--keep-jobs", is_flag=True, help="On interruption, leave submitted jobs in Slurm.")
+@click.option("-q", "--quiet", is_flag=True, help="A progress line every 30 s instead of a live display.")
+@click.option(
+    "--repeat", type=int, default=1, show_default=True,
+    help="Run N times (with --shuffle: N submission orders); AVE/SSD/RSD/C95 per metric.",
+)  # fmt: skip
+@click.option(
+    "--compare-sim", is_flag=True, help="Also simulate the plan with the same policy and report the gap."
+)
+def run_command(
+    trace: Path | None,
+    shrink: float,
+    policy: str,
+    cluster: str,
+    platform_file: str,
+    cluster_name: str,
+    seed: int,
+    shuffle: bool,
+    first_n: int | None,
+    period: tuple[int, int] | None,
+    runs_dir: Path,
+    warmup: float,
+    drift: float,
+    timeout: float | None,
+    keep_jobs: bool,
+    quiet: bool,
+    repeat: int,
+    compare_sim: bool,
+) -> None:
+    """Replay TRACE (default: the bundled KTH slice) on the emulated Slurm; write a run directory.
+
+    The run directory's path is the last line printed.
+    """
+    from harness.cluster.base import ClusterError
+    from harness.emulation.repetitions import run_repetitions
+    from harness.emulation.run import Experiment, RunError
+    from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
+
+    opts = RunOptions(
+        workload=WorkloadSpec(trace=trace, shrink=shrink, seed=seed, shuffle=shuffle, first_n=first_n,
+                              period=period),
+        cluster=ClusterSpec(backend=cluster, name=cluster_name, platform=platform_file),
+        replay=ReplaySpec(policy=policy, warmup=warmup, drift=drift, timeout=timeout, keep_jobs=keep_jobs,
+                          compare_sim=compare_sim),
+        runs_dir=runs_dir, quiet=quiet or bool(os.environ.get("CI")),
+    )  # fmt: skip
+    try:
+        run_dir = run_repetitions(opts, repeat) if repeat > 1 else Experiment(opts).execute()
+    except (RunError, ClusterError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(str(run_dir))
+
+
+@click.command("replay")
+@click.argument("plan", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), required=True)
+@click.option("--run-id", required=True)
+@click.option("--warmup", type=float, default=2.0, show_default=True)
+@click.option("--drift", type=float, default=0.0, show_default=True)
+@click.option("--bb-license", default="bb", show_default=True)
+@click.option("--partition", default="compute", show_default=True)
+@click.option("--sigsleep", default="/usr/local/bin/sigsleep", show_default=True)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Concurrent sbatch processes at most (1: strictly in plan order). [default: ReplayOptions']",
+)
+def replay_command(
+    plan: Path,
+    run_dir: Path,
+    run_id: str,
+    warmup: float,
+    drift: float,
+    bb_license: str,
+    partition: str,
+    sigsleep: str,
+    workers: int | None,
+) -> None:
+    """Submit PLAN's jobs at their wall-clock instants (run this next to slurmctld)."""
+    from harness.emulation.replay import DEFAULT_WORKERS, ReplayOptions, replay_plan
+    from harness.workload.plan import load_plan
+
+    df, _ = load_plan(plan)
+    opts = ReplayOptions(
+        run_dir=run_dir,
+        run_id=run_id,
+        warmup=warmup,
+        drift=drift,
+        partition=partition,
+        bb_license=bb_license,
+        sigsleep=sigsleep,
+        workers=workers or DEFAULT_WORKERS,
+    )
+    status = replay_plan(df, opts)
+    click.echo(
+        f"replay {run_id}: submitted {status.submitted}, rejected {status.failed}, "
+        f"max lag {status.max_lag * 1000:.1f} ms{', STOPPED' if status.stopped else ''}"
+    )
+    sys.exit(0 if status.done else 3)
+
+
+@click.command("agent")
+@policy_option(None, "A policy of `harness policies` (e.g. plan-square-0, backfill-1).")
+@platform_option
+@seed_option(0, "Seed of randomised policies.")
+@click.option(
+    "--run-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Write decisions.jsonl here; stop when a STOP file appears.",
+)
+@click.option("--poll", type=float, default=0.1, show_default=True, help="Seconds between looks at Slurm.")
+@click.option("--user", default="emu", show_default=True, help="Manage this user's jobs.")
+@click.option(
+    "--time-limit",
+    type=float,
+    default=0.4,
+    show_default=True,
+    help="Wall-clock limit of one plan search: a live scheduler must answer promptly.",
+)
+@click.option(
+    "--release-all", is_flag=True, help="Release every held job (hand the queue back to Slurm) and exit."
+)
+def agent_command(
+    policy: str | None,
+    platform_file: str,
+    seed: int,
+    run_dir: Path | None,
+    poll: float,
+    user: str,
+    time_limit: float,
+    release_all: bool,
+) -> None:
+    """The ordering agent: apply a simulator policy inside the live Slurm (run beside slurmctld)."""
+    from harness.emulation import agent as agent_mod
+    from harness.model.rundir import DECISIONS, STOP_FILE
+    from harness.platform import load_platform
+    from harness.policies.registry import get_policy
+    from harness.slurm.client import SlurmClient
+
+    client = SlurmClient(user=user)
+    if release_all:
+        click.echo(f"released {agent_mod.release_all(client)} held job(s)")
+        return
+    if not policy:
+        raise click.UsageError("--policy is required (or --release-all)")
+    log = run_dir / DECISIONS if run_dir else None
+    runner = agent_mod.Agent(
+        get_policy(policy, seed=seed, time_limit_s=time_limit or None),
+        load_platform(platform_file),
+        client,
+        log_path=log,
+    )
+    stop_file = run_dir / STOP_FILE if run_dir else None
+    runner.run(poll=poll, should_stop=lambda: bool(stop_file and stop_file.exists()))
+    click.echo(f"agent {policy}: {runner.calls} decision(s)")

@@ -1,0 +1,174 @@
+"""``harness simulate``: policies on a plan or trace in the discrete-event simulator."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from harness.analysis.formatting import format_terse
+from harness.cli.options import (
+    first_n_option,
+    period_option,
+    platform_option,
+    policy_option,
+    seed_option,
+    shrink_option,
+)
+from harness.model.metric_names import HEADLINE_METRICS, IO_METRICS, metric_spec
+from harness.policies.registry import UnknownPolicyError, parse_policy_list
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# Columns of the plain-text comparison table (and under --model io-aware, the I/O ones).
+TEXT_COLUMNS: tuple[str, ...] = ("jobs", *HEADLINE_METRICS)
+
+
+def _load_workload(
+    path: str, shrink: float | None, seed: int | None, first_n: int | None, period: tuple[int, int] | None
+) -> tuple[Any, dict[str, Any]]:
+    from harness.workload.plan import load_plan_or_trace
+
+    given = {"shrink": shrink, "seed": seed, "first_n": first_n, "period": period}
+    return load_plan_or_trace(path, **{k: v for k, v in given.items() if v is not None})
+
+
+def _text_table(results: dict[str, dict[str, Any]], io: bool = False) -> str:
+    columns = TEXT_COLUMNS + (IO_METRICS if io else ())
+    headers = ["policy", *(metric_spec(key).short or key for key in columns)]
+    rows = [[name, *(format_terse(key, summ.get(key)) for key in columns)] for name, summ in results.items()]
+    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
+    fmt_row = "  ".join([f"{{:<{widths[0]}}}", *(f"{{:>{w}}}" for w in widths[1:])])
+    lines = [fmt_row.format(*headers)] + [fmt_row.format(*r) for r in rows]
+    return "\n".join(lines)
+
+
+def _write_jobs(jobs: pd.DataFrame, output: Path, policy: str, several: bool) -> Path:
+    target = output
+    if several:
+        target = output.with_name(f"{output.stem}.{policy}{output.suffix}")
+    if target.suffix == ".csv":
+        jobs.to_csv(target, index=False)
+    else:
+        jobs.to_parquet(target, index=False)
+    return target
+
+
+def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, scale: float) -> Path:
+    """Beside the per-job results of an io-aware run: the bandwidth timeline and its plot."""
+    from harness.analysis.io_plots import plot_bandwidth
+
+    assert result.bandwidth is not None
+    result.bandwidth.to_csv(jobs_path.with_suffix(".bandwidth.csv"), index=False)
+    per_s = 1e6 / scale  # MB/s of original time -> bytes per plan second
+    capacity = {
+        "pfs": platform.io.pfs_capacity_mbps(platform.compute_count) * per_s,
+        "bb": platform.io.bb_node_mbps * platform.bb_count * per_s,
+    }
+    out = jobs_path.with_suffix(".bandwidth.png")
+    return plot_bandwidth(
+        result.bandwidth, capacity, out, time_scale=scale, title=f"Bandwidth: {result.policy}"
+    )
+
+
+@click.command("simulate")
+@click.argument("workload")
+@policy_option("backfill-1", "Policy name, or several separated by commas (see `harness policies`).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object keyed by policy name.")
+@platform_option
+@shrink_option(None, " A trace only: a plan keeps its own.")
+@seed_option(None, "Seed of the BB request model (traces only).")
+@first_n_option
+@period_option
+@click.option("--policy-seed", type=int, default=0, show_default=True, help="Seed of randomised policies.")
+@click.option(
+    "--time-limit",
+    type=float,
+    default=None,
+    help="Wall-clock limit (s) of one plan search; results then depend on the machine's speed.",
+)
+@click.option("--tau", type=float, default=600.0, show_default=True, help="Bounded slowdown threshold (s).")
+@click.option("--ci", is_flag=True, help="Add bootstrap 95% intervals of mean wait and mean bsld.")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write the per-job results (.parquet or .csv; one file per policy if several).",
+)
+@click.option("--check/--no-check", default=True, show_default=True, help="Verify the schedule invariants.")
+@click.option(
+    "--model",
+    type=click.Choice(["alloc-only", "io-aware"]),
+    default="alloc-only",
+    show_default=True,
+    help="Job model: resources held for the trace runtime, or I/O phases sharing bandwidth.",
+)
+def simulate_command(
+    workload: str,
+    policy: str,
+    as_json: bool,
+    platform_file: str,
+    shrink: float | None,
+    seed: int | None,
+    first_n: int | None,
+    period: tuple[int, int] | None,
+    policy_seed: int,
+    time_limit: float | None,
+    tau: float,
+    ci: bool,
+    output: Path | None,
+    check: bool,
+    model: str,
+) -> None:
+    """Run policies on WORKLOAD (a prepared plan or an SWF trace) in the simulator.
+
+    Metrics are in the trace's original time (a shrunk plan is unshrunk).
+    """  # fmt: skip
+    from harness.analysis.io_metrics import io_summary
+    from harness.analysis.metrics import summary
+    from harness.model.timescale import time_scale_of
+    from harness.platform import PlatformError, load_platform
+    from harness.policies.registry import get_policy
+    from harness.sim.checks import check_schedule
+    from harness.sim.engine import simulate
+
+    try:
+        names = parse_policy_list(policy)
+        platform = load_platform(platform_file)
+    except (UnknownPolicyError, PlatformError) as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        plan, manifest = _load_workload(workload, shrink, seed, first_n, period)
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    shrink_used = float(manifest.get("shrink") or 0.0)
+    scale = time_scale_of(shrink_used)
+    io_seed = int(manifest.get("seed", seed if seed is not None else 2020))
+    results: dict[str, dict[str, Any]] = {}
+    for name in names:
+        scheduler = get_policy(name, seed=policy_seed, time_limit_s=time_limit)
+        try:
+            result = simulate(plan, scheduler, platform, model=model, io_seed=io_seed, shrink=shrink_used)
+        except ValueError as exc:
+            raise click.ClickException(f"{name}: {exc}") from None
+        if check:
+            problems = check_schedule(result.jobs, platform)
+            if problems:
+                raise click.ClickException(f"{name}: invalid schedule: {'; '.join(problems[:3])}")
+        results[name] = summary(result.jobs, platform, tau=tau, time_scale=scale, ci=ci)
+        results[name].update(io_summary(result.jobs, platform, result.link_bytes, time_scale=scale))
+        results[name]["sim_wall_s"] = result.wall_time_s
+        if output is not None:
+            path = _write_jobs(result.jobs, output, name, len(names) > 1)
+            click.echo(f"{name}: per-job results in {path}", err=True)
+            if result.bandwidth is not None:
+                plot = _write_bandwidth(result, platform, path, scale)
+                click.echo(f"{name}: bandwidth over time in {plot} (and .csv)", err=True)
+    if as_json:
+        click.echo(json.dumps(results, indent=2))
+    else:
+        click.echo(_text_table(results, io=model == "io-aware"))

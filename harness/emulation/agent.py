@@ -1,0 +1,192 @@
+"""The ordering agent: the project's policies deciding which held jobs Slurm starts.
+
+Runs on the head node beside slurmctld. With external ordering, ``job_submit.lua`` holds
+every job at submission (priority 0). On every change of the queue or of the running set
+(polled at a short interval, so simultaneous events are batched) the agent rebuilds the
+policy's :class:`ClusterState` (its own map of BB shares to BB nodes for the jobs it
+started), calls the policy, and enforces the decision: each chosen job gets the policy's
+compute nodes as its node list and is released, so Slurm starts exactly it, there, at its
+next scheduling pass. Every call is logged (time, queue, running, started, latency).
+
+The job's walltime and per-node BB request travel in its comment (set by the replay,
+:mod:`harness.slurm.jobspec`), because Slurm keeps time limits in whole minutes and
+licenses only as a total.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness.model.hostlist import compress_hostlist, expand_hostlist
+from harness.platform import Machine
+from harness.policies import kernels
+from harness.policies.base import Decision, Policy
+from harness.policies.state import Allocation, ClusterState, JobQueue, QueuedJob, RunningJob, Topology
+from harness.slurm.client import SlurmClient, SlurmCommandError, SlurmJob
+
+DEFAULT_POLL_S = 0.1
+UNKNOWN_WALLTIME_S = 365 * 86400.0
+
+
+class Agent:
+    def __init__(
+        self,
+        policy: Policy,
+        platform: Machine,
+        client: SlurmClient,
+        log_path: Path | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.policy = policy
+        self.platform = platform
+        self.topology = Topology.from_platform(platform)
+        self.client = client
+        self.log_path = log_path
+        self.clock = clock
+        self.t0 = clock()
+        self.node_index = {name: i for i, name in enumerate(platform.compute_nodes())}
+        self.started: dict[int, RunningJob] = {}
+        self.first_seen: dict[int, float] = {}
+        self.memo: dict[str, Any] = {}
+        self._signature: tuple[frozenset[int], frozenset[int]] | None = None
+        self.calls = 0
+
+    # -- one polling step -----------------------------------------------------------------
+    def step(self) -> Decision | None:
+        """Look at Slurm once; call the policy if anything changed; enforce its decision."""
+        jobs = self.client.jobs()
+        now = self.clock() - self.t0
+        self._forget_finished({j.job_id for j in jobs})
+        for job in jobs:
+            if job.holds_nodes and job.job_id not in self.started:
+                self._adopt(job, now)
+        self._release_unmanaged([j for j in jobs if j.held and not _managed(j)])
+        queue = [self._queued(j, now) for j in sorted(jobs, key=lambda j: j.job_id)
+                 if j.held and _managed(j) and j.job_id not in self.started]  # fmt: skip
+        signature = (frozenset(q.job_id for q in queue), frozenset(self.started))
+        if signature == self._signature or not queue:
+            self._signature = signature
+            return None
+        decision = self._decide(queue, now)
+        self._signature = (signature[0] - {s.job_id for s in decision.starts}, frozenset(self.started))
+        return decision
+
+    def _decide(self, queue: list[QueuedJob], now: float) -> Decision:
+        state = ClusterState.from_running(self.topology, self.started.values(), self.memo)
+        began = time.perf_counter()
+        decision = self.policy.decide(state, JobQueue.of(queue), now)
+        latency = time.perf_counter() - began
+        if decision.memo is not None:
+            self.memo = dict(decision.memo)
+        released = self._enforce(decision, queue, now)
+        self.calls += 1
+        self._log({
+            "t": round(self.t0 + now, 6), "now": round(now, 6), "queue": len(queue),
+            "running": len(state.running), "started": released, "latency_s": round(latency, 6),
+        })  # fmt: skip
+        return decision
+
+    # -- bookkeeping --------------------------------------------------------------------
+    def _forget_finished(self, active: set[int]) -> None:
+        for job_id in [j for j in self.started if j not in active]:
+            del self.started[job_id]
+        for job_id in [j for j in self.first_seen if j not in active]:
+            del self.first_seen[job_id]
+
+    def _queued(self, job: SlurmJob, now: float) -> QueuedJob:
+        submit = self.first_seen.setdefault(job.job_id, now)
+        return QueuedJob(job.job_id, submit, _walltime(job), job.nodes, _bb_per_node(job))
+
+    def _adopt(self, job: SlurmJob, now: float) -> None:
+        """A running job the agent did not start (e.g. after a restart): place its BB shares."""
+        compute = tuple(self.node_index[n] for n in expand_hostlist(job.nodelist) if n in self.node_index)
+        share = _bb_per_node(job)
+        free = list(ClusterState.from_running(self.topology, self.started.values()).free_bb_mb)
+        bb = []
+        for c in compute:
+            target = next((b for b in self.topology.bb_preference[c] if free[b] >= share), None)
+            if target is None:  # Slurm only checks the total: keep the books consistent anyway
+                target = max(range(len(free)), key=free.__getitem__)
+            free[target] -= share
+            bb.append(target)
+        self.started[job.job_id] = RunningJob(
+            job.job_id, now, now + _walltime(job), share, Allocation(compute, tuple(bb))
+        )
+
+    def _release_unmanaged(self, jobs: list[SlurmJob]) -> None:
+        """Jobs not submitted by the replay carry no walltime: hand them to Slurm at once."""
+        if jobs:
+            self._try(lambda: self.client.release([j.job_id for j in jobs]))
+
+    # -- enforcement --------------------------------------------------------------------
+    def _enforce(self, decision: Decision, queue: list[QueuedJob], now: float) -> list[int]:
+        by_id = {q.job_id: q for q in queue}
+        released: list[int] = []
+        for start in decision.starts:
+            names = compress_hostlist([self.platform.compute.name(c + 1) for c in start.allocation.compute])
+            if not self._try(functools.partial(self.client.set_nodelist, start.job_id, names)):
+                continue
+            released.append(start.job_id)
+            q = by_id[start.job_id]
+            self.started[start.job_id] = RunningJob(
+                start.job_id, now, now + q.walltime, q.bb_per_node_mb, start.allocation
+            )
+        self._try(lambda: self.client.release(released))
+        return released
+
+    def _try(self, action: Callable[[], None]) -> bool:
+        try:
+            action()
+        except SlurmCommandError as exc:  # e.g. the job was cancelled meanwhile
+            self._log({"t": round(self.clock(), 6), "error": str(exc)})
+            return False
+        return True
+
+    def _log(self, record: dict) -> None:
+        if self.log_path is None:
+            return
+        with open(self.log_path, "a") as handle:
+            handle.write(json.dumps(record) + "\n")
+
+    # -- main loop ------------------------------------------------------------------------
+    def run(self, poll: float = DEFAULT_POLL_S, should_stop: Callable[[], bool] = lambda: False) -> None:
+        stop = {"now": False}
+
+        def request_stop(*_: object) -> None:
+            stop["now"] = True
+
+        signal.signal(signal.SIGTERM, request_stop)
+        signal.signal(signal.SIGINT, request_stop)
+        kernels.warm_up()  # compiling during the first decision would delay it by seconds
+        while not (stop["now"] or should_stop()):
+            try:
+                self.step()
+            except SlurmCommandError as exc:  # slurmctld busy or restarting: try again
+                self._log({"t": round(self.clock(), 6), "error": str(exc)})
+            time.sleep(poll)
+
+
+def _managed(job: SlurmJob) -> bool:
+    return job.spec.managed
+
+
+def _walltime(job: SlurmJob) -> float:
+    walltime = job.spec.walltime_s
+    return UNKNOWN_WALLTIME_S if walltime is None else walltime
+
+
+def _bb_per_node(job: SlurmJob) -> int:
+    return job.spec.bb_per_node_mb
+
+
+def release_all(client: SlurmClient) -> int:
+    """Hand the queue back to Slurm: release every held job."""
+    held = [j.job_id for j in client.jobs() if j.held]
+    client.release(held)
+    return len(held)

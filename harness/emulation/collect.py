@@ -1,0 +1,168 @@
+"""Turn what a replay left behind into the per-job results table, and cross-check it.
+
+The jobs' own sigsleep records are the source of truth (sub-second times); Slurm's
+jobcomp records (whole seconds) are joined per job to check them. Times in the table
+are seconds since the replay's t0, in shrunk time, with the simulator's columns.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from harness.model.columns import EMULATION_COLUMNS
+
+# Slurm keeps whole seconds: its start can be up to 1 s before the job's own clock read,
+# plus the launch latency; anything beyond this is a real disagreement.
+AGREEMENT_S = 1.0
+
+
+@dataclass
+class CrossCheck:
+    compared: int = 0
+    missing_in_slurm: list[int] = field(default_factory=list)  # trace ids
+    missing_in_log: list[int] = field(default_factory=list)
+    disagreements: list[dict] = field(default_factory=list)
+    max_start_diff: float = 0.0
+    max_end_diff: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing_in_slurm or self.missing_in_log or self.disagreements)
+
+    def as_dict(self) -> dict:
+        return {
+            "ok": self.ok,
+            "compared": self.compared,
+            "missing_in_slurm": self.missing_in_slurm,
+            "missing_in_log": self.missing_in_log,
+            "disagreements": self.disagreements[:50],
+            "n_disagreements": len(self.disagreements),
+            "max_start_diff_s": round(self.max_start_diff, 6),
+            "max_end_diff_s": round(self.max_end_diff, 6),
+            "tolerance_s": AGREEMENT_S,
+        }
+
+
+def build_results(
+    plan: pd.DataFrame, submissions: list[dict], records: list[dict], t0: float
+) -> pd.DataFrame:
+    """One row per plan job: submitted and logged jobs with their times, the rest ``missing``."""
+    subs = {s["job_id"]: s for s in submissions}
+    logs = {r["job_id"]: r for r in records}
+    rows = [
+        _row(job, subs.get(int(job["job_id"])), logs.get(int(job["job_id"])), t0)
+        for job in plan.to_dict("records")
+    ]
+    df = pd.DataFrame(rows, columns=list(EMULATION_COLUMNS))
+    return df.astype({"slurm_job_id": "Int64", "nodes": "int64", "bb_per_node_mb": "int64"})
+
+
+def _row(job: dict, sub: dict | None, rec: dict | None, t0: float) -> dict:
+    row = {
+        "job_id": int(job["job_id"]),
+        "walltime": float(job["walltime"]),
+        "nodes": int(job["nodes"]),
+        "bb_per_node_mb": int(job["bb_per_node_mb"]),
+        "bb_nodes": "",
+        "submit_intended": float(job["submit"]),
+        "slurm_job_id": sub.get("slurm_job_id") if sub else None,
+        "lag": sub.get("lag") if sub else np.nan,
+    }
+    if sub is None or rec is None or sub.get("slurm_job_id") is None:
+        status = "missing" if sub is None or sub.get("slurm_job_id") is not None else "rejected"
+        return {
+            **row,
+            "submit": np.nan,
+            "start": np.nan,
+            "end": np.nan,
+            "runtime": np.nan,
+            "status": status,
+            "nodelist": "",
+            "suspended": np.nan,
+        }
+    return {
+        **row,
+        "submit": sub["actual"] - t0,
+        "start": rec["start"] - t0,
+        "end": rec["end"] - t0,
+        "runtime": rec["running"],
+        "status": rec["reason"],
+        "nodelist": rec.get("nodelist") or "",
+        "suspended": rec.get("suspended", 0.0),
+    }
+
+
+def finished(results: pd.DataFrame) -> pd.DataFrame:
+    """The rows that ran (the metrics' input)."""
+    return results[results["start"].notna() & results["end"].notna()].reset_index(drop=True)
+
+
+def cross_check(results: pd.DataFrame, slurm_jobs: dict[int, dict], t0: float) -> CrossCheck:
+    """Compare every job's sigsleep start/end with Slurm's (jobcomp) start/end."""
+    check = CrossCheck()
+    for row in results.itertuples(index=False):
+        if pd.isna(row.slurm_job_id):
+            continue
+        slurm = slurm_jobs.get(int(row.slurm_job_id))
+        if slurm is None or slurm["start"] is None:
+            check.missing_in_slurm.append(int(row.job_id))
+            continue
+        if pd.isna(row.start):
+            check.missing_in_log.append(int(row.job_id))
+            continue
+        check.compared += 1
+        d_start = (row.start + t0) - slurm["start"]
+        d_end = (row.end + t0) - slurm["end"]
+        check.max_start_diff = max(check.max_start_diff, abs(d_start))
+        check.max_end_diff = max(check.max_end_diff, abs(d_end))
+        # Slurm truncates to the second: sigsleep may read up to 1 s later than Slurm's stamp.
+        if not (-AGREEMENT_S <= d_start <= AGREEMENT_S + 1.0 and -AGREEMENT_S <= d_end <= AGREEMENT_S + 1.0):
+            check.disagreements.append(
+                {
+                    "job_id": int(row.job_id),
+                    "slurm_job_id": int(row.slurm_job_id),
+                    "start_diff_s": round(d_start, 3),
+                    "end_diff_s": round(d_end, 3),
+                }
+            )
+    return check
+
+
+def lag_stats(submissions: list[dict]) -> dict[str, float]:
+    lags = np.array([s["lag"] for s in submissions if s.get("slurm_job_id") is not None], dtype=float)
+    if lags.size == 0:
+        return {"submitted": 0}
+    return {
+        "submitted": int(lags.size),
+        "rejected": sum(1 for s in submissions if s.get("slurm_job_id") is None),
+        "lag_p50_s": float(np.percentile(lags, 50)),
+        "lag_p99_s": float(np.percentile(lags, 99)),
+        "lag_max_s": float(lags.max()),
+        "order_inversions": order_inversions(submissions),
+    }
+
+
+def order_inversions(submissions: list[dict]) -> int:
+    """Adjacent jobs (in plan order) that Slurm numbered the other way round."""
+    ids = [s["slurm_job_id"] for s in sorted(submissions, key=lambda s: s["index"]) if s.get("slurm_job_id")]
+    return sum(1 for a, b in itertools.pairwise(ids) if a > b)
+
+
+def decision_stats(decisions: list[dict]) -> dict[str, float]:
+    """Policy calls of the agent and their latency (what a live scheduler would wait for)."""
+    latencies = np.array([d["latency_s"] for d in decisions if "latency_s" in d], dtype=float)
+    errors = sum(1 for d in decisions if "error" in d)
+    if latencies.size == 0:
+        return {"decisions": 0, "errors": errors}
+    return {
+        "decisions": int(latencies.size),
+        "errors": errors,
+        "started": int(sum(len(d.get("started", [])) for d in decisions)),
+        "latency_p50_s": float(np.percentile(latencies, 50)),
+        "latency_p99_s": float(np.percentile(latencies, 99)),
+        "latency_max_s": float(latencies.max()),
+    }

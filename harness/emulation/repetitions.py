@@ -1,0 +1,39 @@
+"""Repeated runs of one plan (``harness run --repeat N``): one run directory per
+repetition under a parent, and AVE/SSD/RSD/C95 per metric at the top."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from harness.analysis.compare import aggregate_repetitions
+from harness.emulation.run import Experiment
+from harness.emulation.specs import RunOptions, run_id_for
+from harness.emulation.steps import Progress
+from harness.model import rundir
+from harness.model.jsonio import read_json, write_json
+
+
+def run_repetitions(opts: RunOptions, repeat: int, progress: Progress | None = None) -> Path:
+    """``repeat`` runs of the same plan (shuffled differently with ``--shuffle``) under one
+    directory: ``repetitions/NN/`` each, and AVE/SSD/RSD/C95 per metric at the top."""
+    parent = opts.runs_dir / run_id_for(opts)
+    parent.mkdir(parents=True, exist_ok=False)
+    metrics, complete = [], True
+    for i in range(repeat):
+        workload = replace(opts.workload, shuffle_seed=opts.workload.seed + i)
+        rep_opts = replace(opts, run_dir=parent / rundir.repetition_name(i), workload=workload)
+        rep_dir = Experiment(rep_opts, progress).execute()
+        metrics.append(read_json(rep_dir / rundir.METRICS))
+        complete &= bool(read_json(rep_dir / rundir.MANIFEST)["complete"])
+    stats = aggregate_repetitions(metrics)
+    top = {key: value["AVE"] for key, value in stats.items()} | {
+        "repetitions": stats,
+        "n_repetitions": repeat,
+    }
+    write_json(parent / rundir.METRICS, top)
+    first = read_json(parent / rundir.repetition_name(0) / rundir.MANIFEST)
+    manifest = {**first, "run_id": parent.name, "repeat": repeat, "complete": complete,
+                "repetition_dirs": [rundir.repetition_name(i) for i in range(repeat)]}  # fmt: skip
+    write_json(parent / rundir.MANIFEST, manifest)
+    return parent

@@ -1,0 +1,231 @@
+"""Replay a job plan on the head node: submit every job at t0 + its (shrunk) submit time.
+
+Runs beside slurmctld (inside the controller container, on the local host or over SSH),
+so that submission lag is not inflated by remote round trips. Pacing follows Barberato's
+``runWorkload`` (Algorithm 3.2): every submission instant is computed from the wall clock
+of the replay's start, never relative to the previous submission, so the time sbatch takes
+does not accumulate; an optional constant ``drift`` per job (Section 4.2.4) stretches the
+instants to compensate for Slurm's per-job launch delay; a warm-up period precedes t0.
+
+Each sbatch is started at its job's instant by a small pool of submitter threads, so a
+slow sbatch (slurmctld busy starting jobs) never delays the next submission; jobs due at
+the same instant go out concurrently. Slurm's FCFS order is its order of arrival, so two
+submissions in flight at once may swap: the submissions file records every job's start and
+return, and ``order_inversions`` counts the swaps. ``workers=1`` submits strictly in order.
+
+Files written in ``run_dir`` (the host reads them through the shared mount):
+    submissions.jsonl  one line per job: trace id, Slurm id, intended and actual submit
+    replay.json        status: t0, counts, done/stopped, errors
+and the jobs' own sigsleep records go to ``jobs.jsonl`` there.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+import pandas as pd
+
+from harness.model.rundir import SIGSLEEP_LOG, STATUS, STOP_FILE, SUBMISSIONS
+from harness.slurm.jobspec import encode_comment
+
+DEFAULT_SIGSLEEP = "/usr/local/bin/sigsleep"
+DEFAULT_WORKERS = 8  # concurrent sbatch processes at most
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    run_dir: Path
+    run_id: str
+    warmup: float = 2.0  # seconds between start and t0: lets the submitter settle
+    drift: float = 0.0  # seconds added per job index (Barberato's drift correction)
+    partition: str = "compute"
+    bb_license: str = "bb"
+    sigsleep: str = DEFAULT_SIGSLEEP
+    job_dir: str = "/shared/jobs"
+    extra_sbatch: tuple[str, ...] = ()
+    workers: int = DEFAULT_WORKERS
+
+
+@dataclass
+class ReplayStatus:
+    run_id: str
+    jobs: int
+    t0: float = 0.0
+    submitted: int = 0
+    failed: int = 0
+    done: bool = False
+    stopped: bool = False
+    max_lag: float = 0.0
+    errors: list[str] = field(default_factory=list)
+    updated: float = 0.0
+
+
+def slurm_time_limit(walltime_s: float) -> str:
+    """Slurm limits are whole minutes: round up so sigsleep's own exact limit fires first."""
+    minutes = max(1, math.ceil(walltime_s / 60.0))
+    return str(minutes)
+
+
+def sbatch_command(job: dict, opts: ReplayOptions, intended: float) -> list[str]:
+    """The sbatch invocation of one plan row (a dict of the plan columns)."""
+    bb_total = int(job["nodes"]) * int(job["bb_per_node_mb"])
+    sigsleep = [
+        opts.sigsleep,
+        "--runtime", f"{float(job['runtime']):.6f}",
+        "--walltime", f"{float(job['walltime']):.6f}",
+        "--job-id", str(int(job["job_id"])),
+        "--log", str(opts.run_dir / SIGSLEEP_LOG),
+        "--submit-intended", f"{intended:.6f}",
+        "--meta", f"run={opts.run_id}",
+    ]  # fmt: skip
+    cmd = [
+        "sbatch", "--parsable",
+        f"--job-name=t{int(job['job_id'])}",
+        f"--partition={opts.partition}",
+        f"--nodes={int(job['nodes'])}",
+        f"--time={slurm_time_limit(float(job['walltime']))}",
+        f"--chdir={opts.job_dir}",
+        "--output=/dev/null",
+        # the ordering agent reads the exact walltime and per-node BB request from here
+        "--comment=" + encode_comment(job["job_id"], job["walltime"], job["bb_per_node_mb"]),
+    ]  # fmt: skip
+    if bb_total > 0:
+        cmd.append(f"--licenses={opts.bb_license}:{bb_total}")
+    cmd += list(opts.extra_sbatch)
+    cmd.append("--wrap=exec " + shlex.join(sigsleep))
+    return cmd
+
+
+def submit(cmd: list[str]) -> tuple[int | None, str]:
+    """Run sbatch; (Slurm job id, '') or (None, error message)."""
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        return None, (res.stderr.strip() or f"sbatch exited {res.returncode}").splitlines()[-1]
+    try:
+        return int(res.stdout.strip().split(";")[0]), ""
+    except ValueError:
+        return None, f"unexpected sbatch output {res.stdout.strip()!r}"
+
+
+class Replayer:
+    """Submits the plan's jobs at their wall-clock instants."""
+
+    def __init__(
+        self,
+        plan: pd.DataFrame,
+        opts: ReplayOptions,
+        submit_fn: Callable[[list[str]], tuple[int | None, str]] = submit,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.plan = plan.sort_values("submit", kind="stable").reset_index(drop=True)
+        self.opts = opts
+        self.submit_fn = submit_fn
+        self.clock = clock
+        self.sleep = sleep
+        self.status = ReplayStatus(run_id=opts.run_id, jobs=len(self.plan))
+        self._stop = False
+        self._last_status_write = 0.0
+        self._lock = threading.Lock()
+
+    def intended_instants(self, t0: float) -> list[float]:
+        submits = self.plan["submit"].to_numpy(float)
+        return [t0 + s + self.opts.drift * i for i, s in enumerate(submits)]
+
+    def request_stop(self, *_: object) -> None:
+        self._stop = True
+
+    def _should_stop(self) -> bool:
+        return self._stop or (self.opts.run_dir / STOP_FILE).exists()
+
+    def run(self) -> ReplayStatus:
+        self.opts.run_dir.mkdir(parents=True, exist_ok=True)
+        t0 = self.clock() + self.opts.warmup
+        self.status.t0 = t0
+        self._write_status(force=True)
+        rows = self.plan.to_dict("records")
+        with open(self.opts.run_dir / SUBMISSIONS, "a", buffering=1) as out:
+            pool = ThreadPoolExecutor(self.opts.workers) if self.opts.workers > 1 else None
+            try:
+                for index, (job, intended) in enumerate(zip(rows, self.intended_instants(t0), strict=True)):
+                    if not self._wait_until(intended):
+                        self.status.stopped = True
+                        break
+                    if pool is None:
+                        self._submit_one(out, index, job, intended)
+                    else:
+                        pool.submit(self._submit_one, out, index, job, intended)
+            finally:
+                if pool is not None:
+                    pool.shutdown(wait=True)
+        self.status.done = not self.status.stopped
+        self._write_status(force=True)
+        return self.status
+
+    def _wait_until(self, instant: float) -> bool:
+        """Sleep until ``instant`` (absolute wall clock), waking to honour a stop request."""
+        while True:
+            if self._should_stop():
+                return False
+            remaining = instant - self.clock()
+            if remaining <= 0:
+                return True
+            self.sleep(min(remaining, 0.5))
+            self._write_status()
+
+    def _submit_one(self, out: TextIO, index: int, job: dict, intended: float) -> None:
+        cmd = sbatch_command(job, self.opts, intended)
+        before = self.clock()
+        slurm_id, error = self.submit_fn(cmd)
+        after = self.clock()
+        record: dict[str, object] = {
+            "index": index,
+            "job_id": int(job["job_id"]),
+            "slurm_job_id": slurm_id,
+            "intended": round(intended, 6),
+            "actual": round(before, 6),
+            "returned": round(after, 6),
+            "lag": round(before - intended, 6),
+        }
+        with self._lock:
+            if slurm_id is None:
+                record["error"] = error
+                self.status.failed += 1
+                if len(self.status.errors) < 20:
+                    self.status.errors.append(f"job {int(job['job_id'])}: {error}")
+            else:
+                self.status.submitted += 1
+            self.status.max_lag = max(self.status.max_lag, before - intended)
+            out.write(json.dumps(record) + "\n")
+            self._write_status()
+
+    def _write_status(self, force: bool = False) -> None:
+        now = self.clock()
+        if not force and now - self._last_status_write < 0.5:
+            return
+        self._last_status_write = now
+        self.status.updated = now
+        path = self.opts.run_dir / STATUS
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self.status)) + "\n")
+        os.replace(tmp, path)
+
+
+def replay_plan(plan: pd.DataFrame, opts: ReplayOptions) -> ReplayStatus:
+    """Replay with SIGTERM/SIGINT turned into a clean stop (the status file says so)."""
+    replayer = Replayer(plan, opts)
+    signal.signal(signal.SIGTERM, replayer.request_stop)
+    signal.signal(signal.SIGINT, replayer.request_stop)
+    return replayer.run()

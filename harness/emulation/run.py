@@ -1,0 +1,108 @@
+"""``harness run``: prepare a plan, replay it on the emulated Slurm, collect, measure, report.
+
+The host side of an experiment. The replay itself runs on the head node (``harness
+replay``); an :class:`Experiment` brings the cluster up, configures the policy, watches
+progress through the shared directory and writes the run directory (its layout:
+:mod:`harness.model.rundir`), one named step after the other (:mod:`harness.emulation.steps`).
+Each completed step is recorded in ``steps.json``; a run started again on the same
+directory with ``resume=True`` skips them.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from harness.cluster.base import ClusterBackend, ClusterError
+from harness.emulation.specs import ClusterSpec, RunOptions, run_id_for
+from harness.emulation.steps import STEPS, Progress, RunContext, write_manifest
+from harness.model import rundir
+from harness.platform import load_platform
+from harness.policies.registry import UnknownPolicyError, get_policy
+from harness.slurm.config import SchedulerConfig
+from harness.slurm.native import is_native, scheduler_for
+
+
+class RunError(RuntimeError):
+    pass
+
+
+def scheduler_for_run(policy: str) -> SchedulerConfig:
+    """Slurm-native policies configure slurmctld; the others run in the ordering agent."""
+    if is_native(policy):
+        return scheduler_for(policy)
+    try:
+        get_policy(policy)
+    except UnknownPolicyError as exc:
+        raise RunError(
+            f"{exc}; or a Slurm-native one: slurm-fcfs, slurm-backfill-D, slurm-backfill-no-future-D"
+        ) from None
+    # sched/builtin only starts what the agent released, on the nodes it chose
+    return SchedulerConfig(mode="builtin", external_ordering=True)
+
+
+def make_backend(spec: ClusterSpec) -> ClusterBackend:
+    """``docker`` (local containers), ``local`` (Slurm on this host) or ``ssh://user@head[:port]``."""
+    platform = load_platform(spec.platform)
+    if spec.backend == "docker":
+        from harness.cluster.docker import DockerCluster
+
+        return DockerCluster(name=spec.name, platform=platform)
+    if spec.backend == "local":
+        from harness.cluster.host import local_cluster
+
+        return local_cluster(platform=platform)
+    if spec.backend.startswith("ssh://"):
+        from harness.cluster.host import ssh_cluster
+
+        return ssh_cluster(spec.backend, platform=platform)
+    raise RunError(f"unknown cluster '{spec.backend}': use docker, local or ssh://user@head[:port]")
+
+
+class Experiment:
+    """One replay of one plan under one policy, from plan to report, as named steps."""
+
+    def __init__(self, opts: RunOptions, progress: Progress | None = None) -> None:
+        self.opts = opts
+        self.say = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
+        self.sched = scheduler_for_run(opts.replay.policy)
+        self.backend = make_backend(opts.cluster)
+
+    def run_dir(self) -> tuple[Path, str]:
+        """The run directory and the run's id (a repetition's id names its parent too)."""
+        if self.opts.run_dir is None:
+            path = self.opts.runs_dir / run_id_for(self.opts)
+            return path, path.name
+        path = self.opts.run_dir
+        return path, f"{path.parent.parent.name}-{path.name}"
+
+    def execute(self, resume: bool = False) -> Path:
+        """Run every step not yet recorded as done; returns the run directory.
+
+        ``resume`` continues the run directory ``opts.run_dir`` after its last completed step.
+        """
+        run_dir, run_id = self.run_dir()
+        run_dir.mkdir(parents=True, exist_ok=resume)
+        started_at = datetime.now().astimezone().isoformat(timespec="seconds")
+        ctx = RunContext(self.opts, run_dir, run_id, self.backend, self.sched, self.say, started_at)
+        try:
+            run_steps(ctx, rundir.done_steps(run_dir) if resume else {})
+        except BaseException:
+            if not any(run_dir.iterdir()):  # e.g. an unreadable trace: leave no empty run directory
+                run_dir.rmdir()
+            raise
+        return run_dir
+
+
+def run_steps(ctx: RunContext, done: dict[str, dict]) -> None:
+    """Every step of :data:`STEPS` not in ``done``, each recorded in ``steps.json`` once over."""
+    for name, step in STEPS:
+        if name in done:
+            continue
+        try:
+            info = step(ctx)
+        except ClusterError as exc:
+            write_manifest(ctx, False, f"{name}: {exc}")
+            raise
+        rundir.record_step(ctx.run_dir, name, info)

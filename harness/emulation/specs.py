@@ -1,0 +1,72 @@
+"""What a run is asked to do, in three parts: the workload (which jobs, how shrunk), the
+cluster (where Slurm runs) and the replay (under which policy, how paced). The command
+line builds them from the shared option types (:mod:`harness.cli.options`)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from harness.workload.plan import DEFAULT_SEED, bundled_slice_path
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    trace: Path | None = None  # an SWF trace or an unshrunk plan; None: the bundled KTH slice
+    shrink: float = 0.99
+    seed: int = DEFAULT_SEED  # of the burst-buffer model
+    shuffle: bool = False
+    shuffle_seed: int | None = None  # None: the BB seed (repetitions give each its own)
+    first_n: int | None = None
+    period: tuple[int, int] | None = None  # (i, k), i counted from 0: the i-th of k periods
+
+    @property
+    def source(self) -> Path:
+        return self.trace or bundled_slice_path()
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    backend: str = "docker"  # docker (local containers), local (this host) or ssh://user@head[:port]
+    name: str = "bbemu"  # the Docker cluster's name
+    platform: str = "default"  # platform description (TOML) of the cluster
+
+
+@dataclass(frozen=True)
+class ReplaySpec:
+    policy: str = "slurm-backfill-1"
+    warmup: float = 2.0  # seconds between the replay's start and t0
+    drift: float = 0.0  # seconds added per job to the submission instants
+    timeout: float | None = None  # seconds of wall time after the last submission
+    keep_jobs: bool = False  # on interruption, leave the submitted jobs in Slurm
+    compare_sim: bool = False  # also simulate the plan with the same policy; report the difference
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    workload: WorkloadSpec = field(default_factory=WorkloadSpec)
+    cluster: ClusterSpec = field(default_factory=ClusterSpec)
+    replay: ReplaySpec = field(default_factory=ReplaySpec)
+    runs_dir: Path = Path("runs")
+    run_dir: Path | None = None  # exact run directory (repetitions); default runs_dir/<run id>
+    label: str = ""
+    quiet: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready (paths as strings), for the manifest."""
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in _flat_paths(asdict(self)).items()}
+
+
+def run_id_for(opts: RunOptions, now: datetime | None = None) -> str:
+    """``<time>-<trace>-<policy>-s<shrink>[-label]``."""
+    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
+    stem = opts.workload.source.name.split(".")[0]
+    suffix = f"-{opts.label}" if opts.label else ""
+    return f"{stamp}-{stem}-{opts.replay.policy}-s{opts.workload.shrink:g}{suffix}"
+
+
+def _flat_paths(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: (_flat_paths(v) if isinstance(v, dict) else str(v) if isinstance(v, Path) else v)
+            for k, v in data.items()}  # fmt: skip

@@ -1,0 +1,219 @@
+"""The steps of a run, in order: plan, cluster, replay, collect, fidelity, metrics,
+manifest, report. Each reads what it needs from the run directory (or from what earlier
+steps recorded in ``steps.json``) and writes its own files there, so a run can be resumed
+after the last step that completed (:class:`harness.emulation.run.Experiment` records them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness import __version__
+from harness.analysis.metrics import summary
+from harness.cluster.base import ClusterBackend, ClusterError
+from harness.emulation.collect import build_results, cross_check, decision_stats, finished, lag_stats
+from harness.emulation.fidelity import compare_with_simulation, simulator_twin
+from harness.emulation.launch import SUBMIT_USER, HeadRun
+from harness.emulation.specs import RunOptions
+from harness.model import rundir
+from harness.model.jsonio import read_json, read_jsonl, write_json
+from harness.model.timescale import shrink_table, time_scale_of
+from harness.slurm.config import SchedulerConfig
+from harness.slurm.jobcomp import read_jobcomp
+from harness.workload.plan import PlanError, is_plan_file, load_plan, prepare, save_plan
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class RunContext:
+    """What every step of one run shares."""
+
+    opts: RunOptions
+    run_dir: Path
+    run_id: str
+    backend: ClusterBackend
+    sched: SchedulerConfig
+    say: Progress
+    started_at: str
+
+    @property
+    def uses_agent(self) -> bool:
+        return self.sched.external_ordering
+
+    def plan(self) -> tuple[pd.DataFrame, dict[str, Any]]:
+        return load_plan(self.run_dir / rundir.PLAN)
+
+    def found(self, step: str) -> dict[str, Any]:
+        """What a completed step recorded ({} if it has not run)."""
+        return rundir.done_steps(self.run_dir).get(step, {}).get("info", {})
+
+    def verdict(self) -> tuple[bool, str]:
+        """(complete, why not) from the replay's verdict and the records collected."""
+        replay, collected = self.found("replay"), self.found("collect")
+        if not replay.get("complete"):
+            return False, str(replay.get("reason") or "the replay did not run")
+        missing, rejected = collected.get("missing", 0), collected.get("rejected", 0)
+        if missing or rejected:
+            return False, f"{missing} job(s) have no record, {rejected} rejected by Slurm"
+        return True, ""
+
+
+# -- the steps ------------------------------------------------------------------------------
+
+
+def make_plan(ctx: RunContext) -> dict[str, Any]:
+    """The plan to replay: a trace prepared now, or a stored unshrunk plan shrunk now."""
+    spec = ctx.opts.workload
+    source = spec.source
+    if is_plan_file(source):
+        plan, manifest = load_plan(source)
+        if float(manifest.get("shrink", 0.0)) != 0.0:
+            raise PlanError(f"{source}: give an unshrunk plan; --shrink applies the shrink")
+        plan, manifest = shrink_table(plan, spec.shrink), {**manifest, "shrink": spec.shrink}
+    else:
+        plan, manifest = prepare(
+            source, shrink=spec.shrink, seed=spec.seed, shuffle=spec.shuffle, shuffle_seed=spec.shuffle_seed,
+            first_n=spec.first_n, period=spec.period,
+        )  # fmt: skip
+    save_plan(plan, manifest, ctx.run_dir / rundir.PLAN)
+    ctx.say(f"run {ctx.run_id}: {len(plan)} jobs, shrink {spec.shrink:g}, policy {ctx.opts.replay.policy}")
+    return {"jobs": len(plan)}
+
+
+def bring_up_cluster(ctx: RunContext) -> dict[str, Any]:
+    ctx.backend.prepare(ctx.sched, progress=ctx.say)
+    return {"backend": ctx.opts.cluster.backend, "name": ctx.backend.name}
+
+
+def replay(ctx: RunContext) -> dict[str, Any]:
+    head = HeadRun(ctx.backend, ctx.run_id, ctx.opts.replay, ctx.opts.workload.seed, ctx.uses_agent, ctx.say,
+                   quiet=ctx.opts.quiet)  # fmt: skip
+    ctx.backend.put(ctx.run_dir / rundir.PLAN, f"{head.shared}/{rundir.PLAN}")
+    complete, reason = head.run(ctx.plan()[0])
+    return {"complete": complete, "reason": reason}
+
+
+def collect(ctx: RunContext) -> dict[str, Any]:
+    """Copy what the head node wrote; build the per-job results and cross-check them with Slurm."""
+    raw, shared = ctx.run_dir / rundir.RAW_DIR, f"{rundir.SHARED_RUNS}/{ctx.run_id}"
+    raw.mkdir(exist_ok=True)
+    for name in rundir.RAW_FILES:
+        ctx.backend.get(f"{shared}/{name}", raw / name)
+    ctx.backend.collect_slurm_files(ctx.run_dir / rundir.SLURM_DIR)
+    t0 = float(read_json(raw / rundir.STATUS).get("t0", 0.0))
+    submissions = read_jsonl(raw / rundir.SUBMISSIONS)
+    results = build_results(ctx.plan()[0], submissions, read_jsonl(raw / rundir.SIGSLEEP_LOG), t0)
+    results.to_parquet(ctx.run_dir / rundir.RESULTS, index=False)
+    results.to_csv(ctx.run_dir / rundir.RESULTS_CSV, index=False)
+    check = cross_check(results, read_jobcomp(ctx.run_dir / rundir.SLURM_DIR / rundir.JOBCOMP_LOG), t0)
+    sections: dict[str, Any] = {"submission": lag_stats(submissions), "cross_check": check.as_dict()}
+    if ctx.uses_agent:
+        sections["agent"] = decision_stats(read_jsonl(raw / rundir.DECISIONS))
+    counts = results["status"].value_counts()
+    return {"t0": t0, "missing": int(counts.get("missing", 0)), "rejected": int(counts.get("rejected", 0)),
+            "sections": sections}  # fmt: skip
+
+
+def fidelity(ctx: RunContext) -> dict[str, Any]:
+    """With ``--compare-sim``: the same plan in the simulator under the policy's twin."""
+    ran = finished(pd.read_parquet(ctx.run_dir / rundir.RESULTS))
+    if not (ctx.opts.replay.compare_sim and len(ran)):
+        return {}
+    twin = simulator_twin(ctx.opts.replay.policy)
+    spec = ctx.opts.workload
+    found, simulated = compare_with_simulation(
+        ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, seed=spec.seed
+    )
+    (ctx.run_dir / rundir.SIMULATION_DIR).mkdir(exist_ok=True)
+    simulated.to_parquet(ctx.run_dir / rundir.SIMULATION_DIR / rundir.RESULTS, index=False)
+    tau, wait = found["start_order"]["kendall_tau"], found["metrics"]["mean_wait"]
+    ctx.say(
+        f"fidelity vs simulation ({twin}): start-order Kendall tau {tau:.3f}, mean wait "
+        f"{wait['emulated']:.0f} s emulated vs {wait['simulated']:.0f} s simulated"
+    )
+    return {"fidelity": found}
+
+
+def measure(ctx: RunContext) -> dict[str, Any]:
+    """``metrics.json``: the summary in original time and the sections of collect and fidelity."""
+    ran = finished(pd.read_parquet(ctx.run_dir / rundir.RESULTS))
+    scale = time_scale_of(ctx.opts.workload.shrink)
+    metrics = summary(ran, ctx.backend.platform, time_scale=scale) if len(ran) else {}
+    metrics.update(ctx.found("collect").get("sections", {}))
+    metrics.update(ctx.found("fidelity"))
+    write_json(ctx.run_dir / rundir.METRICS, metrics)
+    return {"jobs": len(ran)}
+
+
+def manifest(ctx: RunContext) -> dict[str, Any]:
+    complete, reason = ctx.verdict()
+    write_manifest(ctx, complete, reason)
+    return {"complete": complete}
+
+
+def report(ctx: RunContext) -> dict[str, Any]:
+    from harness.analysis.report import write_report  # matplotlib: only when a report is written
+
+    write_report(ctx.run_dir)
+    check = ctx.found("collect").get("sections", {}).get("cross_check", {})
+    if check and not check.get("ok"):
+        ctx.say(
+            f"cross-check: {check['n_disagreements']} disagreement(s) beyond {check['tolerance_s']} s, "
+            f"{len(check['missing_in_slurm'])} job(s) missing in Slurm's records, "
+            f"{len(check['missing_in_log'])} missing in the sigsleep log"
+        )
+    complete, reason = ctx.verdict()
+    if not complete:
+        ctx.say(
+            f"INCOMPLETE run ({reason}); everything collected so far is in {ctx.run_dir}. "
+            f"Remove leftovers with `harness cluster status` / `scancel --user {SUBMIT_USER}` "
+            "or start again with `harness run`."
+        )
+    return {}
+
+
+STEPS: tuple[tuple[str, Callable[[RunContext], dict[str, Any]]], ...] = (
+    ("plan", make_plan),
+    ("cluster", bring_up_cluster),
+    ("replay", replay),
+    ("collect", collect),
+    ("fidelity", fidelity),
+    ("metrics", measure),
+    ("manifest", manifest),
+    ("report", report),
+)
+
+
+def write_manifest(ctx: RunContext, complete: bool, reason: str) -> None:
+    """``manifest.json``: every parameter, versions, the input's checksum, completeness."""
+    spec, sched, platform = ctx.opts.workload, ctx.sched, ctx.backend.platform
+    plan_manifest = ctx.plan()[1] if (ctx.run_dir / rundir.PLAN).exists() else {}
+    write_json(ctx.run_dir / rundir.MANIFEST, {
+        "run_id": ctx.run_id, "policy": ctx.opts.replay.policy, "shrink": spec.shrink,
+        "time_scale": time_scale_of(spec.shrink), "speedup": time_scale_of(spec.shrink),
+        "trace": spec.source.name, "trace_path": str(spec.source),
+        "input_sha256": plan_manifest.get("input", {}).get("sha256"), "seed": spec.seed,
+        "complete": complete, "incomplete_reason": reason, "started_at": ctx.started_at,
+        "finished_at": datetime.now().astimezone().isoformat(timespec="seconds"),
+        "harness_version": __version__, "slurm_version": slurm_version(ctx.backend),
+        "cluster": {"backend": ctx.opts.cluster.backend, "name": ctx.backend.name},
+        "scheduler": asdict(sched) | {"scheduler_parameters": sched.scheduler_parameters},
+        "platform": platform.as_dict(), "options": ctx.opts.as_dict(), "plan": plan_manifest,
+        "steps": list(rundir.done_steps(ctx.run_dir)),
+        **({"t0": ctx.found("collect")["t0"]} if ctx.found("collect") else {}),
+    })  # fmt: skip
+
+
+def slurm_version(backend: ClusterBackend) -> str:
+    try:
+        res = backend.exec(["sinfo", "--version"], timeout=10)
+    except ClusterError:
+        return "unknown"
+    return res.stdout.strip() or "unknown"

@@ -1,0 +1,174 @@
+"""Watching a replay from the host: progress lines, and the verdict of when it is over.
+
+The host polls the cluster's shared run directory (the replay's status, the submissions
+and the jobs' own records, read incrementally) and ``squeue``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from harness.cluster.base import ClusterBackend
+from harness.model.jsonio import parse_jsonl
+from harness.model.rundir import SIGSLEEP_LOG, STATUS, SUBMISSIONS
+
+if TYPE_CHECKING:
+    from harness.emulation.launch import HeadRun
+
+
+class JsonlTail:
+    """Reads the new complete lines of a growing shared JSON-lines file at each call.
+
+    Progress polling every second must not fetch the whole log again (tens of MB on
+    a long trace, over SSH for remote clusters): only the bytes past the last
+    complete line are read.
+    """
+
+    def __init__(self, backend: ClusterBackend, rel: str) -> None:
+        self.backend = backend
+        self.rel = rel
+        self.offset = 0
+        self.records: list[dict] = []
+
+    def poll(self) -> list[dict]:
+        data = self.backend.read_from(self.rel, self.offset)
+        if data:
+            complete = data[: data.rfind(b"\n") + 1]  # a last line without newline is still being written
+            self.offset += len(complete)
+            self.records.extend(parse_jsonl(complete.decode(errors="replace")))
+        return self.records
+
+
+class Watcher:
+    """Polls the shared run directory and squeue; prints progress; decides when it is over."""
+
+    GRACE_S = 10.0  # queue empty but records missing: wait this long for late records
+    # squeue at most this often while the replay submits: each call is a process started in
+    # the controller container (docker exec: ~50-80 ms of CPU), which delayed submissions.
+    QUEUE_POLL_S = 5.0
+
+    def __init__(self, head: HeadRun, plan: pd.DataFrame, shared: str, quiet: bool) -> None:
+        self.head = head
+        self.total = len(plan)
+        self.last_submit = float(plan["submit"].max()) if len(plan) else 0.0
+        # a job cannot end before its submission instant plus its runtime: the ETA's floor
+        self.earliest_end = dict(
+            zip(plan["job_id"].astype(int), plan["submit"] + plan["runtime"], strict=True)
+        )
+        self.finished_ids: set[int] = set()
+        self.shared = shared
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty() and not quiet
+        self.started = time.monotonic()
+        self._last_line = 0.0
+        self._empty_since: float | None = None
+        self._submissions = JsonlTail(head.backend, f"{shared}/{SUBMISSIONS}")
+        self._records = JsonlTail(head.backend, f"{shared}/{SIGSLEEP_LOG}")
+        self._queue: tuple[int, int] = (0, 0)  # the last counts squeue gave
+        self._queue_known = False
+        self._queue_at: float | None = None
+
+    def wait(self, proc: subprocess.Popen, agent: subprocess.Popen | None = None) -> tuple[bool, str]:
+        while True:
+            backend = self.head.backend
+            status = _parse_status(backend.read_text(f"{self.shared}/{STATUS}"))
+            subs = self._submissions.poll()
+            records = self._records.poll()
+            self.finished_ids = {r["job_id"] for r in records}
+            done_records = len(records)
+            # once every job is submitted, the verdict needs the queue at every look
+            counts = self._queue_counts(fresh=bool(status.get("done")))
+            self._show(status, subs, done_records, *self._queue)
+            queued = None if counts is None else sum(counts)
+            verdict = self._agent_verdict(agent) or self._verdict(proc, status, subs, done_records, queued)
+            if verdict is not None:
+                if self.tty:
+                    print(file=sys.stderr)
+                return verdict
+            time.sleep(1.0)
+
+    def _queue_counts(self, fresh: bool) -> tuple[int, int] | None:
+        """(pending, running) from squeue, at most every QUEUE_POLL_S unless ``fresh``; None when
+        squeue did not answer (slurmctld busy): an unanswered look is not an empty queue."""
+        now = time.monotonic()
+        if fresh or self._queue_at is None or now - self._queue_at >= self.QUEUE_POLL_S:
+            counts = self.head.queue_counts()
+            self._queue_known = counts is not None
+            self._queue = counts or self._queue
+            self._queue_at = now
+        return self._queue if self._queue_known else None
+
+    @staticmethod
+    def _agent_verdict(agent: subprocess.Popen | None) -> tuple[bool, str] | None:
+        """A dead agent means nothing would start, or Slurm would start jobs in its own order."""
+        if agent is None or agent.poll() is None:
+            return None
+        output = agent.stdout.read() if agent.stdout else ""
+        return False, f"the ordering agent stopped (exit {agent.returncode}): {output.strip()[-500:]}"
+
+    def _verdict(
+        self, proc: subprocess.Popen, status: dict, subs: list[dict], records: int, queued: int | None
+    ) -> tuple[bool, str] | None:
+        accepted = sum(1 for s in subs if s.get("slurm_job_id") is not None)
+        replay_done = bool(status.get("done"))
+        if proc.poll() is not None and not replay_done:
+            output = proc.stdout.read() if proc.stdout else ""
+            return False, f"the replay stopped early (exit {proc.returncode}): {output.strip()[-500:]}"
+        if replay_done and records >= accepted:
+            return True, ""
+        if replay_done and queued == 0:
+            self._empty_since = self._empty_since or time.monotonic()
+            if time.monotonic() - self._empty_since > self.GRACE_S:
+                return False, f"{accepted - records} job(s) left the queue without a sigsleep record"
+        else:  # jobs queued, or squeue did not answer: the queue must be seen empty GRACE_S anew
+            self._empty_since = None
+        timeout = self.head.timeout
+        if timeout and status.get("t0") and time.time() > status["t0"] + self.last_submit + timeout:
+            return False, f"timed out {timeout:g} s after the last submission instant"
+        return None
+
+    def _show(self, status: dict, subs: list[dict], records: int, pending: int, running: int) -> None:
+        now = time.monotonic()
+        every = 0.0 if self.tty else (30.0 if self.quiet else 10.0)
+        if now - self._last_line < every:
+            return
+        self._last_line = now
+        lags = np.array([s["lag"] for s in subs], dtype=float) * 1000
+        p50, p99 = (np.percentile(lags, 50), np.percentile(lags, 99)) if lags.size else (0.0, 0.0)
+        elapsed = now - self.started
+        line = (
+            f"[{_clock(elapsed)}] submitted {len(subs)}/{self.total}  pending {pending}  running {running}  "
+            f"finished {records}  lag p50 {p50:.0f} ms p99 {p99:.0f} ms  "
+            f"ETA {_clock(self._eta(status))}"
+        )
+        if self.tty:
+            print("\r" + line + " " * 4, end="", file=sys.stderr, flush=True)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def _eta(self, status: dict) -> float:
+        """Time until the last unfinished job can have ended, if it started at once."""
+        t0 = status.get("t0")
+        if not t0:
+            return max(self.earliest_end.values(), default=0.0)
+        left = [end for job, end in self.earliest_end.items() if job not in self.finished_ids]
+        return max(0.0, t0 + max(left, default=0.0) - time.time())
+
+
+def _parse_status(text: str | None) -> dict:
+    try:
+        return json.loads(text) if text else {}
+    except json.JSONDecodeError:
+        return {}
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"

@@ -1,0 +1,133 @@
+"""What one cell does: prepare its plan, schedule it, measure it, store it in its folder.
+
+``run_cell`` is the function every executor runs (in a local process or in a Slurm job).
+It never raises: a failure comes back as a :class:`CellResult` with the error, and the
+traceback stays in the cell's folder. Its folder ``cells/<key>/`` holds
+
+* ``jobs.parquet``: the per-job results (the schedule, in the plan's time unit);
+* ``result.json``: the metrics in original time, written last (its presence = done);
+* ``error.txt``: the traceback of a failed attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness import __version__
+from harness.experiments.files import atomic_write_parquet, atomic_write_text
+from harness.experiments.grid import Cell
+from harness.model.jsonio import to_json
+
+CELLS_DIR = "cells"
+JOBS_FILE = "jobs.parquet"
+RESULT_FILE = "result.json"
+ERROR_FILE = "error.txt"
+
+
+@dataclass
+class CellResult:
+    key: str
+    ok: bool
+    metrics: dict[str, Any] = field(default_factory=dict)  # summary in original time
+    time_scale: float = 1.0  # multiplies the job table's times into original ones
+    seconds: float = 0.0  # wall time of the cell
+    host: str = ""
+    slurm_job: str = ""  # the Slurm job (array task) that ran the cell, if any
+    error: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def cell_dir(exp_dir: Path | str, key: str) -> Path:
+    return Path(exp_dir) / CELLS_DIR / key
+
+
+def run_cell(cell: Cell, exp_dir: str) -> CellResult:
+    """Run one cell and store its outputs under ``exp_dir``; never raises."""
+    began = time.perf_counter()
+    folder = cell_dir(exp_dir, cell.key)
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        jobs, metrics, time_scale = _simulate(cell)
+    except Exception as exc:  # a cell's failure is data for the runner, not a crash
+        (folder / ERROR_FILE).write_text(traceback.format_exc())
+        return CellResult(cell.key, False, seconds=_since(began), host=socket.gethostname(),
+                          error=f"{type(exc).__name__}: {exc}")  # fmt: skip
+    atomic_write_parquet(folder / JOBS_FILE, jobs)
+    result = CellResult(
+        cell.key, True, metrics, time_scale, _since(began), socket.gethostname(), _slurm_job()
+    )
+    record = {**result.as_dict(), "params": cell.params, "harness_version": __version__}
+    atomic_write_text(folder / RESULT_FILE, to_json(record))
+    return result
+
+
+def read_cell_result(exp_dir: Path | str, key: str) -> CellResult | None:
+    """The stored result of a finished cell, None when it has not finished."""
+    path = cell_dir(exp_dir, key) / RESULT_FILE
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    fields = CellResult.__dataclass_fields__
+    return CellResult(**{k: v for k, v in data.items() if k in fields})
+
+
+def _simulate(cell: Cell) -> tuple[pd.DataFrame, dict[str, Any], float]:
+    from harness.analysis.metrics import summary
+    from harness.platform import load_platform
+    from harness.policies.registry import get_policy
+    from harness.sim.checks import check_schedule
+    from harness.sim.engine import simulate
+
+    p = cell.params
+    platform = load_platform(cell.inputs["platform"])
+    plan = _plan(cell, platform)
+    policy = get_policy(p["policy"], seed=p["policy_seed"], time_limit_s=p["time_limit_s"])
+    result = simulate(plan, policy, platform)
+    problems = check_schedule(result.jobs, platform)
+    if problems:
+        raise RuntimeError(f"invalid schedule: {'; '.join(problems[:3])}")
+    return result.jobs, summary(result.jobs, platform, tau=p["tau"]), 1.0
+
+
+def _plan(cell: Cell, platform: Any) -> pd.DataFrame:
+    from harness.workload.plan import Sampling, prepare
+
+    p = cell.params
+    sampling = p["sampling"]
+    plan, _ = prepare(
+        cell.inputs["trace_path"],
+        platform=platform,
+        seed=p["bb_seed"],
+        bb_model=p["bb_model"],
+        bb_constant_mb=p["bb_constant_mb"],
+        first_n=p["first_n"],
+        window=tuple(p["window"]) if p["window"] else None,
+        period=(p["period"] - 1, p["periods"]) if p["periods"] else None,
+        sampling=Sampling(**sampling) if sampling else None,
+        shuffle=p["shuffle"],
+        shuffle_seed=p["shuffle_seed"],
+    )
+    return plan
+
+
+def _slurm_job() -> str:
+    array = os.environ.get("SLURM_ARRAY_JOB_ID")
+    if array:
+        return f"{array}_{os.environ.get('SLURM_ARRAY_TASK_ID', '')}"
+    return os.environ.get("SLURM_JOB_ID", "")
+
+
+def _since(began: float) -> float:
+    return time.perf_counter() - began

@@ -1,0 +1,144 @@
+"""The grid of an experiment: one cell per combination of its axes, each named by a hash.
+
+A cell is a pure function of its parameters, so its key (a hash of them) says whether it
+has already run: editing the file and running again runs only the cells that are new.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from harness.experiments.keys import SpecError
+from harness.experiments.spec import ExperimentSpec, policy_instances
+from harness.model.jsonio import json_default
+
+KEY_LENGTH = 16  # hex digits of the sha256: 64 bits, no collision in any grid a person writes
+
+
+@dataclass(frozen=True)
+class Cell:
+    key: str
+    axes: dict[str, Any]  # the values that vary over the grid (columns of the result table)
+    params: dict[str, Any]  # everything the cell's result depends on (hashed into the key)
+    inputs: dict[str, str]  # where the cell finds its inputs on this machine (not hashed)
+
+
+def cell_key(params: dict[str, Any]) -> str:
+    """The hash of a cell's parameters, independent of their order."""
+    canonical = json.dumps(params, sort_keys=True, separators=(",", ":"), default=json_default)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:KEY_LENGTH]
+
+
+def axis_names(spec: ExperimentSpec) -> list[str]:
+    """The columns that tell cells apart, in the order tables and plots show them."""
+    names = ["policy"]
+    if spec.sweep:
+        names += ["family", *spec.sweep]
+    if spec.workload.periods:
+        names.append("period")
+    names.append("bb_seed")
+    if spec.emulate is not None:
+        names.append("shrink")
+    names.append("rep")
+    return names
+
+
+def expand(spec: ExperimentSpec) -> list[Cell]:
+    """Every cell of the grid, in a stable order (policy slowest, repetition fastest)."""
+    fixed = _fixed_params(spec)
+    inputs = {"trace_path": str(spec.workload.path), "platform": spec.platform}
+    _check_exclusions(spec)
+    cells: list[Cell] = []
+    seen: set[str] = set()
+    for axes in _axis_values(spec):
+        if any(_matches(rule, axes) for rule in spec.exclude):
+            continue
+        params = {**fixed, **axes, **_derived(spec, axes["rep"])}
+        key = cell_key(params)
+        if key not in seen:  # two templates naming the same policy make one cell
+            seen.add(key)
+            cells.append(Cell(key, axes, params, inputs))
+    if not cells:
+        raise SpecError(f"{spec.path}: the grid is empty (every cell is excluded)")
+    return cells
+
+
+def _fixed_params(spec: ExperimentSpec) -> dict[str, Any]:
+    w = spec.workload
+    return {
+        "mode": spec.mode,
+        "trace": w.trace,
+        "trace_sha256": w.sha256,
+        "platform_digest": spec.platform_digest,
+        "periods": w.periods,
+        "bb_model": w.bb_model,
+        "bb_constant_mb": w.bb_constant_mb,
+        "first_n": w.first_n,
+        "window": list(w.window) if w.window else None,
+        "sampling": w.sampling,
+        "shuffle": w.shuffle,
+        "tau": spec.tau,
+        "time_limit_s": spec.time_limit_s,
+        **({"cluster": spec.emulate.cluster} if spec.emulate else {}),
+    }
+
+
+def _derived(spec: ExperimentSpec, rep: int) -> dict[str, Any]:
+    """Repetition r shifts the seeds of the submission order and of randomised policies."""
+    w = spec.workload
+    return {
+        "policy_seed": spec.policy_seed + rep,
+        "shuffle_seed": w.shuffle_seed + rep if w.shuffle else None,
+    }
+
+
+def _axis_values(spec: ExperimentSpec) -> list[dict[str, Any]]:
+    w = spec.workload
+    tail: list[tuple[str, tuple[Any, ...]]] = []
+    if w.periods:
+        tail.append(("period", w.period))
+    tail.append(("bb_seed", w.bb_seeds))
+    if spec.emulate is not None:
+        tail.append(("shrink", spec.emulate.shrink))
+    tail.append(("rep", tuple(range(spec.repetitions))))
+    out = []
+    for template in spec.policies:
+        for values in policy_instances(template, spec.sweep):
+            head: dict[str, Any] = {"policy": template.format(**values)}
+            if spec.sweep:
+                head["family"] = template
+                head.update({var: values.get(var) for var in spec.sweep})
+            for combo in itertools.product(*(v for _, v in tail)):
+                out.append({**head, **dict(zip((k for k, _ in tail), combo, strict=True))})
+    return out
+
+
+def _check_exclusions(spec: ExperimentSpec) -> None:
+    names = set(axis_names(spec))
+    for i, rule in enumerate(spec.exclude, start=1):
+        unknown = sorted(set(rule) - names)
+        if unknown:
+            raise SpecError(
+                f"{spec.path}: [[exclude]] #{i}: unknown axis {', '.join(unknown)} "
+                f"(axes: {', '.join(sorted(names))})"
+            )
+
+
+def _matches(rule: dict[str, Any], axes: dict[str, Any]) -> bool:
+    return all(axes.get(k) == v for k, v in rule.items())
+
+
+def describe(spec: ExperimentSpec, cells: list[Cell]) -> str:
+    """``64 cells: 4 policy x 16 period x 1 bb_seed x 1 rep``."""
+    counts = []
+    for name in axis_names(spec):
+        if name == "family":
+            continue
+        values = [c.axes[name] for c in cells if c.axes.get(name) is not None]
+        distinct = {json.dumps(v, default=json_default) for v in values}
+        counts.append(f"{len(distinct)} {name}")
+    return f"{len(cells)} cells: {' x '.join(counts)}"

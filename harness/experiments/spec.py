@@ -1,0 +1,300 @@
+"""The experiment file (TOML): what to run, over which grid, and how to report it.
+
+Every list-valued setting is an axis of the grid (policies, periods, BB seeds, swept
+variables, shrink factors, repetitions); see ``docs/experiments.md`` for the format.
+A bad file raises :class:`SpecError` naming the file, the table and the key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.experiments.keys import Keys, SpecError
+from harness.model.jsonio import json_default
+from harness.model.metric_names import METRIC_SPECS
+from harness.model.paths import KTH_NAME, kth_trace
+from harness.platform import PlatformError, load_platform
+from harness.policies.registry import UnknownPolicyError, get_policy
+from harness.workload.bbmodel import MODELS
+from harness.workload.plan import BUNDLED, SAMPLING_METHODS, resolve_input
+
+MODES = ("simulate", "emulate")
+KTH = "kth"  # stands for the KTH-SP2 trace wherever this machine keeps it
+# Aggregate metrics (keys of harness.analysis.metrics.summary) and per-job metrics
+# (columns of job_metrics) an experiment may ask for.
+SUMMARY_METRICS = tuple(METRIC_SPECS)
+JOB_METRICS = ("wait", "turnaround", "runtime", "slowdown", "bsld", "wslowdown")
+DEFAULT_METRICS = ("mean_wait", "mean_turnaround", "mean_slowdown", "mean_bsld")
+DEFAULT_JOB_METRICS = ("wait", "turnaround", "slowdown", "bsld")
+_VAR = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+_RESERVED = {"policy", "period", "bb_seed", "shrink", "rep"}  # axes with their own keys
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    trace: str  # as written in the file
+    path: Path  # where it is on this machine
+    sha256: str  # of the file: a changed trace changes every cell
+    periods: int | None = None  # split into this many equal periods
+    period: tuple[int, ...] = ()  # the periods to run, 1-based (the thesis's numbering)
+    bb_seeds: tuple[int, ...] = (2020,)
+    bb_model: str = "lognormal"
+    bb_constant_mb: int | None = None
+    first_n: int | None = None
+    window: tuple[float, float | None] | None = None
+    sampling: dict[str, Any] | None = None
+    shuffle: bool = False
+    shuffle_seed: int = 0
+
+
+@dataclass(frozen=True)
+class EmulateSpec:
+    shrink: tuple[float, ...] = (0.99,)
+    cluster: str = "docker"
+    cluster_name: str = "bbexp"
+
+
+@dataclass(frozen=True)
+class ExperimentSpec:
+    name: str
+    path: Path
+    text: str  # the file as read (copied into the experiment directory)
+    workload: WorkloadSpec
+    policies: tuple[str, ...]  # names, possibly templates like "backfill-{depth}"
+    description: str = ""
+    mode: str = "simulate"
+    repetitions: int = 1
+    baseline: str | None = None
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+    job_metrics: tuple[str, ...] = DEFAULT_JOB_METRICS
+    tau: float = 600.0
+    platform: str = "default"
+    platform_digest: str = ""
+    policy_seed: int = 0
+    time_limit_s: float | None = None
+    sweep: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    exclude: tuple[dict[str, Any], ...] = ()
+    emulate: EmulateSpec | None = None
+
+
+def load_spec(path: str | Path) -> ExperimentSpec:
+    """Read and check an experiment file."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read the experiment file ({exc.strerror})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path}: not valid TOML: {exc}") from None
+    return spec_from_dict(data, path, text)
+
+
+def spec_from_dict(data: dict[str, Any], path: Path, text: str = "") -> ExperimentSpec:
+    top = Keys(data, "", path)
+    top.expect("experiment", "workload", "platform", "policies", "sweep", "exclude", "emulate")
+    exp = top.table("experiment")
+    policies = top.table("policies")
+    names = policies.strings("names")
+    sweep = _sweep(top.table("sweep"))
+    platform, digest = _platform(top.table("platform"), path)
+    spec = ExperimentSpec(
+        name=exp.string("name", path.stem),
+        path=path,
+        text=text,
+        description=exp.string("description", ""),
+        mode=exp.string("mode", "simulate", MODES),
+        repetitions=exp.integer("repetitions", 1, minimum=1),
+        baseline=exp.string("baseline", None),
+        metrics=_choose(exp, "metrics", DEFAULT_METRICS, SUMMARY_METRICS),
+        job_metrics=_choose(exp, "job_metrics", DEFAULT_JOB_METRICS, JOB_METRICS),
+        tau=exp.number("tau", 600.0),
+        workload=_workload(top.table("workload"), path),
+        platform=platform,
+        platform_digest=digest,
+        policies=names,
+        policy_seed=policies.integer("seed", 0),
+        time_limit_s=policies.number("time_limit_s", None),
+        sweep=sweep,
+        exclude=_exclude(top.raw("exclude", []), path),
+        emulate=_emulate(top.table("emulate")) if "emulate" in data else None,
+    )
+    for keys in (exp, policies, top):
+        keys.finish()
+    _check_policies(spec, policies)
+    _check_mode(spec, path)
+    return spec
+
+
+def _choose(keys: Keys, key: str, default: tuple[str, ...], known: tuple[str, ...]) -> tuple[str, ...]:
+    chosen = keys.strings(key, default)
+    unknown = [m for m in chosen if m not in known]
+    if unknown:
+        raise keys.fail(key, f"names among {', '.join(known)}", unknown)
+    return chosen
+
+
+def _workload(keys: Keys, spec_path: Path) -> WorkloadSpec:
+    trace = keys.string("trace")
+    path = _trace_path(keys, trace, spec_path)
+    periods = keys.integer("periods", None, minimum=1)
+    period = keys.integers("period", None, minimum=1)
+    if period is not None and periods is None:
+        raise keys.fail("period", "[workload] periods as well (period i of how many?)", list(period))
+    if period is not None and max(period) > periods:
+        raise keys.fail("period", f"period numbers in 1..{periods}", list(period))
+    spec = WorkloadSpec(
+        trace=trace,
+        path=path,
+        sha256=_file_sha256(path),
+        periods=periods,
+        period=period or (tuple(range(1, periods + 1)) if periods else ()),
+        bb_seeds=keys.integers("bb_seed", (2020,), minimum=0),
+        bb_model=keys.string("bb_model", "lognormal", tuple(MODELS)),
+        bb_constant_mb=keys.integer("bb_constant_mb", None, minimum=0),
+        first_n=keys.integer("first_n", None, minimum=1),
+        window=_window(keys),
+        sampling=_sampling(keys.table("sampling")) if "sampling" in keys.data else None,
+        shuffle=keys.boolean("shuffle", False),
+        shuffle_seed=keys.integer("shuffle_seed", 0, minimum=0),
+    )
+    if spec.bb_model == "constant" and spec.bb_constant_mb is None:
+        raise keys.fail("bb_constant_mb", 'an integer >= 0 when bb_model = "constant"')
+    keys.finish()
+    return spec
+
+
+def _trace_path(keys: Keys, trace: str, spec_path: Path) -> Path:
+    if trace == KTH:
+        found = kth_trace()
+        if found is None:
+            raise keys.fail("trace", f"a trace on this machine: {KTH_NAME} was not found "
+                            "(set HARNESS_KTH_TRACE)", trace)  # fmt: skip
+        return found
+    path = resolve_input(trace) if trace == BUNDLED else spec_path.parent / trace
+    if not path.is_file():
+        raise keys.fail(
+            "trace", f'"bundled", "{KTH}" or an SWF file (relative to the experiment file)', trace
+        )
+    return path
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _window(keys: Keys) -> tuple[float, float | None] | None:
+    value = keys.raw("window", None)
+    if value is None:
+        return None
+    ok = isinstance(value, list) and len(value) == 2 and all(isinstance(v, int | float) for v in value)
+    if not ok or value[1] <= value[0]:
+        raise keys.fail("window", "[start_s, end_s] with end after start", value)
+    return float(value[0]), float(value[1])
+
+
+def _sampling(keys: Keys) -> dict[str, Any]:
+    out = {
+        "method": keys.string("method", "ordered", SAMPLING_METHODS),
+        "n": keys.integer("n", None, minimum=1),
+        "ratio": keys.number("ratio", None),
+        "offset": keys.integer("offset", 0, minimum=0),
+        "window": keys.number("window_s", 60.0),
+    }
+    if (out["n"] is None) == (out["ratio"] is None):
+        raise keys.fail("n", "exactly one of n and ratio")
+    keys.finish()
+    return out
+
+
+def _platform(keys: Keys, spec_path: Path) -> tuple[str, str]:
+    name = keys.string("file", "default")
+    target = name if name == "default" else str(spec_path.parent / name)
+    try:
+        platform = load_platform(target)
+    except (PlatformError, OSError) as exc:
+        raise SpecError(f"{keys.where('file')}: {exc}") from None
+    keys.finish()
+    canonical = json.dumps(platform.as_dict(), sort_keys=True, default=json_default)
+    return target, hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def _sweep(keys: Keys) -> dict[str, tuple[Any, ...]]:
+    out: dict[str, tuple[Any, ...]] = {}
+    for var in list(keys.data):
+        if not re.fullmatch(r"[a-z_][a-z0-9_]*", var) or var in _RESERVED:
+            raise keys.fail(var, f"a lower-case name other than {', '.join(sorted(_RESERVED))}", var)
+        value = keys.raw(var)
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            out[var] = keys.strings(var)
+        elif isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            out[var] = keys.integers(var)
+        else:
+            out[var] = keys.numbers(var)
+    return out
+
+
+def _exclude(value: Any, path: Path) -> tuple[dict[str, Any], ...]:
+    if not isinstance(value, list) or not all(isinstance(v, dict) and v for v in value):
+        raise SpecError(f"{path}: [[exclude]]: expected tables of parameter = value (cells to leave out)")
+    return tuple(value)
+
+
+def _emulate(keys: Keys) -> EmulateSpec:
+    shrink = keys.numbers("shrink", (0.99,))
+    bad = [s for s in shrink if not 0.0 <= s < 1.0]
+    if bad:
+        raise keys.fail("shrink", "shrink factors in [0, 1)", bad)
+    spec = EmulateSpec(shrink, keys.string("cluster", "docker"), keys.string("cluster_name", "bbexp"))
+    keys.finish()
+    return spec
+
+
+def template_vars(name: str) -> list[str]:
+    """``"backfill-{depth}"`` -> ``["depth"]``."""
+    return _VAR.findall(name)
+
+
+def _check_policies(spec: ExperimentSpec, keys: Keys) -> None:
+    for template in spec.policies:
+        missing = [v for v in template_vars(template) if v not in spec.sweep]
+        if missing:
+            raise keys.fail("names", f"[sweep] values for {', '.join(missing)}", template)
+        for values in policy_instances(template, spec.sweep):
+            name = template.format(**values)
+            try:
+                get_policy(name)
+            except UnknownPolicyError as exc:
+                if spec.mode == "simulate" or not name.startswith("slurm-"):
+                    raise SpecError(f"{keys.where('names')}: {exc}") from None
+    if spec.baseline is not None:
+        concrete = {t.format(**v) for t in spec.policies for v in policy_instances(t, spec.sweep)}
+        if spec.baseline not in concrete:
+            raise SpecError(f"{spec.path}: [experiment] baseline: expected one of the policies, "
+                            f"got {spec.baseline!r}")  # fmt: skip
+
+
+def policy_instances(template: str, sweep: dict[str, tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """Every assignment of the swept variables a policy template uses."""
+    combos: list[dict[str, Any]] = [{}]
+    for var in template_vars(template):
+        combos = [{**c, var: v} for c in combos for v in sweep[var]]
+    return combos
+
+
+def _check_mode(spec: ExperimentSpec, path: Path) -> None:
+    if spec.mode == "emulate" and spec.emulate is None:
+        raise SpecError(f'{path}: [emulate]: missing (required when mode = "emulate")')
+    if spec.mode == "simulate" and spec.emulate is not None:
+        raise SpecError(f'{path}: [emulate]: only for mode = "emulate" (this file simulates)')

@@ -1,0 +1,62 @@
+"""JSON as the harness writes it: one encoder for numpy scalars and paths, and JSON lines
+(files that grow while they are read: a last line without a newline is still being written)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def json_default(value: Any) -> Any:
+    """``json.dumps(default=...)``: numpy scalars become Python numbers, paths strings."""
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars and 0-d arrays
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__} {value!r}")
+
+
+def to_json(data: Any) -> str:
+    """Indented JSON of ``data`` with :func:`json_default`, no trailing newline."""
+    return json.dumps(data, indent=2, default=json_default)
+
+
+def write_json(path: Path, data: Any) -> Path:
+    """Write ``data`` as indented JSON with a final newline; returns ``path``."""
+    path.write_text(to_json(data) + "\n")
+    return path
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object from a file; ``{}`` if the file is absent or holds something else."""
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text())
+    return data if isinstance(data, dict) else {}
+
+
+def json_line(record: dict[str, Any]) -> str:
+    """One line of a JSON-lines file, newline included."""
+    return json.dumps(record, default=json_default) + "\n"
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every complete JSON line of a file (a line being written right now is skipped)."""
+    try:
+        return parse_jsonl(path.read_text())
+    except FileNotFoundError:
+        return []
+
+
+def parse_jsonl(text: str) -> list[dict[str, Any]]:
+    """The complete JSON lines of ``text``; a last line without newline is still being written."""
+    records = []
+    for line in text.splitlines(keepends=True):
+        if not line.endswith("\n"):
+            break
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records

@@ -1,0 +1,74 @@
+"""The run directory's contract: the name of every file a run writes, in one place.
+
+    runs/<time>-<trace>-<policy>-s<shrink>/
+        manifest.json   every parameter, seed, versions, input checksum, completeness
+        steps.json      the steps done so far (plan, cluster, replay, collect, ...) and their findings
+        plan.parquet    the replayed plan (+ plan.manifest.json)
+        results.parquet, results.csv   per-job results (sigsleep times, Slurm ids)
+        metrics.json    summary in original time (same keys as `harness simulate --json`)
+        raw/            submissions.jsonl, jobs.jsonl (sigsleep), replay.json, decisions.jsonl
+        slurm/          the rendered Slurm files of the run, daemon logs, jobcomp.log
+        simulation/     results.parquet of the simulator twin (with --compare-sim)
+        repetitions/NN/ one run directory per repetition (with --repeat)
+        plots/, report.md, report.html
+
+The replay, the ordering agent and the sigsleep jobs write the files of ``raw/`` into
+the cluster's shared directory (``runs/<run id>/`` there); the host copies them back.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from harness.model.jsonio import read_json, write_json
+
+MANIFEST = "manifest.json"
+STEPS = "steps.json"  # the steps of the run that are done, in order, with what each found
+METRICS = "metrics.json"
+PLAN = "plan.parquet"
+RESULTS = "results.parquet"
+RESULTS_CSV = "results.csv"
+PLATFORM_FILE = "platform.toml"
+
+RAW_DIR = "raw"
+SLURM_DIR = "slurm"
+SIMULATION_DIR = "simulation"
+REPETITIONS_DIR = "repetitions"
+PLOTS_DIR = "plots"
+REPORT_MD = "report.md"
+REPORT_HTML = "report.html"
+
+# Written on the head node, in the shared run directory.
+SUBMISSIONS = "submissions.jsonl"  # the replay: one line per submitted job
+STATUS = "replay.json"  # the replay: t0, counts, done/stopped, errors
+SIGSLEEP_LOG = "jobs.jsonl"  # the jobs themselves (sigsleep): start, end, suspension
+DECISIONS = "decisions.jsonl"  # the ordering agent: one line per policy call
+STOP_FILE = "STOP"  # created by the host: the replay and the agent stop
+RAW_FILES = (SUBMISSIONS, SIGSLEEP_LOG, STATUS, DECISIONS)
+
+SHARED_RUNS = "runs"  # the folder of run directories inside the shared directory
+JOBCOMP_LOG = "jobcomp.log"
+
+
+def repetition_name(index: int) -> str:
+    """``repetitions/NN`` of the 0-based repetition ``index``."""
+    return f"{REPETITIONS_DIR}/{index:02d}"
+
+
+def done_steps(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """Step name -> its record (``done_at`` and what the step found), in the order they ran."""
+    steps = read_json(run_dir / STEPS).get("steps", [])
+    return {s["name"]: s for s in steps if isinstance(s, dict) and "name" in s}
+
+
+def record_step(run_dir: Path, name: str, info: dict[str, Any]) -> None:
+    """Note that step ``name`` is done; written whole and renamed, so a crash leaves the last
+    complete record (a resumed run redoes at most the step that was under way)."""
+    steps = [s for s in done_steps(run_dir).values() if s["name"] != name]
+    stamp = datetime.now().astimezone().isoformat(timespec="seconds")
+    steps.append({"name": name, "done_at": stamp, "info": info})
+    tmp = write_json(run_dir / f".{STEPS}.tmp", {"steps": steps})
+    os.replace(tmp, run_dir / STEPS)

@@ -1,0 +1,24 @@
+"""The emulated platform: the machine (topology, burst buffers) and its deployment (ports,
+containers), loaded from a TOML file. Pure data: knows nothing of Slurm or Docker."""
+
+from harness.platform.deployment import Deployment
+from harness.platform.loading import (
+    DEFAULT_PLATFORM,
+    bundled_platform_file,
+    load_platform,
+    platform_from_dict,
+)
+from harness.platform.machine import Machine, NodeKind, PlatformError
+from harness.platform.platform import Platform
+
+__all__ = [
+    "DEFAULT_PLATFORM",
+    "Deployment",
+    "Machine",
+    "NodeKind",
+    "Platform",
+    "PlatformError",
+    "bundled_platform_file",
+    "load_platform",
+    "platform_from_dict",
+]

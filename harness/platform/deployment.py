@@ -1,0 +1,28 @@
+"""Where and how the machine runs: the controller's address, the slurmd ports, the number
+of containers (or VMs) the nodes are spread over, the Slurm license that stands for the
+burst buffer. The same machine can be deployed many ways (the tests run four at once)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.platform.machine import PlatformError
+
+MAX_PORT = 65535
+
+
+@dataclass(frozen=True)
+class Deployment:
+    controller_host: str
+    controller_port: int
+    slurmd_base_port: int  # node i (0-based over compute then BB nodes) listens on base + i
+    node_containers: int  # slurmd daemons are spread over this many containers/VMs
+    bb_license: str  # the Slurm license whose count is the burst-buffer MB a job holds
+
+    def check_ports(self, node_count: int) -> None:
+        """The controller's port must not fall in the nodes' range, which must end by 65535."""
+        last_port = self.slurmd_base_port + node_count - 1
+        if self.controller_port in range(self.slurmd_base_port, last_port + 1):
+            raise PlatformError("controller_port collides with the slurmd port range")
+        if last_port > MAX_PORT:
+            raise PlatformError(f"slurmd ports run past {MAX_PORT} (last {last_port})")

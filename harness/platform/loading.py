@@ -1,0 +1,132 @@
+"""Platform files (TOML): the machine and its deployment, from which every Slurm file, the
+compose file and the Ansible variables are rendered.
+
+The format (``harness/platform/default.toml`` is the study's machine)::
+
+    [platform]              name, description
+    [machine.topology]      groups, chassis_per_group, compute_per_chassis
+    [machine.compute]       prefix, digits, cpus, real_memory_mb, partition
+    [machine.burst_buffer]  the same, capacity_mb, per_chassis (BB nodes in a chassis, default 1)
+    [machine.io]            bandwidths and storage tiers (optional; see platform/bandwidths.py)
+    [deployment]            controller_host, controller_port, slurmd_base_port,
+                            node_containers, bb_license
+
+Files of the first format (tables ``[topology] [compute] [burst_buffer] [network]
+[deploy]``, the license in ``[burst_buffer]``) still load: they are migrated on reading.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from importlib import resources
+from importlib.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+from harness.platform.bandwidths import bandwidths_from_dict
+from harness.platform.deployment import Deployment
+from harness.platform.machine import Machine, NodeKind, PlatformError
+from harness.platform.platform import Platform
+
+DEFAULT_PLATFORM = "default"
+BUILT_IN_SOURCE = "<built-in default>"
+
+
+def bundled_platform_file() -> Traversable:
+    """The study's platform file shipped with the package."""
+    return resources.files("harness.platform").joinpath("default.toml")
+
+
+def load_platform(path: str | Path | None = None) -> Platform:
+    """Load a platform TOML file; ``None`` or ``"default"`` gives the built-in 96 + 12 machine."""
+    if path is None or str(path) == DEFAULT_PLATFORM:
+        return platform_from_dict(tomllib.loads(bundled_platform_file().read_text()), source=BUILT_IN_SOURCE)
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text())
+    except FileNotFoundError:
+        raise PlatformError(f"{p}: no such platform file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PlatformError(f"{p}: not valid TOML: {exc}") from None
+    return platform_from_dict(data, source=str(p))
+
+
+def platform_from_dict(data: dict[str, Any], source: str = "<dict>") -> Platform:
+    """A platform from parsed TOML of either format; errors name the table and key."""
+    if "machine" not in data and "topology" in data:
+        data = migrate_first_format(data, source)
+    machine_data, deployment = _table(data, "machine", source), _table(data, "deployment", source)
+    meta = _table(data, "platform", source)
+    topo = _table(machine_data, "topology", source, "machine.")
+    bb = _table(machine_data, "burst_buffer", source, "machine.")
+    try:
+        machine = Machine(
+            name=_require(meta, "name", str, "platform"),
+            description=meta.get("description", ""),
+            groups=_require(topo, "groups", int, "machine.topology"),
+            chassis_per_group=_require(topo, "chassis_per_group", int, "machine.topology"),
+            compute_per_chassis=_require(topo, "compute_per_chassis", int, "machine.topology"),
+            compute=_node_kind(_table(machine_data, "compute", source, "machine."), "machine.compute"),
+            bb=_node_kind(bb, "machine.burst_buffer"),
+            bb_capacity_mb=_require(bb, "capacity_mb", int, "machine.burst_buffer"),
+            bb_per_chassis=_require({"per_chassis": 1, **bb}, "per_chassis", int, "machine.burst_buffer"),
+            io=bandwidths_from_dict(machine_data.get("io", {}), source),
+        )
+        return Platform.of(machine, _deployment(deployment), source=source)
+    except PlatformError as exc:
+        raise PlatformError(f"{source}: {exc}") from None
+
+
+def migrate_first_format(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """A platform of the first format in the current one (same values, new tables)."""
+    for name in ("platform", "topology", "compute", "burst_buffer", "network", "deploy"):
+        _table(data, name, source)
+    bb = dict(data["burst_buffer"])
+    license_name = bb.pop("license", None)
+    deployment = {**data["network"], **data["deploy"]}
+    if license_name is not None:
+        deployment["bb_license"] = license_name
+    machine = {"topology": data["topology"], "compute": data["compute"], "burst_buffer": bb}
+    if "io" in data:
+        machine["io"] = data["io"]
+    return {"platform": data["platform"], "machine": machine, "deployment": deployment}
+
+
+def _deployment(table: dict[str, Any]) -> Deployment:
+    return Deployment(
+        controller_host=_require(table, "controller_host", str, "deployment"),
+        controller_port=_require(table, "controller_port", int, "deployment"),
+        slurmd_base_port=_require(table, "slurmd_base_port", int, "deployment"),
+        node_containers=_require(table, "node_containers", int, "deployment"),
+        bb_license=_require(table, "bb_license", str, "deployment"),
+    )
+
+
+def _node_kind(table: dict[str, Any], where: str) -> NodeKind:
+    return NodeKind(
+        prefix=_require(table, "prefix", str, where),
+        digits=_require(table, "digits", int, where),
+        cpus=_require(table, "cpus", int, where),
+        real_memory_mb=_require(table, "real_memory_mb", int, where),
+        partition=_require(table, "partition", str, where),
+    )
+
+
+def _table(data: dict[str, Any], name: str, source: str, parent: str = "") -> dict[str, Any]:
+    table = data.get(name)
+    if not isinstance(table, dict):
+        raise PlatformError(f"{source}: missing table [{parent}{name}]")
+    return table
+
+
+def _require(table: dict[str, Any], key: str, kind: type, where: str) -> Any:
+    if key not in table:
+        raise PlatformError(f"{where}: missing '{key}'")
+    value = table[key]
+    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise PlatformError(f"{where}.{key}: expected an integer, got {value!r}")
+    if kind is str and not isinstance(value, str):
+        raise PlatformError(f"{where}.{key}: expected a string, got {value!r}")
+    if kind is int and value <= 0 and key != "slurmd_base_port":
+        raise PlatformError(f"{where}.{key}: must be positive, got {value}")
+    return value

@@ -1,0 +1,130 @@
+"""The emulated machine: its topology (groups of chassis of compute nodes, a dragonfly),
+its node kinds and its burst-buffer nodes, with the rule that places them (``bb_per_chassis``
+BB nodes in every chassis; the study has one).
+
+Pure data: knows nothing of Slurm or Docker. The policies and the simulator use it for the
+compute/burst-buffer topology (which BB node is nearest to which compute node), the I/O
+model for its bandwidths and storage tiers (:mod:`harness.platform.bandwidths`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.platform.bandwidths import Bandwidths
+
+
+class PlatformError(ValueError):
+    """A platform description is missing a field or holds an impossible value."""
+
+
+@dataclass(frozen=True)
+class NodeKind:
+    prefix: str
+    digits: int
+    cpus: int
+    real_memory_mb: int
+    partition: str
+
+    def name(self, index: int) -> str:
+        """Node name of the 1-based ``index``, e.g. ``c001``."""
+        return f"{self.prefix}{index:0{self.digits}d}"
+
+
+@dataclass(frozen=True)
+class Machine:
+    name: str
+    description: str
+    groups: int
+    chassis_per_group: int
+    compute_per_chassis: int
+    compute: NodeKind
+    bb: NodeKind
+    bb_capacity_mb: int
+    bb_per_chassis: int = 1  # the BB placement rule: this many BB nodes in every chassis
+    io: Bandwidths = field(default_factory=Bandwidths)  # links, BB nodes, PFS, tiers ([machine.io])
+
+    def __post_init__(self) -> None:
+        if self.compute.prefix == self.bb.prefix:
+            raise PlatformError("compute and burst_buffer prefixes must differ")
+        if self.bb_per_chassis < 1:
+            raise PlatformError(f"burst_buffer.per_chassis must be >= 1, got {self.bb_per_chassis}")
+        for kind, count in ((self.compute, self.compute_count), (self.bb, self.bb_count)):
+            if len(str(count)) > kind.digits:
+                raise PlatformError(f"{kind.prefix}: {count} nodes need more than {kind.digits} digits")
+
+    # -- sizes ---------------------------------------------------------------
+    @property
+    def chassis(self) -> int:
+        return self.groups * self.chassis_per_group
+
+    @property
+    def compute_count(self) -> int:
+        return self.chassis * self.compute_per_chassis
+
+    @property
+    def bb_count(self) -> int:
+        return self.chassis * self.bb_per_chassis
+
+    @property
+    def node_count(self) -> int:
+        return self.compute_count + self.bb_count
+
+    @property
+    def bb_total_mb(self) -> int:
+        return self.bb_count * self.bb_capacity_mb
+
+    # -- names ---------------------------------------------------------------
+    def compute_nodes(self) -> list[str]:
+        return [self.compute.name(i + 1) for i in range(self.compute_count)]
+
+    def bb_nodes(self) -> list[str]:
+        return [self.bb.name(i + 1) for i in range(self.bb_count)]
+
+    def all_nodes(self) -> list[str]:
+        """Compute nodes first, then BB nodes: the order that fixes each node's port."""
+        return self.compute_nodes() + self.bb_nodes()
+
+    # -- topology ------------------------------------------------------------
+    def chassis_of_compute(self, compute_index: int) -> int:
+        """0-based chassis of the 0-based compute node index."""
+        return compute_index // self.compute_per_chassis
+
+    def chassis_of_bb(self, bb_index: int) -> int:
+        """0-based chassis of the 0-based BB node index (BB nodes are numbered chassis by chassis)."""
+        return bb_index // self.bb_per_chassis
+
+    def bbs_of_chassis(self, chassis: int) -> list[int]:
+        """The 0-based BB node indices of a chassis."""
+        return list(range(chassis * self.bb_per_chassis, (chassis + 1) * self.bb_per_chassis))
+
+    def group_of_chassis(self, chassis: int) -> int:
+        return chassis // self.chassis_per_group
+
+    def bb_distance(self, compute_index: int, bb_index: int) -> int:
+        """0: same chassis, 1: same group, 2: another group (dragonfly hops)."""
+        ch, bb_ch = self.chassis_of_compute(compute_index), self.chassis_of_bb(bb_index)
+        if ch == bb_ch:
+            return 0
+        if self.group_of_chassis(ch) == self.group_of_chassis(bb_ch):
+            return 1
+        return 2
+
+    def bb_preference(self, compute_index: int) -> list[int]:
+        """BB node indices from nearest to farthest for a compute node (ties by index)."""
+        return sorted(range(self.bb_count), key=lambda b: (self.bb_distance(compute_index, b), b))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "compute_count": self.compute_count,
+            "bb_count": self.bb_count,
+            "bb_capacity_mb": self.bb_capacity_mb,
+            "bb_total_mb": self.bb_total_mb,
+            "groups": self.groups,
+            "chassis_per_group": self.chassis_per_group,
+            "compute_per_chassis": self.compute_per_chassis,
+            "bb_per_chassis": self.bb_per_chassis,
+            "io": self.io.as_dict(),
+        }

@@ -1,0 +1,68 @@
+"""The invariants every schedule must hold, simulated or emulated: each job runs once,
+not before its submission, within its walltime, on nodes nobody else holds, with BB
+nodes never over their capacity."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+
+from harness.platform import Machine, load_platform
+from harness.sim.machine import parse_bb_map
+
+
+def check_schedule(results: pd.DataFrame, platform: Machine | None = None, tol: float = 1e-6) -> list[str]:
+    """Violations of the schedule invariants (empty when the schedule is valid).
+
+    Every job starts (not before its submission) and ends no later than its walltime
+    allows; each allocated compute node has exactly one BB node; no compute node is
+    used by two jobs at once; no BB node ever holds more than its capacity.
+    """
+    platform = platform or load_platform()
+    problems = list(_check_jobs(results, tol))
+    if problems:
+        return problems
+    return list(_check_overlaps(results, platform))
+
+
+def _check_jobs(df: pd.DataFrame, tol: float) -> Iterator[str]:
+    for row in df.itertuples(index=False):
+        if not (np.isfinite(row.start) and np.isfinite(row.end)):
+            yield f"job {row.job_id} never ran"
+        elif row.start < row.submit - tol:
+            yield f"job {row.job_id} starts before its submission"
+        elif row.end < row.start - tol or row.end - row.start > row.walltime + tol:
+            yield f"job {row.job_id} runs outside [start, start + walltime]"
+
+
+def _check_overlaps(df: pd.DataFrame, platform: Machine) -> Iterator[str]:
+    events: list[tuple[float, int, int]] = []  # (time, 0 = end first / 1 = start, row)
+    maps = []
+    for row, r in enumerate(df.itertuples(index=False)):
+        pairs = parse_bb_map(platform, r.bb_nodes)
+        computes = [c for c, _ in pairs]
+        if len(pairs) != r.nodes or len(set(computes)) != len(computes):
+            yield f"job {r.job_id}: needs one BB node per each of its {r.nodes} compute nodes"
+        maps.append(pairs)
+        if r.end > r.start:  # a job that ran for no time holds nothing
+            events.append((float(r.start), 1, row))
+            events.append((float(r.end), 0, row))
+    events.sort()
+    owner: dict[int, int] = {}
+    used = [0] * platform.bb_count
+    shares = df["bb_per_node_mb"].to_numpy()
+    ids = df["job_id"].to_numpy()
+    for _, is_start, row in events:
+        sign = 1 if is_start else -1
+        for c, b in maps[row]:
+            used[b] += sign * int(shares[row])
+            if is_start:
+                if c in owner:
+                    yield f"compute node {c} runs jobs {owner[c]} and {ids[row]} at once"
+                owner[c] = int(ids[row])
+            else:
+                owner.pop(c, None)
+        if is_start and max(used) > platform.bb_capacity_mb:
+            yield f"a BB node exceeds its capacity when job {ids[row]} starts"

@@ -1,0 +1,269 @@
+"""Discrete-event simulator twin of the emulation.
+
+Two job models (``model``): ``alloc-only``, the thesis's Alloc-Only model: jobs occupy
+their nodes and BB shares from start until ``start + runtime``, or are killed at
+``start + walltime``; ``io-aware``, its IO-Aware model: jobs are phases whose
+transfers share the platform's links, so runtimes are an outcome
+(:mod:`harness.sim.io_execution`). The policy is asked what to start after every batch
+of simultaneous submissions and completions. The output is the per-job results
+table the emulation also produces (see :data:`harness.model.columns.RESULT_COLUMNS`),
+in the plan's own time unit (shrunk if the plan was shrunk: unshrink in the metrics).
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from harness.model.columns import PLAN_COLUMNS, RESULT_COLUMNS
+from harness.platform import Machine, load_platform
+from harness.policies import kernels
+from harness.policies.base import Decision, Policy
+from harness.policies.state import Allocation, JobQueue, RunningJob, Topology
+from harness.sim.io_execution import IOExecution
+from harness.sim.io_mode import io_columns, io_execution
+from harness.sim.machine import SimMachine, SimulationError, bb_map_string
+
+MODELS = ("alloc-only", "io-aware")
+DEFAULT_IO_SEED = 2020  # the plan's default seed (harness.workload.plan.DEFAULT_SEED)
+
+
+@dataclass
+class SimulationResult:
+    policy: str
+    jobs: pd.DataFrame
+    decisions: pd.DataFrame  # one row per policy call: time, queue, running, started, latency_s
+    wall_time_s: float
+    model: str = "alloc-only"
+    link_bytes: dict[str, float] | None = None  # io-aware: bytes carried by every link
+    bandwidth: pd.DataFrame | None = None  # io-aware: time, pfs_bps, bb_bps at every change
+
+    @property
+    def simulated_span_s(self) -> float:
+        if self.jobs.empty:
+            return 0.0
+        return float(self.jobs["end"].max() - self.jobs["submit"].min())
+
+
+class _Plan:
+    """The workload as columns, sorted by submission."""
+
+    def __init__(self, plan: pd.DataFrame, topology: Topology) -> None:
+        missing = [c for c in PLAN_COLUMNS if c not in plan.columns]
+        if missing:
+            raise ValueError(f"plan lacks columns {missing}")
+        df = plan.sort_values(["submit", "job_id"], kind="stable").reset_index(drop=True)
+        self.df = df
+        self.job_id = df["job_id"].to_numpy(np.int64)
+        self.submit = df["submit"].to_numpy(np.float64)
+        self.runtime = df["runtime"].to_numpy(np.float64)
+        self.walltime = df["walltime"].to_numpy(np.float64)
+        self.nodes = df["nodes"].to_numpy(np.int64)
+        self.share = df["bb_per_node_mb"].to_numpy(np.int64)
+        if len(np.unique(self.job_id)) != len(self.job_id):
+            raise ValueError("job ids in the plan are not unique")
+        impossible = [
+            int(j) for j, n, s, w in zip(self.job_id, self.nodes, self.share, self.walltime, strict=True)
+            if not topology.can_ever_run(int(n), int(s)) or w <= 0
+        ]  # fmt: skip
+        if impossible:
+            raise ValueError(f"{len(impossible)} jobs can never run on this platform, e.g. {impossible[:5]}")
+
+    def __len__(self) -> int:
+        return len(self.job_id)
+
+    def queue(self, rows: np.ndarray) -> JobQueue:
+        return JobQueue(
+            self.job_id[rows], self.submit[rows], self.walltime[rows], self.nodes[rows], self.share[rows]
+        )
+
+
+def simulate(
+    plan: pd.DataFrame,
+    policy: Policy,
+    platform: Machine | None = None,
+    *,
+    model: str = "alloc-only",
+    io_seed: int = DEFAULT_IO_SEED,
+    shrink: float = 0.0,
+) -> SimulationResult:
+    """Run ``policy`` on ``plan`` (columns of :data:`PLAN_COLUMNS`) and return the schedule.
+
+    ``io-aware`` takes the plan's I/O columns, or draws them with ``io_seed`` (the
+    plan's ``shrink`` keeps phases and bandwidths in original time).
+    """
+    if model not in MODELS:
+        raise ValueError(f"unknown job model '{model}' (models: {', '.join(MODELS)})")
+    platform = platform or load_platform()
+    topology = Topology.from_platform(platform)
+    jobs = _Plan(plan, topology)
+    execution = _execution(model, jobs, platform, topology, io_seed, shrink)
+    kernels.warm_up()  # compile before the clock starts: not part of any decision's latency
+    began = time.perf_counter()
+    sim = _Run(jobs, policy, topology, execution)
+    sim.run()
+    wall = time.perf_counter() - began
+    table = sim.results(platform)
+    decisions = pd.DataFrame(sim.decision_log, columns=["time", "queue", "running", "started", "latency_s"])
+    if not isinstance(execution, IOExecution):
+        return SimulationResult(policy.name, table, decisions, wall, model)
+    names = execution.net.network.names
+    carried = dict(zip(names, execution.engine.link_bytes.tolist(), strict=True))
+    timeline = pd.DataFrame(execution.timeline, columns=["time", "pfs_bps", "bb_bps"])
+    return SimulationResult(policy.name, table, decisions, wall, model, carried, timeline)
+
+
+def _execution(
+    model: str, jobs: _Plan, platform: Machine, topology: Topology, seed: int, shrink: float
+) -> _AllocOnly | IOExecution:
+    if model == "alloc-only":
+        return _AllocOnly(jobs)
+    return io_execution(jobs.df, platform, topology.chassis_of_compute, seed=seed, shrink=shrink)
+
+
+class _AllocOnly:
+    """A job holds its resources for min(runtime, walltime), then ends."""
+
+    def __init__(self, jobs: _Plan) -> None:
+        self.jobs = jobs
+        self.heap: list[tuple[float, int]] = []
+        self.end = np.full(len(jobs), np.nan)
+        self.timeout = jobs.runtime > jobs.walltime
+
+    def busy(self) -> bool:
+        return bool(self.heap)
+
+    def next_time(self) -> float:
+        return self.heap[0][0] if self.heap else np.inf
+
+    def start(self, row: int, now: float, compute: tuple[int, ...], bb: tuple[int, ...]) -> None:
+        self.end[row] = now + min(float(self.jobs.runtime[row]), float(self.jobs.walltime[row]))
+        heapq.heappush(self.heap, (float(self.end[row]), row))
+
+    def advance(self, now: float) -> list[int]:
+        ended = []
+        while self.heap and self.heap[0][0] <= now:
+            ended.append(heapq.heappop(self.heap)[1])
+        return ended
+
+
+class _Run:
+    def __init__(
+        self, jobs: _Plan, policy: Policy, topology: Topology, execution: _AllocOnly | IOExecution
+    ) -> None:
+        self.jobs = jobs
+        self.policy = policy
+        self.machine = SimMachine(topology)
+        self.row_of = {int(j): i for i, j in enumerate(jobs.job_id)}
+        self.queued = np.empty(0, dtype=np.int64)  # plan rows, in submission order
+        self.execution = execution
+        self.start = np.full(len(jobs), np.nan)
+        self.alloc: list[Allocation | None] = [None] * len(jobs)
+        self.memo: dict = {}
+        self.decision_log: list[tuple[float, int, int, int, float]] = []
+        self.every_event = policy.needs_every_event
+
+    def run(self) -> None:
+        next_submit = 0
+        n = len(self.jobs)
+        while next_submit < n or self.execution.busy():
+            now = self._next_time(next_submit)
+            ended = self.execution.advance(now)
+            for row in ended:
+                self.machine.finish(int(self.jobs.job_id[row]))
+            first = next_submit
+            while next_submit < n and self.jobs.submit[next_submit] <= now:
+                next_submit += 1
+            if next_submit > first:
+                self.queued = np.concatenate((self.queued, np.arange(first, next_submit)))
+            elif not ended:
+                continue  # a phase of a running job changed: nothing a policy sees
+            if len(self.queued) and (self.every_event or self._something_fits()):
+                self._decide(now)
+        if len(self.queued):
+            raise SimulationError(f"{len(self.queued)} jobs never started (policy {self.policy.name})")
+
+    def _next_time(self, next_submit: int) -> float:
+        t_submit = self.jobs.submit[next_submit] if next_submit < len(self.jobs) else np.inf
+        return float(min(t_submit, self.execution.next_time()))
+
+    def _something_fits(self) -> bool:
+        """Whether any queued job fits the free resources now: otherwise no policy can start one."""
+        m = self.machine
+        nodes = self.jobs.nodes[self.queued]
+        cand = np.flatnonzero(nodes <= m.free_count)
+        if len(cand) == 0:
+            return False
+        shares = np.maximum(self.jobs.share[self.queued[cand]], 1)
+        nodes = nodes[cand]
+        free_bb = np.asarray(m.free_bb, dtype=np.int64)
+        # sum_b floor(free_b / s) lies in (total / s - B, total / s]: decide most jobs
+        # from the total alone and count per BB node only for the rest.
+        whole = free_bb.sum() / shares
+        if np.any(whole - len(free_bb) >= nodes):
+            return True
+        unsure = np.flatnonzero(whole >= nodes)
+        slots = (free_bb[None, :] // shares[unsure, None]).sum(axis=1)
+        return bool(np.any(slots >= nodes[unsure]))
+
+    def _decide(self, now: float) -> None:
+        queue = self.jobs.queue(self.queued)
+        state = self.machine.state(self.memo)
+        t0 = time.perf_counter()
+        decision = self.policy.decide(state, queue, now)
+        latency = time.perf_counter() - t0
+        if decision.memo is not None:
+            self.memo = dict(decision.memo)
+        started = self._apply(decision, now)
+        self.decision_log.append((now, len(queue), len(state.running), started, latency))
+
+    def _apply(self, decision: Decision, now: float) -> int:
+        if not decision.starts:
+            return 0
+        queued_rows = set(self.queued.tolist())
+        done: list[int] = []
+        for s in decision.starts:
+            row = self.row_of.get(s.job_id)
+            if row is None or row not in queued_rows or row in done:
+                raise SimulationError(f"{self.policy.name} started job {s.job_id}, which is not waiting")
+            if len(s.allocation.compute) != self.jobs.nodes[row]:
+                raise SimulationError(f"job {s.job_id}: allocation size differs from its request")
+            walltime = float(self.jobs.walltime[row])
+            job = RunningJob(s.job_id, now, now + walltime, int(self.jobs.share[row]), s.allocation)
+            self.machine.start(job)
+            self.execution.start(row, now, s.allocation.compute, s.allocation.bb)
+            self.start[row], self.alloc[row] = now, s.allocation
+            done.append(row)
+        if done:
+            keep = np.ones(len(self.queued), dtype=bool)
+            for row in done:  # few starts per decision: cheaper than np.isin
+                keep &= self.queued != row
+            self.queued = self.queued[keep]
+        return len(done)
+
+    def results(self, platform: Machine) -> pd.DataFrame:
+        j, end = self.jobs, self.execution.end
+        killed = self.execution.timeout
+        table = pd.DataFrame(
+            {
+                "job_id": j.job_id,
+                "submit": j.submit,
+                "start": self.start,
+                "end": end,
+                "runtime": end - self.start,
+                "walltime": j.walltime,
+                "nodes": j.nodes,
+                "bb_per_node_mb": j.share,
+                "bb_nodes": [bb_map_string(platform, a) if a else "" for a in self.alloc],
+                "status": np.where(killed, "timeout", "completed"),
+            },
+            columns=list(RESULT_COLUMNS),
+        )
+        if isinstance(self.execution, IOExecution):
+            for name, values in io_columns(self.execution, self.start, self.alloc).items():
+                table[name] = values
+        return table

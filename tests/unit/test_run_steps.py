@@ -1,0 +1,92 @@
+"""A run as named steps recorded in the run directory (harness.emulation.steps, harness.model.rundir):
+what is recorded, and a run taken up again after its collect step, without a cluster."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.emulation.collect import build_results, lag_stats
+from harness.emulation.run import run_steps, scheduler_for_run
+from harness.emulation.specs import ReplaySpec, RunOptions, WorkloadSpec
+from harness.emulation.steps import STEPS, RunContext
+from harness.model import rundir
+from harness.model.commands import CommandResult
+from harness.platform import load_platform
+from harness.workload.plan import save_plan
+
+T0 = 1_795_000_000.0
+PLAN = pd.DataFrame({"job_id": [1, 2], "submit": [0.0, 1.0], "runtime": [5.0, 5.0], "walltime": [10.0, 10.0],
+                     "nodes": [1, 2], "bb_per_node_mb": [10, 20]})  # fmt: skip
+SUBS = [
+    {"index": 0, "job_id": 1, "slurm_job_id": 11, "intended": T0, "actual": T0 + 0.001, "lag": 0.001},
+    {"index": 1, "job_id": 2, "slurm_job_id": 12, "intended": T0 + 1, "actual": T0 + 1.002, "lag": 0.002},
+]
+RECORDS = [
+    {"job_id": 1, "start": T0 + 0.5, "end": T0 + 5.5, "running": 5.0, "reason": "completed"},
+    {"job_id": 2, "start": T0 + 5.7, "end": T0 + 10.7, "running": 5.0, "reason": "completed"},
+]
+
+
+class HeadlessBackend:
+    """Answers ``sinfo --version`` only: a run taken up after its collect step needs no more."""
+
+    name = "headless"
+    platform = load_platform()
+
+    def exec(self, cmd: list[str], user: str | None = None, timeout: float | None = None) -> CommandResult:
+        assert cmd == ["sinfo", "--version"], cmd
+        return CommandResult(0, "slurm 24.11.0\n", "")
+
+    def __getattr__(self, name: str):
+        raise AssertionError(f"a resumed run must not call backend.{name}")
+
+
+def collected_run(run_dir: Path, replay: dict) -> RunContext:
+    """A run directory whose steps up to collect are done (shrink 0.5: every time doubles)."""
+    run_dir.mkdir()
+    save_plan(
+        PLAN, {"format": "harness-plan", "shrink": 0.5, "input": {"sha256": "abc"}}, run_dir / rundir.PLAN
+    )
+    build_results(PLAN, SUBS, RECORDS, T0).to_parquet(run_dir / rundir.RESULTS, index=False)
+    for name, info in (("plan", {"jobs": 2}), ("cluster", {}), ("replay", replay)):
+        rundir.record_step(run_dir, name, info)
+    sections = {"submission": lag_stats(SUBS)}
+    rundir.record_step(run_dir, "collect", {"t0": T0, "missing": 0, "rejected": 0, "sections": sections})
+    opts = RunOptions(WorkloadSpec(shrink=0.5), replay=ReplaySpec(policy="slurm-backfill-1"))
+    sched = scheduler_for_run("slurm-backfill-1")
+    return RunContext(opts, run_dir, "r1", HeadlessBackend(), sched, lambda _: None, "2026-01-01T00:00:00")  # type: ignore[arg-type]
+
+
+def test_record_step_keeps_the_order_and_records_a_step_once(tmp_path: Path) -> None:
+    rundir.record_step(tmp_path, "plan", {"jobs": 3})
+    rundir.record_step(tmp_path, "cluster", {})
+    rundir.record_step(tmp_path, "plan", {"jobs": 4})  # done again: the newer record, last
+    steps = rundir.done_steps(tmp_path)
+    assert list(steps) == ["cluster", "plan"] and steps["plan"]["info"] == {"jobs": 4}
+    assert json.loads((tmp_path / rundir.STEPS).read_text())["steps"][1]["name"] == "plan"
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_run_taken_up_after_collect_measures_and_reports(tmp_path: Path) -> None:
+    ctx = collected_run(tmp_path / "run", {"complete": True, "reason": ""})
+    run_steps(ctx, rundir.done_steps(ctx.run_dir))
+    assert list(rundir.done_steps(ctx.run_dir)) == [name for name, _ in STEPS]
+    metrics = json.loads((ctx.run_dir / rundir.METRICS).read_text())
+    # waits 0.499 and 4.698 shrunk seconds, x2 in original time: mean (0.998 + 9.396) / 2
+    assert metrics["jobs"] == 2 and metrics["mean_wait"] == pytest.approx(5.197)
+    assert metrics["submission"]["submitted"] == 2 and "fidelity" not in metrics
+    manifest = json.loads((ctx.run_dir / rundir.MANIFEST).read_text())
+    assert manifest["complete"] and manifest["t0"] == T0 and manifest["input_sha256"] == "abc"
+    assert manifest["options"]["workload"]["shrink"] == 0.5 and manifest["slurm_version"] == "slurm 24.11.0"
+    assert (ctx.run_dir / rundir.REPORT_MD).exists()
+
+
+def test_the_replay_verdict_reaches_the_manifest(tmp_path: Path) -> None:
+    ctx = collected_run(tmp_path / "run", {"complete": False, "reason": "the replay stopped early (exit 3)"})
+    run_steps(ctx, rundir.done_steps(ctx.run_dir))
+    manifest = json.loads((ctx.run_dir / rundir.MANIFEST).read_text())
+    assert not manifest["complete"] and manifest["incomplete_reason"] == "the replay stopped early (exit 3)"
