@@ -128,13 +128,7 @@ def simulate_command(
 
     Metrics are in the trace's original time (a shrunk plan is unshrunk).
     """  # fmt: skip
-    from harness.analysis.io_metrics import io_summary
-    from harness.analysis.metrics import summary
-    from harness.model.timescale import time_scale_of
     from harness.platform import PlatformError, load_platform
-    from harness.policies.registry import get_policy
-    from harness.sim.checks import check_schedule
-    from harness.sim.engine import simulate
 
     try:
         names = parse_policy_list(policy)
@@ -146,29 +140,70 @@ def simulate_command(
     except (OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     shrink_used = float(manifest.get("shrink") or 0.0)
-    scale = time_scale_of(shrink_used)
     io_seed = int(manifest.get("seed", seed if seed is not None else 2020))
     results: dict[str, dict[str, Any]] = {}
     for name in names:
-        scheduler = get_policy(name, seed=policy_seed, time_limit_s=time_limit)
-        try:
-            result = simulate(plan, scheduler, platform, model=model, io_seed=io_seed, shrink=shrink_used)
-        except ValueError as exc:
-            raise click.ClickException(f"{name}: {exc}") from None
-        if check:
-            problems = check_schedule(result.jobs, platform)
-            if problems:
-                raise click.ClickException(f"{name}: invalid schedule: {'; '.join(problems[:3])}")
-        results[name] = summary(result.jobs, platform, tau=tau, time_scale=scale, ci=ci)
-        results[name].update(io_summary(result.jobs, platform, result.link_bytes, time_scale=scale))
-        results[name]["sim_wall_s"] = result.wall_time_s
-        if output is not None:
-            path = _write_jobs(result.jobs, output, name, len(names) > 1)
-            click.echo(f"{name}: per-job results in {path}", err=True)
-            if result.bandwidth is not None:
-                plot = _write_bandwidth(result, platform, path, scale)
-                click.echo(f"{name}: bandwidth over time in {plot} (and .csv)", err=True)
+        results[name] = _simulate_one(
+            name,
+            plan,
+            platform,
+            model,
+            shrink_used,
+            io_seed,
+            policy_seed,
+            time_limit,
+            tau,
+            ci,
+            check,
+            output,
+            len(names) > 1,
+        )
     if as_json:
         click.echo(json.dumps(results, indent=2))
     else:
         click.echo(_text_table(results, io=model == "io-aware"))
+
+
+def _simulate_one(
+    name: str,
+    plan: Any,
+    platform: Any,
+    model: str,
+    shrink_used: float,
+    io_seed: int,
+    policy_seed: int,
+    time_limit: float | None,
+    tau: float,
+    ci: bool,
+    check: bool,
+    output: Path | None,
+    several: bool,
+) -> dict[str, Any]:
+    """Simulate one policy; its summary row (and per-job file and plot when asked)."""
+    from harness.analysis.io_metrics import io_summary
+    from harness.analysis.metrics import summary
+    from harness.model.timescale import time_scale_of
+    from harness.policies.registry import get_policy
+    from harness.sim.checks import check_schedule
+    from harness.sim.engine import simulate
+
+    scale = time_scale_of(shrink_used)
+    scheduler = get_policy(name, seed=policy_seed, time_limit_s=time_limit)
+    try:
+        result = simulate(plan, scheduler, platform, model=model, io_seed=io_seed, shrink=shrink_used)
+    except ValueError as exc:
+        raise click.ClickException(f"{name}: {exc}") from None
+    if check:
+        problems = check_schedule(result.jobs, platform)
+        if problems:
+            raise click.ClickException(f"{name}: invalid schedule: {'; '.join(problems[:3])}")
+    row = summary(result.jobs, platform, tau=tau, time_scale=scale, ci=ci)
+    row.update(io_summary(result.jobs, platform, result.link_bytes, time_scale=scale))
+    row["sim_wall_s"] = result.wall_time_s
+    if output is not None:
+        path = _write_jobs(result.jobs, output, name, several)
+        click.echo(f"{name}: per-job results in {path}", err=True)
+        if result.bandwidth is not None:
+            plot = _write_bandwidth(result, platform, path, scale)
+            click.echo(f"{name}: bandwidth over time in {plot} (and .csv)", err=True)
+    return row

@@ -40,7 +40,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerCluster]
     tmp = tmp_path_factory.mktemp("experslurm")
     path = tmp / "platform.toml"
     path.write_text(
-        platform_toml(name=CLUSTER, controller_port=6970, slurmd_base_port=47001, node_containers=1)
+        platform_toml(name=CLUSTER, controller_port=6970, slurmd_base_port=25001, node_containers=1)
     )
     backend = DockerCluster(name=CLUSTER, platform=load_platform(path))
     backend.down()
