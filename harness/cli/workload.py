@@ -67,7 +67,9 @@ def _report_skipped(manifest_input: dict[str, Any]) -> None:
             click.echo(f"  ... and {skipped - 20} more", err=True)
 
 
-_shuffle_option = click.option("--shuffle", is_flag=True, help="Shuffle submission order, keeping the instants.")
+_shuffle_option = click.option(
+    "--shuffle", is_flag=True, help="Shuffle submission order, keeping the instants."
+)
 
 
 @click.group()
@@ -112,7 +114,7 @@ def inspect_summary(trace_path: str | Path, **kwargs: Any) -> dict[str, Any]:
     jobs, bb_counts = bbmodel.apply_model(
         jobs, model, bb_count=platform.bb_count, capacity_mb=platform.bb_capacity_mb, seed=kwargs["seed"]
     )
-    raw = trace_to_table(trace, int((report.node_size or {}).get("procs_per_node", 1)))
+    raw = trace_to_table(trace, int(str((report.node_size or {}).get("procs_per_node", 1))))
     summary = stats.summarize(trace, raw, jobs, report, platform, bb_counts)
     summary["seed"] = kwargs["seed"]
     summary["bb_model"] = model.kind

@@ -26,7 +26,7 @@ _CLEANING_HELP = {
 }
 
 
-def _apply(func: F, options: list[Callable[[F], F]]) -> F:
+def _apply(func: F, options: list[Any]) -> F:
     for option in reversed(options):
         func = option(func)
     return func

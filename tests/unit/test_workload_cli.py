@@ -52,7 +52,7 @@ def test_inspect_text_on_small_trace():
     out = result.stdout
     assert "records        10 read, 0 skipped as malformed" in out
     assert "jobs           5" in out
-    assert "  too_large                drop          1" in out
+    assert "  too_large                drop            1" in out
     # jobs 1 5 6 7 10 have 4, 3, 8, 1 and 96 nodes
     assert "             1        1  20.0%" in out
     assert "         65-96        1  20.0%" in out
@@ -155,7 +155,7 @@ def test_split_swf_parts_hold_the_records(tmp_path):
 
 
 def test_split_plan_parts(tmp_path):
-    result = run("split", str(DATA / "small.swf"), "-k", "3", "-o", str(tmp_path), "--unknown-walltime", "drop")
+    result = run("split", str(DATA / "small.swf"), "-k", "3", "-o", str(tmp_path), "--unknown-walltime=drop")
     assert result.exit_code == 0, result.output
     # cleaned jobs 1 5 6 7 10 at 0 40 50 60 90: periods [0,30) [30,60) [60,90]
     ids = [load_plan(p)[0]["job_id"].tolist() for p in sorted(tmp_path.glob("small.part*.parquet"))]
