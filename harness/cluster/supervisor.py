@@ -70,8 +70,8 @@ class Supervisor:
                 pid, status = os.wait()
             except ChildProcessError:
                 break
-            node = self.children.pop(pid, None)
-            if node is None or self.stopping:
+            node = self.children.pop(pid, "")
+            if not node or self.stopping:
                 continue
             self.restarts[node] = self.restarts.get(node, 0) + 1
             log(f"{node} exited (status {status}); restart {self.restarts[node]} in {RESTART_DELAY_S:g} s")
