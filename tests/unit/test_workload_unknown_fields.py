@@ -14,7 +14,8 @@ from harness.model.paths import REPO_ROOT
 from harness.workload.swf import FIELD_NAMES
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-ARCHIVE = next((d for d in (REPO_ROOT.parent / "shared" / "data", Path("/work/shared/data")) if d.is_dir()), None)
+_ARCHIVE_DIRS = (REPO_ROOT.parent / "shared" / "data", Path("/work/shared/data"))
+ARCHIVE = next((d for d in _ARCHIVE_DIRS if d.is_dir()), None)
 ARCHIVE_TRACES = sorted(ARCHIVE.glob("*.swf.gz")) if ARCHIVE else []
 
 HEADER = "; Version: 2.2\n; MaxNodes: 8\n; MaxProcs: 64\n"
