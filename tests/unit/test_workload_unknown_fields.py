@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.model.paths import REPO_ROOT
-from harness.workload.swf import FIELD_NAMES
+from harness.workload.swf import FIELD_NAMES, read_swf
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 _ARCHIVE_DIRS = (REPO_ROOT.parent / "shared" / "data", Path("/work/shared/data"))
@@ -94,3 +94,14 @@ def test_inspect_json_on_every_archive_trace(trace):
         records, jobs, drops = ARCHIVE_COUNTS[trace.name]
         assert (s["records"], s["jobs"]) == (records, jobs)
         assert {r: n for r, n in s["rules"].items() if n and s["rule_actions"][r] == "drop"} == drops
+
+
+def test_split_swf_leaves_placeholders_out_and_says_so(tmp_path):
+    result = CliRunner().invoke(
+        main, ["workload", "split", str(DATA / "placeholders.swf"), "-k", "2", "--format", "swf",
+               "-o", str(tmp_path)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "3 record(s) of unknown submit time are in no period" in result.stderr
+    written = sum(len(read_swf(p)) for p in tmp_path.glob("*.swf"))
+    assert written == 5
