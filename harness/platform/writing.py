@@ -53,5 +53,9 @@ def platform_to_toml(platform: Platform, comment: str = "") -> str:
     if io.hierarchy is not None:
         lines += _table("machine.io.hierarchy", asdict(io.hierarchy))
     lines += _table("machine.io.tiers", asdict(io.tiers))
-    lines += _table("deployment", asdict(p.deployment))
+    deployment = asdict(p.deployment)
+    accounting = deployment.pop("accounting", None)
+    lines += _table("deployment", deployment)
+    if accounting is not None:
+        lines += _table("deployment.accounting", accounting)
     return "\n".join(lines)

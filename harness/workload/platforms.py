@@ -9,8 +9,9 @@ A BB node holds ``bb_capacity_mb``, by default ``bb_ratio`` x 5,000 MB: the stud
 40,000 MB for 8 compute nodes, i.e. about one mean log-normal request (4.58 GiB) per
 compute node (Kopański 2020, Section 2.2). The burst-buffer model caps a per-node request
 at the BB node's capacity (:mod:`harness.workload.bbmodel`), so the cap follows the platform.
-Everything else (node kinds, bandwidths, deployment) is the built-in platform's, with as
-many slurmd per container as there (27) and the slurmd ports from its base.
+Everything else (node kinds, bandwidths, deployment: ports from the same bases, 4 node
+containers, which hold 1,134 slurmd on one host, see docs/cluster.md) is the built-in
+platform's.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from harness.workload.table import trace_to_table
 
 MB_PER_COMPUTE_NODE = 5_000  # the study: 40,000 MB of BB node for 8 compute nodes
 CHASSIS_PER_GROUP = 4  # the study's dragonfly groups hold 4 chassis
-_DEFAULT_PER_CONTAINER = 27  # the built-in platform: 108 nodes in 4 containers
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,6 @@ def sized_platform(
     capacity = bb_capacity_mb if bb_capacity_mb is not None else bb_ratio * MB_PER_COMPUTE_NODE
     if capacity < 1:
         raise PlatformError(f"--bb-capacity-mb must be >= 1, got {capacity}")
-    nodes = compute + chassis
     machine = base.machine
     return Platform.of(
         replace(
@@ -72,7 +71,7 @@ def sized_platform(
             bb_capacity_mb=capacity,
             bb_per_chassis=1,
         ),
-        replace(base.deployment, node_containers=math.ceil(nodes / _DEFAULT_PER_CONTAINER)),
+        base.deployment,
         source="<from trace>",
     )
 

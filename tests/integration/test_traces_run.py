@@ -36,7 +36,7 @@ def test_curie_window_replays_on_a_from_trace_platform(tmp_path: Path) -> None:
     toml = tmp_path / "curie16.toml"
     made = invoke("platform", "from-trace", str(CURIE), "--nodes", "16", "-o", str(toml))
     assert made.exit_code == 0, made.output
-    platform = load_platform(toml).redeployed(controller_port=6930, slurmd_base_port=21001)
+    platform = load_platform(toml).redeployed(controller_port=6930, slurmd_base_port=21001, node_containers=1)
     toml.write_text(platform_to_toml(platform))
     assert (platform.compute_count, platform.bb_count, platform.deployment.node_containers) == (16, 2, 1)
     backend = DockerCluster(name=CLUSTER, platform=load_platform(toml))
