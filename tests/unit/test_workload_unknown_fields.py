@@ -105,3 +105,12 @@ def test_split_swf_leaves_placeholders_out_and_says_so(tmp_path):
     assert "3 record(s) of unknown submit time are in no period" in result.stderr
     written = sum(len(read_swf(p)) for p in tmp_path.glob("*.swf"))
     assert written == 5
+
+
+def test_prepare_names_the_rules_when_cleaning_leaves_nothing(tmp_path):
+    lines = [" ".join(str(-1 if k == 1 else v) for k, v in enumerate(r)) for r in RECORDS]
+    trace = tmp_path / "no_submit.swf"
+    trace.write_text(HEADER + "\n".join(lines) + "\n")
+    result = CliRunner().invoke(main, ["workload", "prepare", str(trace), "-o", str(tmp_path / "p.parquet")])
+    assert result.exit_code == 1
+    assert "cleaning left no jobs of 4 records (unknown_submit 4)" in result.output
