@@ -1,7 +1,7 @@
 #!/bin/bash
 # Entrypoint of the cluster image.
 #   controller           -> munged + slurmctld
-#   nodes NAME[,NAME...] -> munged + one slurmd per emulated node, supervised
+#   nodes NAME[,NAME...] -> munged + one slurmd per emulated node, one supervisor
 #   dbd ACCOUNT USER     -> munged + MariaDB (unix socket only) + slurmdbd; registers the
 #                           cluster, ACCOUNT and USER's association (accounting enabled)
 # Expects /etc/slurm (rendered configs), /cluster/munge/munge.key, /var/log/slurm,
@@ -28,18 +28,6 @@ run_controller() {
   exec /usr/sbin/slurmctld -D -i
 }
 
-# Restart a node's slurmd if it dies, so one crash does not silently shrink the cluster.
-supervise_node() {
-  local node="$1"
-  mkdir -p "/var/spool/slurm/d/$node"
-  while true; do
-    /usr/sbin/slurmd -D -N "$node" || true
-    [[ -f /run/slurm/stopping ]] && return
-    log "slurmd $node exited; restarting in 1 s"
-    sleep 1
-  done
-}
-
 run_nodes() {
   local nodes="$1"
   # One malloc arena per slurmd: ~100 daemons on one host otherwise each reserve several.
@@ -49,15 +37,9 @@ run_nodes() {
   # mapped: 1.9 MB of RSS per slurmd. Emulated nodes declare their CPUs
   # (config_overrides) and have no GPUs or PCI devices to discover, so load none of them.
   export HWLOC_PLUGINS_BLACKLIST=hwloc_levelzero,hwloc_opencl,hwloc_gl,hwloc_pci,hwloc_xml_libxml
-  local -a pids=()
-  trap 'touch /run/slurm/stopping; kill $(jobs -p) 2>/dev/null; pkill -TERM -x slurmd; wait' TERM INT
-  IFS=',' read -ra names <<<"$nodes"
-  log "starting ${#names[@]} slurmd: ${names[0]} .. ${names[-1]}"
-  for node in "${names[@]}"; do
-    supervise_node "$node" &
-    pids+=("$!")
-  done
-  wait
+  # One supervisor process starts every slurmd of this container and restarts any that
+  # dies (harness/cluster/supervisor.py); SIGTERM stops them all.
+  exec /opt/harness/bin/python -m harness.cluster.supervisor "$nodes"
 }
 
 # Accounting: /cluster/etc (slurm.conf), /cluster/dbd (slurmdbd.conf with the cluster's

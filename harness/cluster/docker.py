@@ -5,9 +5,9 @@ each running its share of the slurmd daemons (multiple-slurmd mode), host networ
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -17,46 +17,23 @@ import docker
 import docker.errors
 from docker.models.containers import Container
 
-from harness.cluster.base import ClusterError, port_in_use, wait_for_idle
+from harness.cluster.base import ClusterError, wait_for_idle
 from harness.cluster.dbd import accounting_enabled, start_dbd
+from harness.cluster.image import IMAGE_REPO, image_tag, write_build_context
+from harness.cluster.ports import check_ports
 from harness.cluster.state import CONTROLLER_CPU_SHARES, SUBMIT_USER, ClusterState, render_compose
 from harness.model.commands import CommandResult
-from harness.model.paths import repo_path
 from harness.platform import Platform, load_platform
 from harness.slurm.config import SchedulerConfig
 
-IMAGE_REPO = "harness-slurm"
 LABEL = "harness.cluster"
-# Files whose content defines the image: a change to any of them gives a new tag.
-IMAGE_INPUTS = ("containers/Dockerfile", "containers/entrypoint.sh", "pyproject.toml", "README.md")
-IMAGE_INPUT_DIRS = ("sigsleep", "harness", "slurm-templates")
 IDLE_TIMEOUT_S = 120.0
-HOST_CA_DIR = Path("/usr/local/share/ca-certificates")
 
 Progress = Callable[[str], None]
 
 
 def _quiet(_: str) -> None:
     pass
-
-
-def image_tag() -> str:
-    """``harness-slurm:<hash of the build inputs>``, so stale images are never reused."""
-    digest = hashlib.sha256()
-    paths = [repo_path(p) for p in IMAGE_INPUTS]
-    for d in IMAGE_INPUT_DIRS:
-        paths += sorted(
-            p
-            for p in repo_path(d).rglob("*")
-            if p.is_file()
-            and "__pycache__" not in p.parts
-            and p.suffix not in (".pyc", ".o")
-            and p.name != "sigsleep"
-        )
-    for path in paths:
-        digest.update(str(path.relative_to(repo_path())).encode())
-        digest.update(path.read_bytes())
-    return f"{IMAGE_REPO}:{digest.hexdigest()[:12]}"
 
 
 def _docker_client() -> docker.DockerClient:
@@ -214,16 +191,18 @@ class DockerCluster:
         return tag, True
 
     def _build(self, tag: str) -> Iterator[dict]:
-        copy_host_ca_certificates()
-        return self.client.api.build(
-            path=str(repo_path()),
-            dockerfile="containers/Dockerfile",
-            tag=tag,
-            network_mode="host",
-            rm=True,
-            forcerm=True,
-            decode=True,
-        )
+        with tempfile.TemporaryDirectory(prefix="harness-image-") as context:
+            write_build_context(Path(context))
+            # docker-py sends the context (as a tar) before returning the log stream.
+            return self.client.api.build(
+                path=context,
+                dockerfile="containers/Dockerfile",
+                tag=tag,
+                network_mode="host",
+                rm=True,
+                forcerm=True,
+                decode=True,
+            )
 
     def _require_base_image(self) -> None:
         try:
@@ -243,7 +222,7 @@ class DockerCluster:
             progress(f"removing {len(existing)} leftover container(s) of a broken cluster")
             self._remove_containers(existing)
         tag, built = self.ensure_image(progress, rebuild)
-        self._check_ports_free()
+        check_ports(self.platform)
         self._prepare_state(tag)
         start = time.monotonic()
         if accounting_enabled(self):
@@ -254,17 +233,6 @@ class DockerCluster:
         progress(f"waiting for {self.platform.node_count} nodes to become idle")
         self._wait_nodes_idle(IDLE_TIMEOUT_S)
         return UpResult(already_up=False, seconds_to_idle=time.monotonic() - start, built_image=built)
-
-    def _check_ports_free(self) -> None:
-        ports = [self.platform.deployment.controller_port, *self.platform.ports().values()]
-        if accounting_enabled(self):
-            ports.append(self.platform.deployment.accounting.dbd_port)
-        busy = [p for p in ports if port_in_use(p)]
-        if busy:
-            raise ClusterError(
-                f"127.0.0.1 ports already in use: {busy[:10]}{' ...' if len(busy) > 10 else ''}; "
-                "another Slurm (or cluster) is running: stop it or change [network] in the platform file"
-            )
 
     def _prepare_state(self, tag: str) -> None:
         # A fresh cluster each time: no jobs or logs leak from an earlier one.
@@ -366,13 +334,6 @@ class DockerCluster:
         for ctr in containers:
             with contextlib.suppress(docker.errors.NotFound):
                 ctr.remove(force=True)
-
-
-def copy_host_ca_certificates() -> None:
-    """Let the image build trust the same extra CAs as the host (TLS-intercepting proxies)."""
-    target = repo_path("containers", "extra-ca")
-    for cert in HOST_CA_DIR.glob("*.crt"):
-        shutil.copyfile(cert, target / cert.name)
 
 
 def _clear_dir(path: Path) -> None:

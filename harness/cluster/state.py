@@ -22,7 +22,7 @@ from pathlib import Path
 import jinja2
 
 from harness import __version__
-from harness.model.paths import repo_path, state_root
+from harness.model.paths import resource_path, state_root
 from harness.platform import Platform
 from harness.slurm.config import SchedulerConfig, render_slurm_files, write_slurm_files
 from harness.slurm.dbd import new_storage_password, render_dbd_files
@@ -131,7 +131,7 @@ CONTROLLER_CPU_SHARES = 8192
 
 def render_compose(platform: Platform, cluster_name: str, image: str, state: str) -> str:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(repo_path("containers"))),
+        loader=jinja2.FileSystemLoader(str(resource_path("containers"))),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
