@@ -162,3 +162,24 @@ def test_cross_check_names_node_list_license_and_submit_mismatches() -> None:
     assert [m["field"] for m in bad.mismatches] == ["submit", "nodelist", "licenses"]
     assert bad.mismatches[2] == {"job_id": 1, "field": "licenses", "plan": 1000, "slurm": "bb:900"}
     assert not bad.ok and bad.as_dict()["n_mismatches"] == 3
+
+
+def test_ansible_render_writes_dbd_once_and_removes_it_without_accounting(tmp_path: Path) -> None:
+    from harness.cluster import ansible_vars as av
+
+    platform = _platform()
+    head = av.HostSpec("head", "head.example.org")
+    layout = av.plan_layout(platform, head, [av.HostSpec("w01", "w01.example.org")])
+    first = av.render_ansible(tmp_path, platform, layout, cluster_name="c")
+    assert {"dbd/storage.pass", "dbd/slurmdbd.conf", "dbd/mariadb.cnf"} <= set(first.changed)
+    conf = (tmp_path / "dbd/slurmdbd.conf").read_text()
+    assert "DbdAddr=head.example.org" in conf and "NoInAddrAny" not in conf  # a VM's private address
+    assert {stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "dbd").iterdir()} == {0o600}
+    cluster = json.loads((tmp_path / "cluster.json").read_text())
+    assert cluster["accounting"] == {"enabled": True, "dbd_port": 7150, "account": "harness"}
+    again = av.render_ansible(tmp_path, platform, layout, cluster_name="c")
+    assert not again.changed  # the password is kept: a second playbook run changes nothing
+    plain = platform_from_dict(tomllib.loads(BASE))
+    workers = [av.HostSpec("w01", "w01.example.org")]
+    off = av.render_ansible(tmp_path, plain, av.plan_layout(plain, head, workers), cluster_name="c")
+    assert "dbd" in off.changed and not (tmp_path / "dbd").exists()
