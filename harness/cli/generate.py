@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 import pandas as pd
 
+from harness.model.atomic import OutputError, atomic_write_text
 from harness.workload import plan
 from harness.workload.feitelson96 import Feitelson96
 from harness.workload.herbein_model import HerbeinModelError
@@ -20,10 +21,13 @@ def generate() -> None:
     """Generate a job plan from a workload model of the source documents."""
 
 
-def _written(output: str, df: pd.DataFrame, manifest: dict) -> None:
-    side = plan.save_plan(df, manifest, output)
+def _written(output: str, df: pd.DataFrame, manifest: dict, inputs: tuple[Path, ...] = ()) -> None:
+    try:
+        plan.save_plan(df, manifest, output, inputs=inputs)
+    except OutputError as exc:
+        raise click.ClickException(str(exc)) from None
     span, seed = manifest["span_s"], manifest["seed"]
-    click.echo(f"{output}: {len(df):,} jobs, span {span:,.0f} s, seed {seed}; manifest {side}")
+    click.echo(f"{output}: {len(df):,} jobs, span {span:,.0f} s, seed {seed}")
 
 
 @generate.command("feitelson96")
@@ -100,6 +104,12 @@ def herbein_command(trace: str, output: str, seed: int, jobs: int, machine_nodes
         )
     except (HerbeinModelError, SwfError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
+    source = plan.resolve_input(trace)
     if model_out:
-        Path(model_out).write_text(json.dumps(model.summary(), indent=2) + "\n")
-    _written(output, df, manifest)
+        try:
+            atomic_write_text(
+                model_out, json.dumps(model.summary(), indent=2) + "\n", inputs=[source, output]
+            )
+        except OutputError as exc:
+            raise click.ClickException(str(exc)) from None
+    _written(output, df, manifest, inputs=(source,))

@@ -46,23 +46,40 @@ def _text_table(results: dict[str, dict[str, Any]], io: bool = False) -> str:
     return "\n".join(lines)
 
 
+def _jobs_target(output: Path, policy: str, several: bool) -> Path:
+    return output.with_name(f"{output.stem}.{policy}{output.suffix}") if several else output
+
+
 def _write_jobs(jobs: pd.DataFrame, output: Path, policy: str, several: bool) -> Path:
-    target = output
-    if several:
-        target = output.with_name(f"{output.stem}.{policy}{output.suffix}")
-    if target.suffix == ".csv":
-        jobs.to_csv(target, index=False)
-    else:
-        jobs.to_parquet(target, index=False)
-    return target
+    from harness.model.atomic import OutputError, atomic_write_csv, atomic_write_parquet
+
+    target = _jobs_target(output, policy, several)
+    write = atomic_write_csv if target.suffix == ".csv" else atomic_write_parquet
+    try:
+        return write(target, jobs)
+    except OutputError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _check_outputs(output: Path | None, names: list[str], workload: str) -> None:
+    """Refuse an unusable --output before simulating (a directory, a device, the input)."""
+    from harness.model.atomic import OutputError, check_target
+    from harness.workload.plan import resolve_input
+
+    try:
+        for name in names if output is not None else []:
+            check_target(_jobs_target(output, name, len(names) > 1), inputs=[resolve_input(workload)])
+    except OutputError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, scale: float) -> Path:
     """Beside the per-job results of an io-aware run: the bandwidth timeline and its plot."""
     from harness.analysis.io_plots import plot_bandwidth
+    from harness.model.atomic import atomic_write_csv
 
     assert result.bandwidth is not None
-    result.bandwidth.to_csv(jobs_path.with_suffix(".bandwidth.csv"), index=False)
+    atomic_write_csv(jobs_path.with_suffix(".bandwidth.csv"), result.bandwidth)
     per_s = 1e6 / scale  # MB/s of original time -> bytes per plan second
     capacity = {
         "pfs": platform.io.pfs_capacity_mbps(platform.compute_count) * per_s,
@@ -135,6 +152,7 @@ def simulate_command(
         platform = load_platform(platform_file)
     except (UnknownPolicyError, PlatformError) as exc:
         raise click.ClickException(str(exc)) from None
+    _check_outputs(output, names, workload)
     try:
         plan, manifest = _load_workload(workload, shrink, seed, first_n, period)
     except (OSError, ValueError) as exc:

@@ -12,6 +12,7 @@ import click
 
 from harness.cli.generate import generate
 from harness.cli.options import first_n_option, period_option, platform_option, seed_option, shrink_option
+from harness.model.atomic import OutputError, check_target
 from harness.model.jsonio import to_json
 from harness.model.timescale import ShrinkError
 from harness.platform import PlatformError, load_platform
@@ -30,6 +31,7 @@ _USER_ERRORS = (
     PlatformError,
     SchemaError,
     ShrinkError,
+    OutputError,
 )
 
 
@@ -246,13 +248,15 @@ def _bb_lines(bb: dict[str, Any], model: str, seed: int, jobs: int) -> list[str]
 @_transform_options
 @_friendly
 def prepare(trace: str, output: str, period: tuple[int, int] | None, **opts: Any) -> None:
-    """Turn TRACE into a job plan (parquet) with a sidecar manifest."""
-    df, manifest = plan.prepare(plan.resolve_input(trace), period=period, **_prepare_kwargs(opts))
+    """Turn TRACE into a job plan: one parquet file, its manifest in the parquet metadata."""
+    source = plan.resolve_input(trace)
+    check_target(output, inputs=[source])
+    df, manifest = plan.prepare(source, period=period, **_prepare_kwargs(opts))
     _report_skipped(manifest["input"])
-    side = plan.save_plan(df, manifest, output)
+    plan.save_plan(df, manifest, output, inputs=(source,))
     click.echo(
         f"{output}: {len(df):,} jobs, span {manifest['span_s']:,.0f} s (shrink {manifest['shrink']}, "
-        f"speed-up {manifest['speedup']:g}), seed {manifest['seed']}; manifest {side}"
+        f"speed-up {manifest['speedup']:g}), seed {manifest['seed']}"
     )
 
 
@@ -282,7 +286,7 @@ def split(trace: str, parts: int, output_dir: str, fmt: str, **opts: Any) -> Non
         if part is None:
             click.echo(f"{target.name}: empty period, not written")
             continue
-        plan.save_plan(part[0], part[1], target)
+        plan.save_plan(part[0], part[1], target, inputs=(source,))
         click.echo(f"{target}: {len(part[0]):,} jobs")
 
 

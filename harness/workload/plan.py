@@ -1,9 +1,10 @@
 """The job plan: ``prepare`` turns a trace into it; ``save_plan``/``load_plan`` store it.
 
-A plan is a parquet file of the PLAN_COLUMNS (plus PLAN_EXTRA_COLUMNS) and a JSON
-sidecar manifest ``<name>.manifest.json`` holding every parameter, the counts of
-every cleaning rule and the input checksum. The manifest is also embedded in the
-parquet metadata, so a plan whose sidecar got lost still loads.
+A plan is one parquet file of the PLAN_COLUMNS (plus PLAN_EXTRA_COLUMNS); its JSON
+manifest (every parameter, the counts of every cleaning rule, the input checksum) is
+stored in the parquet's own key-value metadata, so plan and manifest cannot disagree.
+Plans written before kept a sidecar copy ``<name>.manifest.json`` as well; it is
+ignored (the embedded copy, which those plans have too, is read).
 
 Pipeline order of ``prepare`` (each step documented in its module):
 read (swf) -> table -> clean -> BB requests (drawn by job number) ->
@@ -25,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness import __version__
+from harness.model.atomic import atomic_write
 from harness.model.columns import PLAN_COLUMNS
 from harness.model.jsonio import to_json
 from harness.model.timescale import check_shrink, shrink_table, time_scale_of, unshrink
@@ -305,29 +307,35 @@ def _manifest(
 
 
 def manifest_path(plan_path: str | Path) -> Path:
-    """``plan.parquet`` -> ``plan.manifest.json``."""
+    """``plan.parquet`` -> ``plan.manifest.json``: where older plans kept a sidecar
+    copy of their manifest. It is no longer written, and never read (the copy inside the
+    parquet is the manifest); :func:`save_plan` removes a stale one."""
     p = Path(plan_path)
     base = p.stem if p.suffix == ".parquet" else p.name
     return p.with_name(base + ".manifest.json")
 
 
-def save_plan(df: pd.DataFrame, manifest: dict[str, Any], path: str | Path) -> Path:
-    """Write the plan (parquet) and its sidecar manifest; returns the manifest's path."""
+def save_plan(
+    df: pd.DataFrame, manifest: dict[str, Any], path: str | Path, *, inputs: tuple[Any, ...] = ()
+) -> Path:
+    """Write the plan as one parquet file whose key-value metadata holds the manifest, so the
+    two cannot disagree; written atomically (an interrupted save leaves the old plan whole).
+    ``inputs``: files the plan was made from, which it must not overwrite. Returns ``path``."""
     validate_plan(df, where=str(path))
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    text = to_json(manifest)
     table = pa.Table.from_pandas(df, preserve_index=False)
     meta = dict(table.schema.metadata or {})
-    meta[_PARQUET_KEY] = text.encode()
-    pq.write_table(table.replace_schema_metadata(meta), str(path))
-    side = manifest_path(path)
-    side.write_text(text + "\n")
-    return side
+    meta[_PARQUET_KEY] = to_json(manifest).encode()
+    table = table.replace_schema_metadata(meta)
+    target = atomic_write(path, lambda tmp: pq.write_table(table, str(tmp)), inputs=inputs)
+    manifest_path(target).unlink(missing_ok=True)
+    return target
 
 
 def load_plan(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Read a plan and its manifest (the sidecar wins over the embedded copy)."""
+    """Read a plan and the manifest embedded in it."""
     p = Path(path)
+    if p.is_dir():
+        raise PlanError(f"{p}: is a directory, not a plan file")
     try:
         table = pq.read_table(str(p))
     except FileNotFoundError:
@@ -340,22 +348,28 @@ def load_plan(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
 
 
 def _read_manifest(p: Path, table: pa.Table) -> dict[str, Any]:
-    side = manifest_path(p)
     try:
-        text = side.read_text() if side.exists() else (table.schema.metadata or {})[_PARQUET_KEY].decode()
-        manifest = json.loads(text)
+        manifest = json.loads((table.schema.metadata or {})[_PARQUET_KEY].decode())
     except KeyError:
-        raise PlanError(f"{p}: no manifest ({side.name} missing and none embedded)") from None
-    except json.JSONDecodeError as exc:
-        raise PlanError(f"{side}: manifest is not valid JSON: {exc}") from None
-    if manifest.get("format") != MANIFEST_FORMAT or "shrink" not in manifest:
-        raise PlanError(f"{side}: not a harness plan manifest (format/shrink missing)")
+        raise PlanError(f"{p}: no manifest embedded in the parquet metadata (not a harness plan)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise PlanError(f"{p}: embedded manifest is not valid JSON: {exc}") from None
+    if (
+        not isinstance(manifest, dict)
+        or manifest.get("format") != MANIFEST_FORMAT
+        or "shrink" not in manifest
+    ):
+        raise PlanError(f"{p}: not a harness plan manifest (format/shrink missing)")
     return manifest
 
 
 def is_plan_file(path: str | Path) -> bool:
-    """Parquet files start with the magic bytes PAR1."""
-    with open(path, "rb") as fh:
+    """Parquet files start with the magic bytes PAR1. Only a regular file is sniffed: reading
+    from a pipe (``<(zcat trace)``) would swallow the start of the trace."""
+    p = Path(path)
+    if not p.is_file():
+        return False
+    with open(p, "rb") as fh:
         return fh.read(4) == b"PAR1"
 
 

@@ -8,8 +8,8 @@ submit is 0. ``-1`` is never used inside a job table: unknown values are NA
 named cleaning rule (see ``harness.workload.cleaning``).
 
 The *job plan* written by ``harness workload prepare`` is a job table with at
-least the PLAN_COLUMNS of ``harness.model.columns`` (no NA anywhere), stored as parquet with a JSON
-sidecar manifest. Simulator and replay consume exactly this. If the manifest's
+least the PLAN_COLUMNS of ``harness.model.columns`` (no NA anywhere), stored as parquet with its JSON
+manifest in the parquet metadata. Simulator and replay consume exactly this. If the manifest's
 ``shrink`` is s > 0, every time in the plan is already multiplied by 1 - s.
 """
 

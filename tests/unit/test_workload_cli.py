@@ -105,7 +105,7 @@ def test_prepare_writes_plan_and_manifest(tmp_path):
     df, m = load_plan(target)
     assert df["submit"].tolist() == pytest.approx([0.0, 10.0, 30.0])
     assert (m["shrink"], m["seed"]) == (0.9, 7)
-    assert (tmp_path / "out" / "plan.manifest.json").exists()
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["plan.parquet"]
     assert "3 jobs" in result.stdout
 
 
