@@ -9,6 +9,10 @@ from pathlib import Path
 import click
 
 from harness.cli.options import (
+    NON_NEGATIVE_SECONDS,
+    POSITIVE_SECONDS,
+    REPEAT,
+    TIME_LIMIT,
     first_n_option,
     period_option,
     platform_option,
@@ -39,21 +43,26 @@ from harness.cli.options import (
 @click.option(
     "--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True
 )
-@click.option("--warmup", type=float, default=2.0, show_default=True, help="Seconds before t0.")
+@click.option(
+    "--warmup", type=NON_NEGATIVE_SECONDS, default=2.0, show_default=True, help="Seconds before t0."
+)
 @click.option(
     "--drift",
-    type=float,
+    type=NON_NEGATIVE_SECONDS,
     default=0.0,
     show_default=True,
     help="Seconds added per job to submission instants (Barberato's drift correction).",
 )
 @click.option(
-    "--timeout", type=float, default=None, help="Give up this many seconds after the last submission."
+    "--timeout",
+    type=POSITIVE_SECONDS,
+    default=None,
+    help="Give up this many seconds after the last submission.",
 )
 @click.option("--keep-jobs", is_flag=True, help="On interruption, leave submitted jobs in Slurm.")
 @click.option("-q", "--quiet", is_flag=True, help="A progress line every 30 s instead of a live display.")
 @click.option(
-    "--repeat", type=int, default=1, show_default=True,
+    "--repeat", type=REPEAT, default=1, show_default=True,
     help="Run N times (with --shuffle: N submission orders); AVE/SSD/RSD/C95 per metric.",
 )  # fmt: skip
 @click.option(
@@ -107,8 +116,8 @@ def run_command(
 @click.argument("plan", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), required=True)
 @click.option("--run-id", required=True)
-@click.option("--warmup", type=float, default=2.0, show_default=True)
-@click.option("--drift", type=float, default=0.0, show_default=True)
+@click.option("--warmup", type=NON_NEGATIVE_SECONDS, default=2.0, show_default=True)
+@click.option("--drift", type=NON_NEGATIVE_SECONDS, default=0.0, show_default=True)
 @click.option("--bb-license", default="bb", show_default=True)
 @click.option("--partition", default="compute", show_default=True)
 @click.option("--sigsleep", default="/usr/local/bin/sigsleep", show_default=True)
@@ -162,11 +171,13 @@ def replay_command(
     default=None,
     help="Write decisions.jsonl here; stop when a STOP file appears.",
 )
-@click.option("--poll", type=float, default=0.1, show_default=True, help="Seconds between looks at Slurm.")
+@click.option(
+    "--poll", type=POSITIVE_SECONDS, default=0.1, show_default=True, help="Seconds between looks at Slurm."
+)
 @click.option("--user", default="emu", show_default=True, help="Manage this user's jobs.")
 @click.option(
     "--time-limit",
-    type=float,
+    type=TIME_LIMIT,
     default=0.4,
     show_default=True,
     help="Wall-clock limit of one plan search: a live scheduler must answer promptly.",

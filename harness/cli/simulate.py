@@ -10,6 +10,9 @@ import click
 
 from harness.analysis.formatting import format_terse
 from harness.cli.options import (
+    SEED,
+    TAU,
+    TIME_LIMIT,
     first_n_option,
     period_option,
     platform_option,
@@ -100,14 +103,14 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, scale: float) 
 @seed_option(None, "Seed of the BB request model (traces only).")
 @first_n_option
 @period_option
-@click.option("--policy-seed", type=int, default=0, show_default=True, help="Seed of randomised policies.")
+@click.option("--policy-seed", type=SEED, default=0, show_default=True, help="Seed of randomised policies.")
 @click.option(
     "--time-limit",
-    type=float,
+    type=TIME_LIMIT,
     default=None,
     help="Wall-clock limit (s) of one plan search; results then depend on the machine's speed.",
 )
-@click.option("--tau", type=float, default=600.0, show_default=True, help="Bounded slowdown threshold (s).")
+@click.option("--tau", type=TAU, default=600.0, show_default=True, help="Bounded slowdown threshold (s).")
 @click.option("--ci", is_flag=True, help="Add bootstrap 95% intervals of mean wait and mean bsld.")
 @click.option(
     "--output",

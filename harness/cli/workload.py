@@ -11,7 +11,18 @@ from typing import Any
 import click
 
 from harness.cli.generate import generate
-from harness.cli.options import first_n_option, period_option, platform_option, seed_option, shrink_option
+from harness.cli.options import (
+    NON_NEGATIVE_INT,
+    NON_NEGATIVE_SECONDS,
+    POSITIVE_INT,
+    RATIO,
+    SAMPLE_WINDOW,
+    first_n_option,
+    period_option,
+    platform_option,
+    seed_option,
+    shrink_option,
+)
 from harness.model.atomic import OutputError, check_target
 from harness.model.jsonio import to_json
 from harness.model.timescale import ShrinkError
@@ -58,7 +69,8 @@ def _common_options(func: Callable[..., None]) -> Callable[..., None]:
             "--bb-model", type=click.Choice(bbmodel.MODELS), default="lognormal", show_default=True,
             help="Burst-buffer request source: Kopański's log-normal, a constant, or a trace column.",
         ),
-        click.option("--bb-constant", type=int, default=None, help="MB per node for --bb-model constant."),
+        click.option("--bb-constant", type=NON_NEGATIVE_INT, default=None,
+                     help="MB per node for --bb-model constant."),
         click.option("--bb-column", default=None,
                      help="Job-table column for --bb-model column (e.g. mem_req_kb)."),
         click.option("--zero-runtime", type=click.Choice(ACTIONS["zero_runtime"]), default="drop",
@@ -78,14 +90,17 @@ def _transform_options(func: Callable[..., None]) -> Callable[..., None]:
     options = [
         shrink_option(0.0),
         first_n_option,
-        click.option("--start", type=float, default=None, help="Window start, s after the first submission."),
-        click.option("--end", type=float, default=None, help="Window end, s after the first submission."),
+        click.option("--start", type=NON_NEGATIVE_SECONDS, default=None,
+                     help="Window start, s after the first submission."),
+        click.option("--end", type=NON_NEGATIVE_SECONDS, default=None,
+                     help="Window end, s after the first submission."),
         click.option("--sample", type=click.Choice(plan.SAMPLING_METHODS), default=None,
                      help="Barberato sampling: 'ordered' (ratio, offset) or 'su' (service-unit balanced)."),
-        click.option("--sample-n", type=int, default=None, help="Jobs to keep when sampling."),
-        click.option("--sample-ratio", type=float, default=None, help="Sampling ratio s_p (instead of -n)."),
-        click.option("--sample-offset", type=int, default=0, show_default=True, help="Offset o_f (ordered)."),
-        click.option("--sample-window", type=float, default=60.0, show_default=True,
+        click.option("--sample-n", type=POSITIVE_INT, default=None, help="Jobs to keep when sampling."),
+        click.option("--sample-ratio", type=RATIO, default=None, help="Sampling ratio s_p (instead of -n)."),
+        click.option("--sample-offset", type=NON_NEGATIVE_INT, default=0, show_default=True,
+                     help="Offset o_f (ordered)."),
+        click.option("--sample-window", type=SAMPLE_WINDOW, default=60.0, show_default=True,
                      help="Requested-time window, s (su)."),
         click.option("--shuffle", is_flag=True, help="Shuffle submission order, keeping the instants."),
     ]  # fmt: skip
@@ -265,7 +280,9 @@ def prepare(trace: str, output: str, period: tuple[int, int] | None, **opts: Any
 
 @workload.command()
 @click.argument("trace")
-@click.option("-k", "--parts", default=16, show_default=True, help="Number of equal periods.")
+@click.option(
+    "-k", "--parts", type=POSITIVE_INT, default=16, show_default=True, help="Number of equal periods."
+)
 @click.option("-o", "--output-dir", required=True, type=click.Path(file_okay=False), help="Directory.")
 @click.option("--format", "fmt", type=click.Choice(["plan", "swf"]), default="plan", show_default=True,
               help="plan: prepared parquet parts; swf: the trace's own records, uncleaned.")  # fmt: skip

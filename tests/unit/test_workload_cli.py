@@ -128,7 +128,7 @@ def test_prepare_options_reach_the_pipeline(tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--shrink", "1"], "shrink factor must be in [0, 1), got 1.0"),
+        (["--shrink", "1"], "--shrink': expected a finite number in [0, 1), got '1'"),
         (["--sample-n", "3"], "--sample-n/--sample-ratio need --sample"),
         (["--period", "3/2"], "period I must be in 1..K"),
         (["--bb-model", "constant"], "needs constant_mb"),
