@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -124,3 +125,22 @@ def period_option(func: F) -> F:
 def policy_option(default: str | None, help_text: str) -> Callable[[F], F]:
     return click.option("--policy", "-p", "policy", default=default, show_default=default is not None,
                         help=help_text)  # fmt: skip
+
+
+def user_errors(*errors: type[BaseException]) -> Callable[[F], F]:
+    """Bad input is the user's to fix: a ValueError (every named error of the harness is one:
+    PlatformError, PlanError, SchemaError, OutputError, ...) or one of ``errors`` becomes one
+    clear line and exit status 1, not a traceback."""
+    caught = (ValueError, *errors)
+
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return func(*args, **kwargs)
+            except caught as exc:
+                raise click.ClickException(str(exc)) from None
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

@@ -19,7 +19,9 @@ from harness.cli.options import (
     policy_option,
     seed_option,
     shrink_option,
+    user_errors,
 )
+from harness.slurm.client import SlurmCommandError
 
 
 @click.command("run")
@@ -127,6 +129,7 @@ def run_command(
     default=None,
     help="Concurrent sbatch processes at most (1: strictly in plan order). [default: ReplayOptions']",
 )
+@user_errors(OSError)
 def replay_command(
     plan: Path,
     run_dir: Path,
@@ -185,6 +188,7 @@ def replay_command(
 @click.option(
     "--release-all", is_flag=True, help="Release every held job (hand the queue back to Slurm) and exit."
 )
+@user_errors(SlurmCommandError)
 def agent_command(
     policy: str | None,
     platform_file: str,
