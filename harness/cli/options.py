@@ -78,7 +78,7 @@ class NumberType(click.ParamType):
 
 # The shared types: every option of one kind is checked the same way, naming the option.
 PROBABILITY = NumberType("probability", 0.0, 1.0)
-RATIO = NumberType("ratio", 0.0, 1.0, low_open=True)  # a sampling ratio: (0, 1]
+RATIO = NumberType("ratio", 1.0)  # a sampling ratio s_p = N_orig / N_work: >= 1
 SHRINK = NumberType("shrink", 0.0, 1.0, high_open=True)  # [0, 1), as harness.model.timescale
 TAU = NumberType("seconds", 0.0, low_open=True)  # bounded-slowdown threshold: > 0
 TIME_LIMIT = NumberType("seconds", 0.0, low_open=True)

@@ -242,6 +242,8 @@ def format_summary(s: dict[str, Any]) -> str:
 def _bb_lines(bb: dict[str, Any], model: str, seed: int, jobs: int) -> list[str]:
     per = bb["per_node_mb"]
     load = bb["offered_load"]
+    if not jobs or not per:
+        return [f"burst buffer   model {model}, seed {seed}: no jobs left after cleaning"]
     return [
         f"burst buffer   model {model}, seed {seed}",
         f"  per node MB  mean {per['mean']:,.0f}, median {per['median']:,.0f}, "

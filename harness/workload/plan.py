@@ -250,10 +250,7 @@ def _select(
     period: tuple[int, int] | None,
 ) -> pd.DataFrame:
     if period is not None:
-        i, k = period
-        if not 0 <= i < k:
-            raise transforms.TransformError(f"period index must be in [0, {k}), got {i}")
-        df = transforms.split_periods(df, k)[i]
+        df = transforms.period_part(df, period[1], period[0])
     if window is not None:
         df = transforms.time_window(df, window[0], window[1])
     if first_n is not None:

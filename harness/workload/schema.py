@@ -15,6 +15,7 @@ manifest in the parquet metadata. Simulator and replay consume exactly this. If 
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from harness.model.columns import PLAN_COLUMNS
@@ -104,6 +105,10 @@ def validate_plan(df: pd.DataFrame, where: str = "plan") -> None:
             raise SchemaError(f"{where}: column '{col}' has dtype {df[col].dtype}, expected {want}")
         if df[col].isna().any():
             raise SchemaError(f"{where}: column '{col}' has {int(df[col].isna().sum())} missing value(s)")
+    if len(df) == 0:
+        raise SchemaError(f"{where}: the plan has no jobs (at least one is needed)")
+    for col in ("submit", "runtime", "walltime"):
+        _check_finite(df, col, where)
     _check_min(df, "nodes", 1, where)
     for col in ("submit", "runtime", "bb_per_node_mb"):
         _check_min(df, col, 0, where)
@@ -114,6 +119,16 @@ def validate_plan(df: pd.DataFrame, where: str = "plan") -> None:
     if len(duplicated):
         raise SchemaError(
             f"{where}: job_id must be unique; {len(duplicated)} repeated, e.g. {duplicated.iloc[0]}"
+        )
+
+
+def _check_finite(df: pd.DataFrame, col: str, where: str) -> None:
+    bad = ~np.isfinite(df[col].to_numpy(np.float64))
+    if bad.any():
+        first = df.index[bad][0]
+        raise SchemaError(
+            f"{where}: column '{col}' must be finite; row {first} has {df.at[first, col]!r}"
+            f" ({int(bad.sum())} row(s) bad)"
         )
 
 
