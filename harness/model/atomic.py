@@ -10,7 +10,8 @@ one, never half of one. Before anything is written the target is checked:
 - its directory must exist (it is created when ``make_parents``) and be writable.
 
 Every failure is an :class:`OutputError` naming the path and the reason; the temporary
-file is removed, the target is left as it was.
+file is removed, the target is left as it was. A process killed outright (SIGKILL, power
+loss) may leave a hidden ``.NAME.*.tmp`` beside the target; the target is still whole.
 """
 
 from __future__ import annotations
@@ -70,21 +71,19 @@ def atomic_write(
             raise OutputError(f"{target}: cannot create its directory {parent}: {_reason(exc)}") from None
     elif not parent.is_dir():
         raise OutputError(f"{target}: directory {parent} does not exist")
+    tmp: Path | None = None
     try:
-        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
-    except OSError as exc:
-        raise OutputError(f"{target}: cannot write in {parent}: {_reason(exc)}") from None
-    os.close(fd)
-    tmp = Path(name)
-    try:
+        tmp = Path(tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)[1])
         write(tmp)
         _fsync(tmp)
         os.replace(tmp, target)
     except OSError as exc:
-        raise OutputError(f"{target}: writing failed: {_reason(exc)}") from None
+        where = "cannot write in " + str(parent) if tmp is None else "writing failed"
+        raise OutputError(f"{target}: {where}: {_reason(exc)}") from None
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
     return target
 
 
