@@ -131,7 +131,7 @@ def user_errors(*errors: type[BaseException]) -> Callable[[F], F]:
     """Bad input is the user's to fix: a ValueError (every named error of the harness is one:
     PlatformError, PlanError, SchemaError, OutputError, ...) or one of ``errors`` becomes one
     clear line and exit status 1, not a traceback."""
-    caught = (ValueError, *errors)
+    caught: tuple[type[BaseException], ...] = (ValueError, *errors)
 
     def decorate(func: F) -> F:
         @functools.wraps(func)

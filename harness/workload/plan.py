@@ -14,7 +14,6 @@ The BB model uses the unshrunk walltime (its 120 s rule is about real jobs).
 
 from __future__ import annotations
 
-import json
 import warnings
 from dataclasses import dataclass
 from importlib import resources
@@ -22,31 +21,30 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from harness import __version__
-from harness.model.atomic import atomic_write
 from harness.model.columns import PLAN_COLUMNS
-from harness.model.jsonio import to_json
 from harness.model.timescale import check_shrink, shrink_table, time_scale_of, unshrink
 from harness.platform import Machine, load_platform
 from harness.workload import bbmodel, transforms
-from harness.workload.cleaning import CleaningReport, clean
+from harness.workload.cleaning import DEFAULT_WALLTIME_FACTOR, CleaningReport, clean
+from harness.workload.nodes import resolve_node_size
+from harness.workload.planfile import (  # noqa: F401 (the storage is part of this module's API)
+    MANIFEST_FORMAT,
+    PlanError,
+    is_plan_file,
+    load_plan,
+    manifest_path,
+    save_plan,
+)
 from harness.workload.schema import PLAN_DTYPES, PLAN_EXTRA_COLUMNS, validate_plan
 from harness.workload.swf import SwfTrace, read_swf
 from harness.workload.table import trace_to_table
 
 DEFAULT_SEED = 2020  # the year of Kopański's study; recorded in every manifest
-MANIFEST_FORMAT = "harness-plan"
 MANIFEST_VERSION = 1
 SAMPLING_METHODS = ("ordered", "su")
 BUNDLED = "bundled"  # the name that stands for bundled_slice_path() wherever a trace is taken
-_PARQUET_KEY = b"harness.manifest"
-
-
-class PlanError(ValueError):
-    """A plan file is missing, unreadable or inconsistent with what was asked."""
 
 
 @dataclass(frozen=True)
@@ -91,11 +89,17 @@ def load_trace_table(
     platform: Machine | None = None,
     lenient: bool = False,
     cleaning: dict[str, str] | None = None,
+    procs_per_node: int | None = None,
+    walltime_factor: float = DEFAULT_WALLTIME_FACTOR,
 ) -> tuple[SwfTrace, pd.DataFrame, CleaningReport]:
-    """Read and clean a trace for a platform: (trace, cleaned table, report)."""
+    """Read and clean a trace for a platform: (trace, cleaned table, report). Processors
+    become nodes with ``procs_per_node``, else the header's (``harness.workload.nodes``)."""
     platform = platform or load_platform()
     trace = read_swf(resolve_input(trace_path), lenient=lenient)
-    table, report = clean(trace_to_table(trace), platform, actions=cleaning)
+    size = resolve_node_size(trace.metadata, procs_per_node)
+    table = trace_to_table(trace, size.procs_per_node)
+    table, report = clean(table, platform, actions=cleaning, walltime_factor=walltime_factor)
+    report.node_size = size.as_dict()
     return trace, table, report
 
 
@@ -118,9 +122,14 @@ def _load_base(
     model: bbmodel.BBModel,
     lenient: bool,
     cleaning: dict[str, str] | None,
+    procs_per_node: int | None = None,
+    walltime_factor: float = DEFAULT_WALLTIME_FACTOR,
 ) -> _Base:
     platform = platform or load_platform()
-    trace, table, report = load_trace_table(trace_path, platform=platform, lenient=lenient, cleaning=cleaning)
+    trace, table, report = load_trace_table(
+        trace_path, platform=platform, lenient=lenient, cleaning=cleaning,
+        procs_per_node=procs_per_node, walltime_factor=walltime_factor,
+    )  # fmt: skip
     table, bb_counts = bbmodel.apply_model(
         table, model, bb_count=platform.bb_count, capacity_mb=platform.bb_capacity_mb, seed=seed
     )
@@ -140,6 +149,8 @@ def prepare(
     bb_column: str | None = None,
     lenient: bool = False,
     cleaning: dict[str, str] | None = None,
+    procs_per_node: int | None = None,
+    walltime_factor: float = DEFAULT_WALLTIME_FACTOR,
     first_n: int | None = None,
     window: tuple[float, float | None] | None = None,
     period: tuple[int, int] | None = None,
@@ -157,8 +168,9 @@ def prepare(
     check_shrink(shrink)
     model = _model(bb_model, bb_constant_mb, bb_column)
     base = _load_base(
-        trace_path, platform=platform, seed=seed, model=model, lenient=lenient, cleaning=cleaning
-    )
+        trace_path, platform=platform, seed=seed, model=model, lenient=lenient, cleaning=cleaning,
+        procs_per_node=procs_per_node, walltime_factor=walltime_factor,
+    )  # fmt: skip
     selection = {"first_n": first_n, "window": window, "period": period}
     return _finish(
         base, selection, sampling=sampling, shuffle=shuffle, shrink=shrink, shuffle_seed=shuffle_seed
@@ -181,6 +193,8 @@ def prepare_split(
         model=model,
         lenient=kw.pop("lenient", False),
         cleaning=kw.pop("cleaning", None),
+        procs_per_node=kw.pop("procs_per_node", None),
+        walltime_factor=kw.pop("walltime_factor", DEFAULT_WALLTIME_FACTOR),
     )
     sampling, shuffle = kw.pop("sampling", None), kw.pop("shuffle", False)
     selection = {"first_n": kw.pop("first_n", None), "window": kw.pop("window", None)}
@@ -298,76 +312,6 @@ def _manifest(
         "span_s_unshrunk": float(unshrink(plan["submit"].max(), s)) if len(plan) else 0.0,
         "columns": list(plan.columns),
     }
-
-
-# -- storage ----------------------------------------------------------------------------
-
-
-def manifest_path(plan_path: str | Path) -> Path:
-    """``plan.parquet`` -> ``plan.manifest.json``: where older plans kept a sidecar
-    copy of their manifest. It is no longer written, and never read (the copy inside the
-    parquet is the manifest); :func:`save_plan` removes a stale one."""
-    p = Path(plan_path)
-    base = p.stem if p.suffix == ".parquet" else p.name
-    return p.with_name(base + ".manifest.json")
-
-
-def save_plan(
-    df: pd.DataFrame, manifest: dict[str, Any], path: str | Path, *, inputs: tuple[Any, ...] = ()
-) -> Path:
-    """Write the plan as one parquet file whose key-value metadata holds the manifest, so the
-    two cannot disagree; written atomically (an interrupted save leaves the old plan whole).
-    ``inputs``: files the plan was made from, which it must not overwrite. Returns ``path``."""
-    validate_plan(df, where=str(path))
-    table = pa.Table.from_pandas(df, preserve_index=False)
-    meta = dict(table.schema.metadata or {})
-    meta[_PARQUET_KEY] = to_json(manifest).encode()
-    table = table.replace_schema_metadata(meta)
-    target = atomic_write(path, lambda tmp: pq.write_table(table, str(tmp)), inputs=inputs)
-    manifest_path(target).unlink(missing_ok=True)
-    return target
-
-
-def load_plan(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Read a plan and the manifest embedded in it."""
-    p = Path(path)
-    if p.is_dir():
-        raise PlanError(f"{p}: is a directory, not a plan file")
-    try:
-        table = pq.read_table(str(p))
-    except FileNotFoundError:
-        raise PlanError(f"{p}: no such plan file") from None
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise PlanError(f"{p}: not a readable parquet plan: {exc}") from None
-    df = table.to_pandas()
-    validate_plan(df, where=str(p))
-    return df, _read_manifest(p, table)
-
-
-def _read_manifest(p: Path, table: pa.Table) -> dict[str, Any]:
-    try:
-        manifest = json.loads((table.schema.metadata or {})[_PARQUET_KEY].decode())
-    except KeyError:
-        raise PlanError(f"{p}: no manifest embedded in the parquet metadata (not a harness plan)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise PlanError(f"{p}: embedded manifest is not valid JSON: {exc}") from None
-    if (
-        not isinstance(manifest, dict)
-        or manifest.get("format") != MANIFEST_FORMAT
-        or "shrink" not in manifest
-    ):
-        raise PlanError(f"{p}: not a harness plan manifest (format/shrink missing)")
-    return manifest
-
-
-def is_plan_file(path: str | Path) -> bool:
-    """Parquet files start with the magic bytes PAR1. Only a regular file is sniffed: reading
-    from a pipe (``<(zcat trace)``) would swallow the start of the trace."""
-    p = Path(path)
-    if not p.is_file():
-        return False
-    with open(p, "rb") as fh:
-        return fh.read(4) == b"PAR1"
 
 
 def load_plan_or_trace(path: str | Path, **prepare_kwargs: Any) -> tuple[pd.DataFrame, dict[str, Any]]:

@@ -88,7 +88,7 @@ def test_load_plan_errors(three, tmp_path):
     (tmp_path / "bad.parquet").write_text("not parquet")
     with pytest.raises(wp.PlanError, match="not a readable parquet plan"):
         wp.load_plan(tmp_path / "bad.parquet")
-    df, m = three
+    df = three[0]
     df.to_parquet(tmp_path / "p.parquet", index=False)
     with pytest.raises(wp.PlanError, match="no manifest embedded"):
         wp.load_plan(tmp_path / "p.parquet")
