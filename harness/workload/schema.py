@@ -122,12 +122,18 @@ def validate_plan(df: pd.DataFrame, where: str = "plan") -> None:
         )
 
 
+def _plain(value: object) -> object:
+    """A numpy scalar as the Python number it holds (``inf``, not ``np.float64(inf)``)."""
+    item = getattr(value, "item", None)
+    return item() if callable(item) else value
+
+
 def _check_finite(df: pd.DataFrame, col: str, where: str) -> None:
     bad = ~np.isfinite(df[col].to_numpy(np.float64))
     if bad.any():
         first = df.index[bad][0]
         raise SchemaError(
-            f"{where}: column '{col}' must be finite; row {first} has {df.at[first, col]!r}"
+            f"{where}: column '{col}' must be finite; row {first} has {_plain(df.at[first, col])!r}"
             f" ({int(bad.sum())} row(s) bad)"
         )
 
@@ -137,6 +143,6 @@ def _check_min(df: pd.DataFrame, col: str, low: float, where: str) -> None:
     if bad.any():
         first = df.index[bad.to_numpy()][0]
         raise SchemaError(
-            f"{where}: column '{col}' must be >= {low}; row {first} has {df.at[first, col]!r}"
+            f"{where}: column '{col}' must be >= {low}; row {first} has {_plain(df.at[first, col])!r}"
             f" ({int(bad.sum())} row(s) bad)"
         )
