@@ -102,6 +102,15 @@ def split_periods(df: pd.DataFrame, k: int) -> list[pd.DataFrame]:
     return [df.loc[idx == i].reset_index(drop=True) for i in range(k)]
 
 
+def period_part(df: pd.DataFrame, k: int, i: int) -> pd.DataFrame:
+    """``split_periods(df, k)[i]`` without building the other ``k - 1`` parts (``split -k K``
+    selects every part in turn: building all of them each time was quadratic in K)."""
+    if not 0 <= i < k:
+        raise TransformError(f"period index must be in [0, {k}), got {i}")
+    df = _ordered(df)
+    return df.loc[period_index(df, k) == i].reset_index(drop=True)
+
+
 # -- sampling (Barberato Section 4.2.3) --------------------------------------------------
 
 
