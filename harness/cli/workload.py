@@ -237,6 +237,8 @@ def _split_swf(source: Path, k: int, out: Path, stem: str, lenient: bool) -> Non
     trace: SwfTrace = read_swf(source, lenient=lenient)
     table = trace_to_table(trace)
     idx = transforms.period_index(table, k)
+    if (idx < 0).any():
+        click.echo(f"{int((idx < 0).sum()):,} record(s) of unknown submit time are in no period", err=True)
     for i in range(k):
         rows = trace.records[idx == i]
         target = out / f"{stem}.part{i:02d}of{k:02d}.swf"

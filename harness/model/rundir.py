@@ -7,7 +7,8 @@
         results.parquet, results.csv   per-job results (sigsleep times, Slurm ids)
         metrics.json    summary in original time (same keys as `harness simulate --json`)
         raw/            submissions.jsonl, jobs.jsonl (sigsleep), replay.json, decisions.jsonl
-        slurm/          the rendered Slurm files of the run, daemon logs, jobcomp.log
+        slurm/          the rendered Slurm files of the run, daemon logs, jobcomp.log,
+                        sacct.json (accounting on), jobs.json (Slurm's record of every job)
         simulation/     results.parquet of the simulator twin (with --compare-sim)
         repetitions/NN/ one run directory per repetition (with --repeat)
         plots/, report.md, report.html
@@ -50,6 +51,8 @@ RAW_FILES = (SUBMISSIONS, SIGSLEEP_LOG, STATUS, DECISIONS)
 
 SHARED_RUNS = "runs"  # the folder of run directories inside the shared directory
 JOBCOMP_LOG = "jobcomp.log"
+SACCT_JSON = "sacct.json"  # in slurm/: `sacct --json` of the run's jobs, as Slurm gave them
+SLURM_JOBS = "jobs.json"  # in slurm/: Slurm's record of every job (from sacct or jobcomp)
 
 
 def repetition_name(index: int) -> str:

@@ -4,7 +4,8 @@ compose file and the Ansible variables are rendered.
 The format (``harness/platform/default.toml`` is the study's machine)::
 
     [platform]              name, description
-    [machine.topology]      groups, chassis_per_group, compute_per_chassis
+    [machine.topology]      groups, chassis_per_group, compute_per_chassis, compute_total
+                            (optional: fewer nodes than the chassis hold, the last one partial)
     [machine.compute]       prefix, digits, cpus, real_memory_mb, partition
     [machine.burst_buffer]  the same, capacity_mb, per_chassis (BB nodes in a chassis, default 1)
     [machine.io]            bandwidths and storage tiers (optional; see platform/bandwidths.py)
@@ -92,6 +93,7 @@ def platform_from_dict(data: dict[str, Any], source: str = "<dict>") -> Platform
             bb_capacity_mb=_require(bb, "capacity_mb", int, "machine.burst_buffer"),
             bb_per_chassis=_require({"per_chassis": 1, **bb}, "per_chassis", int, "machine.burst_buffer"),
             io=bandwidths_from_dict(machine_data.get("io", {}), source),
+            compute_total=_optional_int(topo, "compute_total", "machine.topology"),
         )
         total = machine.bb_count * machine.bb_capacity_mb
         if total > MAX_LICENSES:
@@ -161,6 +163,10 @@ def _table(data: dict[str, Any], name: str, source: str, parent: str = "") -> di
     if not isinstance(table, dict):
         raise PlatformError(f"{source}: missing table [{parent}{name}]")
     return table
+
+
+def _optional_int(table: dict[str, Any], key: str, where: str) -> int | None:
+    return _require(table, key, int, where) if key in table else None
 
 
 def _require(table: dict[str, Any], key: str, kind: type, where: str) -> Any:

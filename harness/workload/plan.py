@@ -130,6 +130,9 @@ def _load_base(
         trace_path, platform=platform, lenient=lenient, cleaning=cleaning,
         procs_per_node=procs_per_node, walltime_factor=walltime_factor,
     )  # fmt: skip
+    if table.empty:
+        dropped = ", ".join(f"{r.name} {r.count:,}" for r in report.results if r.count and r.action == "drop")
+        raise PlanError(f"{trace.path}: cleaning left no jobs of {report.records:,} records ({dropped})")
     table, bb_counts = bbmodel.apply_model(
         table, model, bb_count=platform.bb_count, capacity_mb=platform.bb_capacity_mb, seed=seed
     )

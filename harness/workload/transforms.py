@@ -78,18 +78,20 @@ def time_window(df: pd.DataFrame, start: float = 0.0, end: float | None = None) 
 def period_index(df: pd.DataFrame, k: int) -> np.ndarray:
     """0-based period of every job when the submit span is cut into ``k`` equal periods.
 
-    The last submission belongs to the last period (the periods close on the right).
+    The last submission belongs to the last period (the periods close on the right). A job
+    of unknown submit time (NA: an uncleaned placeholder record) is in none: -1.
     """
     if k < 1:
         raise TransformError(f"number of periods must be >= 1, got {k}")
     submit = df["submit"].to_numpy(dtype=np.float64)
-    if len(submit) == 0:
-        return np.zeros(0, dtype=np.int64)
-    first, span = submit.min(), submit.max() - submit.min()
+    known = ~np.isnan(submit)
+    if not known.any():
+        return np.full(len(submit), -1, dtype=np.int64)
+    first, span = submit[known].min(), submit[known].max() - submit[known].min()
     if span == 0:
-        return np.zeros(len(submit), dtype=np.int64)
-    idx = np.floor((submit - first) / (span / k)).astype(np.int64)
-    return np.minimum(idx, k - 1)
+        return np.where(known, 0, -1).astype(np.int64)
+    idx = np.floor((np.where(known, submit, first) - first) / (span / k)).astype(np.int64)
+    return np.where(known, np.minimum(idx, k - 1), -1)
 
 
 def split_periods(df: pd.DataFrame, k: int) -> list[pd.DataFrame]:
