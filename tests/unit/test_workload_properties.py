@@ -75,12 +75,30 @@ def test_swf_write_then_read_is_the_identity(rows, header, name):
     assert read_swf(path).records.tobytes() == rows.tobytes()
 
 
+spacing = st.sampled_from([" ", "   ", "\t", " \t "])
+
+
+@SETTINGS
+@given(records, spacing, spacing, st.sampled_from(["\n", "\r\n"]))
+def test_odd_spacing_reads_the_same_records(rows, sep, lead, newline):
+    path = _tmp("t.swf")
+    write_swf(path, rows)
+    respaced = _tmp("odd.swf")
+    text = path.read_text().splitlines()
+    respaced.write_text(newline.join(lead + sep.join(line.split()) + sep for line in text) + newline)
+    assert read_swf(respaced).records.tobytes() == rows.tobytes()
+
+
 token = st.one_of(
     st.integers(-3, 10**6).map(str),
     st.sampled_from(["-1", "nan", "inf", "-inf", "1e400", "1.5", "x", "0x10", "99999999999999999999", ""]),
     st.floats(allow_nan=False).map(repr),
 )
-lines = st.lists(st.lists(token, min_size=0, max_size=20).map(" ".join), min_size=1, max_size=12)
+lines = st.lists(
+    st.tuples(spacing, st.lists(token, min_size=0, max_size=20)).map(lambda t: t[0].join(t[1])),
+    min_size=1,
+    max_size=12,
+)
 
 
 @SETTINGS
