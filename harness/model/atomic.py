@@ -119,6 +119,16 @@ def atomic_write_text(path: str | Path, text: str, **kwargs: Any) -> Path:
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"), **kwargs)
 
 
+def write_private(path: str | Path, text: str, **kwargs: Any) -> Path:
+    """Text only the owner may read (mode 0600 before a byte is written): configs with secrets."""
+
+    def fill(tmp: Path) -> None:
+        tmp.chmod(0o600)
+        tmp.write_text(text, encoding="utf-8")
+
+    return atomic_write(path, fill, **kwargs)
+
+
 def atomic_write_parquet(path: str | Path, df: Any, **kwargs: Any) -> Path:
     """A DataFrame as parquet (no index)."""
     return atomic_write(path, lambda tmp: df.to_parquet(tmp, index=False), **kwargs)
