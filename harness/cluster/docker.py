@@ -29,6 +29,8 @@ LABEL = "harness.cluster"
 SUBMIT_USER = "emu"
 IDLE_TIMEOUT_S = 120.0
 IDLE_S_PER_NODE = 0.15
+# A busy Docker engine sometimes garbles a multiplexed exec stream: retried this often.
+EXEC_ATTEMPTS = 3
 
 Progress = Callable[[str], None]
 
@@ -108,7 +110,14 @@ class DockerCluster:
     # -- commands ---------------------------------------------------------------
     def exec(self, cmd: list[str], user: str | None = None, timeout: float | None = None) -> CommandResult:
         argv = ["timeout", f"{timeout:g}", *cmd] if timeout else cmd
-        result = self._controller().exec_run(argv, user=user or "root", demux=True)
+        controller = self._controller()
+        for attempt in range(EXEC_ATTEMPTS):
+            try:
+                result = controller.exec_run(argv, user=user or "root", demux=True)
+                break
+            except ValueError:  # docker-py misread the stream's framing ("10 is not a valid stream")
+                if attempt == EXEC_ATTEMPTS - 1:
+                    raise ClusterError(f"`{' '.join(cmd)}`: the Docker engine garbled its output") from None
         out, err = result.output if result.output else (b"", b"")
         return CommandResult(result.exit_code or 0, (out or b"").decode(), (err or b"").decode())
 
