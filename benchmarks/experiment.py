@@ -24,7 +24,7 @@ from harness.experiments.runner import run_experiment
 from harness.experiments.spec import load_spec
 from harness.platform import Platform, platform_from_dict
 
-CLUSTER = "experbench"  # controller 6971, slurmd 47101-47109
+CLUSTER = "experbench"  # controller 6971, slurmd 25101-25109
 
 
 def tiny_spec(cells: int, first_n: int) -> str:
@@ -57,7 +57,7 @@ def bench_platform() -> Platform:
     text = resources.files("harness.platforms").joinpath("default.toml").read_text()
     for old, new in (("groups = 3", "groups = 1"), ("chassis_per_group = 4", "chassis_per_group = 1"),
                      ("controller_port = 6817", "controller_port = 6971"),
-                     ("slurmd_base_port = 17001", "slurmd_base_port = 47101"),
+                     ("slurmd_base_port = 17001", "slurmd_base_port = 25101"),
                      ("node_containers = 4", "node_containers = 1")):  # fmt: skip
         assert old in text, old
         text = text.replace(old, new)

@@ -18,15 +18,15 @@ import docker.errors
 from docker.models.containers import Container
 
 from harness.cluster.base import ClusterError, wait_for_idle
+from harness.cluster.dbd import accounting_enabled, start_dbd
 from harness.cluster.image import IMAGE_REPO, image_tag, write_build_context
 from harness.cluster.ports import check_ports
-from harness.cluster.state import CONTROLLER_CPU_SHARES, ClusterState, render_compose
+from harness.cluster.state import CONTROLLER_CPU_SHARES, SUBMIT_USER, ClusterState, render_compose
 from harness.model.commands import CommandResult
 from harness.platform import Platform, load_platform
 from harness.slurm.config import SchedulerConfig
 
 LABEL = "harness.cluster"
-SUBMIT_USER = "emu"
 IDLE_TIMEOUT_S = 120.0
 IDLE_S_PER_NODE = 0.15
 # A busy Docker engine sometimes garbles a multiplexed exec stream: retried this often.
@@ -99,7 +99,8 @@ class DockerCluster:
 
     def is_up(self) -> bool:
         running = [c for c in self.containers() if c.status == "running"]
-        return len(running) == 1 + len(self.platform.node_groups()) and self._ctld_answers()
+        expected = 1 + len(self.platform.node_groups()) + accounting_enabled(self)
+        return len(running) == expected and self._ctld_answers()
 
     def _ctld_answers(self) -> bool:
         try:
@@ -171,7 +172,7 @@ class DockerCluster:
 
     def collect_slurm_files(self, target: Path) -> None:
         shutil.copytree(self.state.etc, target / "etc", dirs_exist_ok=True)
-        for name in ("slurmctld.log", "jobcomp.log"):
+        for name in ("slurmctld.log", "jobcomp.log", "slurmdbd.log"):
             if (self.state.log / name).exists():
                 shutil.copyfile(self.state.log / name, target / name)
 
@@ -234,6 +235,8 @@ class DockerCluster:
         check_ports(self.platform)
         self._prepare_state(tag)
         start = time.monotonic()
+        if accounting_enabled(self):
+            start_dbd(self, tag, SUBMIT_USER)
         self._start_controller(tag)
         self._wait_controller(timeout=30)
         self._start_node_groups(tag)
@@ -243,7 +246,7 @@ class DockerCluster:
 
     def _prepare_state(self, tag: str) -> None:
         # A fresh cluster each time: no jobs or logs leak from an earlier one.
-        for sub in ("spool", "log", "shared"):
+        for sub in ("spool", "log", "shared", "db"):
             path = self.state.root / sub
             if path.exists():
                 _clear_dir(path)
@@ -253,9 +256,11 @@ class DockerCluster:
             render_compose(self.platform, self.name, tag, str(self.state.root))
         )
 
-    def _run_container(
-        self, tag: str, name: str, command: list[str], cpu_shares: int | None = None
+    def run_container(
+        self, tag: str, name: str, command: list[str], mounts: dict[str, str] | None = None
     ) -> Container:
+        """A container of this cluster; the controller and dbd get the CPU weight of a head node."""
+        ro = ("/etc/slurm", "/cluster/munge", "/cluster/etc", "/cluster/dbd")
         return self.client.containers.run(
             tag,
             command=command,
@@ -264,19 +269,19 @@ class DockerCluster:
             network_mode="host",
             init=True,
             labels={LABEL: self.name},
-            cpu_shares=cpu_shares,
+            cpu_shares=CONTROLLER_CPU_SHARES if command[0] in ("controller", "dbd") else None,
             volumes={
-                host: {"bind": ctr, "mode": "ro" if ctr in ("/etc/slurm", "/cluster/munge") else "rw"}
-                for host, ctr in self.state.mounts().items()
+                host: {"bind": ctr, "mode": "ro" if ctr in ro else "rw"}
+                for host, ctr in (mounts or self.state.mounts()).items()
             },
         )
 
     def _start_controller(self, tag: str) -> None:
-        self._run_container(tag, self.controller_name, ["controller"], cpu_shares=CONTROLLER_CPU_SHARES)
+        self.run_container(tag, self.controller_name, ["controller"])
 
     def _start_node_groups(self, tag: str) -> None:
         for index, group in enumerate(self.platform.node_groups()):
-            self._run_container(tag, f"{self.name}-nodes{index}", ["nodes", ",".join(group)])
+            self.run_container(tag, f"{self.name}-nodes{index}", ["nodes", ",".join(group)])
 
     def _wait_controller(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -290,7 +295,7 @@ class DockerCluster:
             time.sleep(0.1)
         raise ClusterError(
             f"slurmctld did not answer within {timeout:.0f} s. Last log lines:\n"
-            + self._tail(self.state.log / "slurmctld.log", 15)
+            + self.tail(self.state.log / "slurmctld.log", 15)
             + "\nContainer output:\n"
             + self._controller().logs(tail=15).decode(errors="replace")
         )
@@ -307,12 +312,12 @@ class DockerCluster:
         names = sorted(missing)
         details = [f"{n}: {missing[n]}" for n in names[:10]]
         logs = "\n".join(
-            f"--- slurmd-{n}.log\n{self._tail(self.state.log / f'slurmd-{n}.log', 5)}" for n in names[:3]
+            f"--- slurmd-{n}.log\n{self.tail(self.state.log / f'slurmd-{n}.log', 5)}" for n in names[:3]
         )
         raise ClusterError(
             f"{len(missing)} of {self.platform.node_count} nodes not idle after {timeout:.0f} s "
             f"({', '.join(details)}{' ...' if len(names) > 10 else ''}).\n{logs}\n"
-            f"--- slurmctld.log\n{self._tail(self.state.log / 'slurmctld.log', 10)}\n"
+            f"--- slurmctld.log\n{self.tail(self.state.log / 'slurmctld.log', 10)}\n"
             + self._node_container_output(names[:3])
         )
 
@@ -334,7 +339,7 @@ class DockerCluster:
         return "\n".join(parts)
 
     @staticmethod
-    def _tail(path: Path, lines: int) -> str:
+    def tail(path: Path, lines: int) -> str:
         try:
             return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
         except FileNotFoundError:

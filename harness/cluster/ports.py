@@ -29,8 +29,11 @@ def ephemeral_ports(path: Path = EPHEMERAL_RANGE_FILE) -> range:
 
 
 def listen_ports(platform: Platform) -> list[int]:
-    """The controller port, then every slurmd port."""
-    return [platform.deployment.controller_port, *platform.ports().values()]
+    """The controller port, every slurmd port, then slurmdbd's when accounting is on."""
+    ports = [platform.deployment.controller_port, *platform.ports().values()]
+    if platform.deployment.accounting.enabled:
+        ports.append(platform.deployment.accounting.dbd_port)
+    return ports
 
 
 def check_ports(platform: Platform, ephemeral: range | None = None) -> None:
