@@ -78,6 +78,7 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
             raise PlanError(f"{source}: give an unshrunk plan; --shrink applies the shrink")
         plan, manifest = shrink_table(plan, spec.shrink), {**manifest, "shrink": spec.shrink}
     else:
+        # Cleaned for the cluster's machine: jobs wider than the default 96 nodes stay on a bigger one.
         plan, manifest = prepare(
             source, platform=ctx.backend.platform, shrink=spec.shrink, seed=spec.seed, shuffle=spec.shuffle,
             shuffle_seed=spec.shuffle_seed, first_n=spec.first_n, period=spec.period, window=spec.window,

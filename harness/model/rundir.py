@@ -19,7 +19,6 @@ the cluster's shared directory (``runs/<run id>/`` there); the host copies them 
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -73,5 +72,4 @@ def record_step(run_dir: Path, name: str, info: dict[str, Any]) -> None:
     steps = [s for s in done_steps(run_dir).values() if s["name"] != name]
     stamp = datetime.now().astimezone().isoformat(timespec="seconds")
     steps.append({"name": name, "done_at": stamp, "info": info})
-    tmp = write_json(run_dir / f".{STEPS}.tmp", {"steps": steps})
-    os.replace(tmp, run_dir / STEPS)
+    write_json(run_dir / STEPS, {"steps": steps})
