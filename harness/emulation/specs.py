@@ -11,6 +11,8 @@ from typing import Any
 
 from harness.workload.plan import DEFAULT_SEED, bundled_slice_path
 
+MODELS = ("alloc-only", "io-aware")  # the simulator's models (harness.sim.engine.MODELS)
+
 
 @dataclass(frozen=True)
 class WorkloadSpec:
@@ -21,6 +23,13 @@ class WorkloadSpec:
     shuffle_seed: int | None = None  # None: the BB seed (repetitions give each its own)
     first_n: int | None = None
     period: tuple[int, int] | None = None  # (i, k), i counted from 0: the i-th of k periods
+    # alloc-only: a job holds its BB license from start to end; io-aware: Kopański's I/O
+    # columns, staged in and out through Slurm's burst_buffer/lua (harness/emulation/staging.py)
+    model: str = "alloc-only"
+
+    def __post_init__(self) -> None:
+        if self.model not in MODELS:
+            raise ValueError(f"unknown model {self.model!r}: use one of {', '.join(MODELS)}")
 
     @property
     def source(self) -> Path:

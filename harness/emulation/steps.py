@@ -18,14 +18,17 @@ from harness import __version__
 from harness.analysis.metrics import summary
 from harness.cluster.base import ClusterBackend, ClusterError
 from harness.emulation.collect import build_results, cross_check, decision_stats, finished, lag_stats
+from harness.emulation.collect_io import add_staging, staging_stats
 from harness.emulation.fidelity import compare_with_simulation, simulator_twin
 from harness.emulation.launch import SUBMIT_USER, HeadRun
 from harness.emulation.specs import RunOptions
+from harness.emulation.staging import RECORDS
 from harness.model import rundir
 from harness.model.jsonio import read_json, read_jsonl, write_json
 from harness.model.timescale import shrink_table, time_scale_of
 from harness.slurm.config import SchedulerConfig
 from harness.slurm.jobcomp import read_jobcomp
+from harness.workload.io import KopanskiIO
 from harness.workload.plan import PlanError, is_plan_file, load_plan, prepare, save_plan
 
 Progress = Callable[[str], None]
@@ -82,9 +85,19 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
             source, shrink=spec.shrink, seed=spec.seed, shuffle=spec.shuffle, shuffle_seed=spec.shuffle_seed,
             first_n=spec.first_n, period=spec.period,
         )  # fmt: skip
+    if spec.model == "io-aware":
+        plan, manifest = with_io_columns(plan, spec.seed, spec.shrink), {**manifest, "model": spec.model}
     save_plan(plan, manifest, ctx.run_dir / rundir.PLAN)
     ctx.say(f"run {ctx.run_id}: {len(plan)} jobs, shrink {spec.shrink:g}, policy {ctx.opts.replay.policy}")
     return {"jobs": len(plan)}
+
+
+def with_io_columns(plan: pd.DataFrame, seed: int, shrink: float) -> pd.DataFrame:
+    """Kopański's I/O columns (drawn as the simulator draws them) and the run's time scale,
+    which the staging command applies to the platform's bandwidths."""
+    out = KopanskiIO().apply(plan, seed=seed, shrink=shrink)
+    out["io_time_scale"] = time_scale_of(shrink)
+    return out
 
 
 def bring_up_cluster(ctx: RunContext) -> dict[str, Any]:
@@ -110,12 +123,18 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     t0 = float(read_json(raw / rundir.STATUS).get("t0", 0.0))
     submissions = read_jsonl(raw / rundir.SUBMISSIONS)
     results = build_results(ctx.plan()[0], submissions, read_jsonl(raw / rundir.SIGSLEEP_LOG), t0)
+    staged = ctx.sched.burst_buffer == "lua"
+    if staged:  # the staging records of every run on the cluster: keep this run's jobs
+        ctx.backend.get(f"{ctx.sched.staging_dir.removeprefix('/shared/')}/{RECORDS}", raw / RECORDS)
+        results = add_staging(results, read_jsonl(raw / RECORDS), t0)
     results.to_parquet(ctx.run_dir / rundir.RESULTS, index=False)
     results.to_csv(ctx.run_dir / rundir.RESULTS_CSV, index=False)
     check = cross_check(results, read_jobcomp(ctx.run_dir / rundir.SLURM_DIR / rundir.JOBCOMP_LOG), t0)
     sections: dict[str, Any] = {"submission": lag_stats(submissions), "cross_check": check.as_dict()}
     if ctx.uses_agent:
         sections["agent"] = decision_stats(read_jsonl(raw / rundir.DECISIONS))
+    if staged:
+        sections["staging"] = staging_stats(results)
     counts = results["status"].value_counts()
     return {"t0": t0, "missing": int(counts.get("missing", 0)), "rejected": int(counts.get("rejected", 0)),
             "sections": sections}  # fmt: skip

@@ -148,3 +148,43 @@ def test_platform_text_needs_the_file_it_came_from(tmp_path: Path) -> None:
     path.write_text(path.read_text().replace("capacity_mb = 40000", "capacity_mb = 1000"))
     with pytest.raises(PlatformError, match="changed since the platform was loaded"):
         platform_text(platform)
+
+
+def test_replay_writes_the_burst_buffer_lines_instead_of_the_license() -> None:
+    from harness.emulation.replay import ReplayOptions, io_directives, sbatch_command
+
+    job = {"job_id": 9, "nodes": 4, "bb_per_node_mb": 1200, "runtime": 5.0, "walltime": 18.0,
+           "io_stage_in_mb": 1200.0, "io_stage_out_mb": 1200.0, "io_time_scale": 100.0}  # fmt: skip
+    assert io_directives(job, "bb") == [
+        "#BB_LUA pool=bb capacity=4800",
+        "#HARNESS_IO nodes=4 stage_in_mb=4800 stage_out_mb=4800 time_scale=100",
+    ]
+    cmd = sbatch_command(job, ReplayOptions(run_dir=Path("/r"), run_id="x"), 0.0)
+    assert not any(c.startswith("--licenses") for c in cmd)
+    assert cmd[-1].startswith("--wrap=#BB_LUA pool=bb capacity=4800\n#HARNESS_IO nodes=4 ")
+    assert cmd[-1].split("\n")[2].startswith("exec /usr/local/bin/sigsleep --runtime 5.000000")
+    alloc_only = {k: v for k, v in job.items() if not k.startswith("io_")}
+    assert io_directives(alloc_only, "bb") == []
+    assert "--licenses=bb:4800" in sbatch_command(
+        alloc_only, ReplayOptions(run_dir=Path("/r"), run_id="x"), 0.0
+    )
+
+
+def test_staging_records_join_by_slurm_id_after_t0() -> None:
+    import pandas as pd
+
+    from harness.emulation.collect_io import add_staging, staging_stats
+
+    results = pd.DataFrame({"job_id": [1, 2, 3], "slurm_job_id": pd.array([11, 12, None], dtype="Int64")})
+    records = [
+        {"job": 11, "kind": "in", "start": 105.0, "seconds": 4.0, "solo_s": 2.0},
+        {"job": 11, "kind": "out", "start": 120.0, "seconds": 1.0, "solo_s": 1.0},
+        {"job": 12, "kind": "in", "start": 50.0, "seconds": 9.0, "solo_s": 9.0},  # an earlier run's job 12
+    ]
+    out = add_staging(results, records, t0=100.0)
+    assert list(out["stage_in_begin"].fillna(-1)) == [5.0, -1, -1]
+    assert list(out["stage_in_s"].fillna(-1)) == [4.0, -1, -1]
+    assert list(out["stage_out_solo_s"].fillna(-1)) == [1.0, -1, -1]
+    expected = {"staged_in": 1, "mean_stage_in_s": 4.0, "mean_stage_in_dilation": 2.0}
+    expected |= {"staged_out": 1, "mean_stage_out_s": 1.0, "mean_stage_out_dilation": 1.0}
+    assert staging_stats(out) == expected
