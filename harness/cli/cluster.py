@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from harness.cli.options import platform_option
+from harness.cli.options import platform_option, user_errors
 from harness.cluster.base import ClusterError
+from harness.model.atomic import atomic_write_text
 from harness.platform import PlatformError, load_platform
 from harness.slurm.config import SchedulerConfig, SchedulerMode
 
@@ -156,6 +157,7 @@ def down(name: str, keep_state: bool) -> None:
     "--scheduler", type=click.Choice(["backfill", "builtin"]), default="backfill", show_default=True
 )
 @click.option("--image", default="harness-slurm:latest", show_default=True)
+@user_errors(ClusterError, OSError)
 def render(name: str, platform_file: str, state_dir: Path, scheduler: SchedulerMode, image: str) -> None:
     """Render every Slurm file, a munge key and compose.yaml for `docker-compose` users."""
     from harness.cluster.state import ClusterState, render_compose
@@ -165,7 +167,7 @@ def render(name: str, platform_file: str, state_dir: Path, scheduler: SchedulerM
     state.create()
     state.render(platform, SchedulerConfig(mode=scheduler))
     compose = state_dir / "compose.yaml"
-    compose.write_text(render_compose(platform, name, image, str(state.root)))
+    atomic_write_text(compose, render_compose(platform, name, image, str(state.root)))
     click.echo(f"rendered {state.etc} and {compose}; run: docker-compose -f {compose} up -d")
 
 

@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from harness.workload.plan import DEFAULT_SEED, bundled_slice_path
+from harness.workload.plan import DEFAULT_SEED, Sampling, bundled_slice_path
 
 MODELS = ("alloc-only", "io-aware")  # the simulator's models (harness.sim.engine.MODELS)
 
@@ -23,6 +23,11 @@ class WorkloadSpec:
     shuffle_seed: int | None = None  # None: the BB seed (repetitions give each its own)
     first_n: int | None = None
     period: tuple[int, int] | None = None  # (i, k), i counted from 0: the i-th of k periods
+    window: tuple[float, float | None] | None = None  # seconds after the first submission
+    sampling: Sampling | None = None
+    # the rest of plan.prepare's keywords (procs_per_node, cleaning, walltime_factor, bb_model, ...),
+    # as the shared workload options give them (harness.cli.workload_options.trace_kwargs)
+    prepare: dict[str, Any] = field(default_factory=dict)
     # alloc-only: a job holds its BB license from start to end; io-aware: Kopański's I/O
     # columns, staged in and out through Slurm's burst_buffer/lua (harness/emulation/staging.py)
     model: str = "alloc-only"

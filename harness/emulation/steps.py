@@ -21,13 +21,13 @@ from harness.emulation.collect import build_results, cross_check, decision_stats
 from harness.emulation.collect_io import add_staging, staging_stats
 from harness.emulation.fidelity import compare_with_simulation, simulator_twin
 from harness.emulation.launch import SUBMIT_USER, HeadRun
+from harness.emulation.slurm_view import slurm_records
 from harness.emulation.specs import RunOptions
 from harness.emulation.staging import RECORDS
 from harness.model import rundir
 from harness.model.jsonio import read_json, read_jsonl, write_json
 from harness.model.timescale import shrink_table, time_scale_of
 from harness.slurm.config import SchedulerConfig
-from harness.slurm.jobcomp import read_jobcomp
 from harness.workload.io import KopanskiIO
 from harness.workload.plan import PlanError, is_plan_file, load_plan, prepare, save_plan
 
@@ -81,9 +81,11 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
             raise PlanError(f"{source}: give an unshrunk plan; --shrink applies the shrink")
         plan, manifest = shrink_table(plan, spec.shrink), {**manifest, "shrink": spec.shrink}
     else:
+        # Cleaned for the cluster's machine: jobs wider than the default 96 nodes stay on a bigger one.
         plan, manifest = prepare(
-            source, shrink=spec.shrink, seed=spec.seed, shuffle=spec.shuffle, shuffle_seed=spec.shuffle_seed,
-            first_n=spec.first_n, period=spec.period,
+            source, platform=ctx.backend.platform, shrink=spec.shrink, seed=spec.seed, shuffle=spec.shuffle,
+            shuffle_seed=spec.shuffle_seed, first_n=spec.first_n, period=spec.period, window=spec.window,
+            sampling=spec.sampling, **spec.prepare,
         )  # fmt: skip
     if spec.model == "io-aware":
         plan, manifest = with_io_columns(plan, spec.seed, spec.shrink), {**manifest, "model": spec.model}
@@ -129,7 +131,8 @@ def collect(ctx: RunContext) -> dict[str, Any]:
         results = add_staging(results, read_jsonl(raw / RECORDS), t0)
     results.to_parquet(ctx.run_dir / rundir.RESULTS, index=False)
     results.to_csv(ctx.run_dir / rundir.RESULTS_CSV, index=False)
-    check = cross_check(results, read_jobcomp(ctx.run_dir / rundir.SLURM_DIR / rundir.JOBCOMP_LOG), t0)
+    slurm_jobs, source = slurm_records(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, submissions)
+    check = cross_check(results, slurm_jobs, t0, source)
     sections: dict[str, Any] = {"submission": lag_stats(submissions), "cross_check": check.as_dict()}
     if ctx.uses_agent:
         sections["agent"] = decision_stats(read_jsonl(raw / rundir.DECISIONS))

@@ -1,9 +1,10 @@
 """The job plan: ``prepare`` turns a trace into it; ``save_plan``/``load_plan`` store it.
 
-A plan is a parquet file of the PLAN_COLUMNS (plus PLAN_EXTRA_COLUMNS) and a JSON
-sidecar manifest ``<name>.manifest.json`` holding every parameter, the counts of
-every cleaning rule and the input checksum. The manifest is also embedded in the
-parquet metadata, so a plan whose sidecar got lost still loads.
+A plan is one parquet file of the PLAN_COLUMNS (plus PLAN_EXTRA_COLUMNS); its JSON
+manifest (every parameter, the counts of every cleaning rule, the input checksum) is
+stored in the parquet's own key-value metadata, so plan and manifest cannot disagree.
+Plans written before kept a sidecar copy ``<name>.manifest.json`` as well; it is
+ignored (the embedded copy, which those plans have too, is read).
 
 Pipeline order of ``prepare`` (each step documented in its module):
 read (swf) -> table -> clean -> BB requests (drawn by job number) ->
@@ -13,7 +14,6 @@ The BB model uses the unshrunk walltime (its 120 s rule is about real jobs).
 
 from __future__ import annotations
 
-import json
 import warnings
 from dataclasses import dataclass
 from importlib import resources
@@ -21,30 +21,30 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from harness import __version__
 from harness.model.columns import PLAN_COLUMNS
-from harness.model.jsonio import to_json
 from harness.model.timescale import check_shrink, shrink_table, time_scale_of, unshrink
 from harness.platform import Machine, load_platform
 from harness.workload import bbmodel, transforms
-from harness.workload.cleaning import CleaningReport, clean
+from harness.workload.cleaning import DEFAULT_WALLTIME_FACTOR, CleaningReport, clean
+from harness.workload.nodes import resolve_node_size
+from harness.workload.planfile import (  # noqa: F401 (the storage is part of this module's API)
+    MANIFEST_FORMAT,
+    PlanError,
+    is_plan_file,
+    load_plan,
+    manifest_path,
+    save_plan,
+)
 from harness.workload.schema import PLAN_DTYPES, PLAN_EXTRA_COLUMNS, validate_plan
 from harness.workload.swf import SwfTrace, read_swf
 from harness.workload.table import trace_to_table
 
 DEFAULT_SEED = 2020  # the year of Kopański's study; recorded in every manifest
-MANIFEST_FORMAT = "harness-plan"
 MANIFEST_VERSION = 1
 SAMPLING_METHODS = ("ordered", "su")
 BUNDLED = "bundled"  # the name that stands for bundled_slice_path() wherever a trace is taken
-_PARQUET_KEY = b"harness.manifest"
-
-
-class PlanError(ValueError):
-    """A plan file is missing, unreadable or inconsistent with what was asked."""
 
 
 @dataclass(frozen=True)
@@ -89,11 +89,17 @@ def load_trace_table(
     platform: Machine | None = None,
     lenient: bool = False,
     cleaning: dict[str, str] | None = None,
+    procs_per_node: int | None = None,
+    walltime_factor: float = DEFAULT_WALLTIME_FACTOR,
 ) -> tuple[SwfTrace, pd.DataFrame, CleaningReport]:
-    """Read and clean a trace for a platform: (trace, cleaned table, report)."""
+    """Read and clean a trace for a platform: (trace, cleaned table, report). Processors
+    become nodes with ``procs_per_node``, else the header's (``harness.workload.nodes``)."""
     platform = platform or load_platform()
     trace = read_swf(resolve_input(trace_path), lenient=lenient)
-    table, report = clean(trace_to_table(trace), platform, actions=cleaning)
+    size = resolve_node_size(trace.metadata, procs_per_node)
+    table = trace_to_table(trace, size.procs_per_node)
+    table, report = clean(table, platform, actions=cleaning, walltime_factor=walltime_factor)
+    report.node_size = size.as_dict()
     return trace, table, report
 
 
@@ -116,9 +122,17 @@ def _load_base(
     model: bbmodel.BBModel,
     lenient: bool,
     cleaning: dict[str, str] | None,
+    procs_per_node: int | None = None,
+    walltime_factor: float = DEFAULT_WALLTIME_FACTOR,
 ) -> _Base:
     platform = platform or load_platform()
-    trace, table, report = load_trace_table(trace_path, platform=platform, lenient=lenient, cleaning=cleaning)
+    trace, table, report = load_trace_table(
+        trace_path, platform=platform, lenient=lenient, cleaning=cleaning,
+        procs_per_node=procs_per_node, walltime_factor=walltime_factor,
+    )  # fmt: skip
+    if table.empty:
+        dropped = ", ".join(f"{r.name} {r.count:,}" for r in report.results if r.count and r.action == "drop")
+        raise PlanError(f"{trace.path}: cleaning left no jobs of {report.records:,} records ({dropped})")
     table, bb_counts = bbmodel.apply_model(
         table, model, bb_count=platform.bb_count, capacity_mb=platform.bb_capacity_mb, seed=seed
     )
@@ -138,6 +152,8 @@ def prepare(
     bb_column: str | None = None,
     lenient: bool = False,
     cleaning: dict[str, str] | None = None,
+    procs_per_node: int | None = None,
+    walltime_factor: float = DEFAULT_WALLTIME_FACTOR,
     first_n: int | None = None,
     window: tuple[float, float | None] | None = None,
     period: tuple[int, int] | None = None,
@@ -155,8 +171,9 @@ def prepare(
     check_shrink(shrink)
     model = _model(bb_model, bb_constant_mb, bb_column)
     base = _load_base(
-        trace_path, platform=platform, seed=seed, model=model, lenient=lenient, cleaning=cleaning
-    )
+        trace_path, platform=platform, seed=seed, model=model, lenient=lenient, cleaning=cleaning,
+        procs_per_node=procs_per_node, walltime_factor=walltime_factor,
+    )  # fmt: skip
     selection = {"first_n": first_n, "window": window, "period": period}
     return _finish(
         base, selection, sampling=sampling, shuffle=shuffle, shrink=shrink, shuffle_seed=shuffle_seed
@@ -179,6 +196,8 @@ def prepare_split(
         model=model,
         lenient=kw.pop("lenient", False),
         cleaning=kw.pop("cleaning", None),
+        procs_per_node=kw.pop("procs_per_node", None),
+        walltime_factor=kw.pop("walltime_factor", DEFAULT_WALLTIME_FACTOR),
     )
     sampling, shuffle = kw.pop("sampling", None), kw.pop("shuffle", False)
     selection = {"first_n": kw.pop("first_n", None), "window": kw.pop("window", None)}
@@ -248,10 +267,7 @@ def _select(
     period: tuple[int, int] | None,
 ) -> pd.DataFrame:
     if period is not None:
-        i, k = period
-        if not 0 <= i < k:
-            raise transforms.TransformError(f"period index must be in [0, {k}), got {i}")
-        df = transforms.split_periods(df, k)[i]
+        df = transforms.period_part(df, period[1], period[0])
     if window is not None:
         df = transforms.time_window(df, window[0], window[1])
     if first_n is not None:
@@ -299,64 +315,6 @@ def _manifest(
         "span_s_unshrunk": float(unshrink(plan["submit"].max(), s)) if len(plan) else 0.0,
         "columns": list(plan.columns),
     }
-
-
-# -- storage ----------------------------------------------------------------------------
-
-
-def manifest_path(plan_path: str | Path) -> Path:
-    """``plan.parquet`` -> ``plan.manifest.json``."""
-    p = Path(plan_path)
-    base = p.stem if p.suffix == ".parquet" else p.name
-    return p.with_name(base + ".manifest.json")
-
-
-def save_plan(df: pd.DataFrame, manifest: dict[str, Any], path: str | Path) -> Path:
-    """Write the plan (parquet) and its sidecar manifest; returns the manifest's path."""
-    validate_plan(df, where=str(path))
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    text = to_json(manifest)
-    table = pa.Table.from_pandas(df, preserve_index=False)
-    meta = dict(table.schema.metadata or {})
-    meta[_PARQUET_KEY] = text.encode()
-    pq.write_table(table.replace_schema_metadata(meta), str(path))
-    side = manifest_path(path)
-    side.write_text(text + "\n")
-    return side
-
-
-def load_plan(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Read a plan and its manifest (the sidecar wins over the embedded copy)."""
-    p = Path(path)
-    try:
-        table = pq.read_table(str(p))
-    except FileNotFoundError:
-        raise PlanError(f"{p}: no such plan file") from None
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise PlanError(f"{p}: not a readable parquet plan: {exc}") from None
-    df = table.to_pandas()
-    validate_plan(df, where=str(p))
-    return df, _read_manifest(p, table)
-
-
-def _read_manifest(p: Path, table: pa.Table) -> dict[str, Any]:
-    side = manifest_path(p)
-    try:
-        text = side.read_text() if side.exists() else (table.schema.metadata or {})[_PARQUET_KEY].decode()
-        manifest = json.loads(text)
-    except KeyError:
-        raise PlanError(f"{p}: no manifest ({side.name} missing and none embedded)") from None
-    except json.JSONDecodeError as exc:
-        raise PlanError(f"{side}: manifest is not valid JSON: {exc}") from None
-    if manifest.get("format") != MANIFEST_FORMAT or "shrink" not in manifest:
-        raise PlanError(f"{side}: not a harness plan manifest (format/shrink missing)")
-    return manifest
-
-
-def is_plan_file(path: str | Path) -> bool:
-    """Parquet files start with the magic bytes PAR1."""
-    with open(path, "rb") as fh:
-        return fh.read(4) == b"PAR1"
 
 
 def load_plan_or_trace(path: str | Path, **prepare_kwargs: Any) -> tuple[pd.DataFrame, dict[str, Any]]:

@@ -22,13 +22,18 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.model.atomic import atomic_write_bytes
+
 N_FIELDS = 18
 
-# (name, meaning, integer-only, minimum allowed value other than -1)
-# The minimum is None when -1 (unknown) is not allowed at all.
-_FIELD_SPEC: tuple[tuple[str, str, bool, float | None], ...] = (
-    ("job_id", "job number", True, None),
-    ("submit", "submit time", False, None),
+# (name, meaning, integer-only, minimum allowed value other than -1). In SWF, -1 means
+# *unknown* in every field, job number and submit time included: archive logs hold
+# placeholder records with only status, user, group, application and partition known.
+# The reader accepts them; cleaning rules (harness.workload.cleaning) decide what a
+# replay can use.
+_FIELD_SPEC: tuple[tuple[str, str, bool, float], ...] = (
+    ("job_id", "job number", True, 0),
+    ("submit", "submit time", False, 0),
     ("wait", "wait time", False, 0),
     ("runtime", "run time", False, 0),
     ("procs_alloc", "allocated processors", True, 0),
@@ -49,8 +54,9 @@ _FIELD_SPEC: tuple[tuple[str, str, bool, float | None], ...] = (
 FIELD_NAMES: tuple[str, ...] = tuple(spec[0] for spec in _FIELD_SPEC)
 FIELD_MEANINGS: tuple[str, ...] = tuple(spec[1] for spec in _FIELD_SPEC)
 
-# Job number and submit time identify and order a job; SWF requires them known.
-_MIN_REQUIRED = {0: 0.0, 1: 0.0}
+# The largest magnitude a field may have: every integer up to it is exact in the reader's
+# float64 and fits the job table's int64 (job numbers and sizes beyond it would wrap or round).
+MAX_FIELD = 2**53
 
 _HEADER_KEY = re.compile(r"^;\s{0,3}([A-Za-z][A-Za-z0-9_ ]*?):(?:\s+(.*))?$")
 _FIELD_TOKEN = re.compile(r"\s*\S+")
@@ -283,20 +289,20 @@ def _check_domains(
     bad = np.zeros(values.shape, dtype=bool)
     for k, (_, _, integer, minimum) in enumerate(_FIELD_SPEC):
         col = values[:, k]
-        low = _MIN_REQUIRED.get(k, minimum)
-        in_range = col >= low if k in _MIN_REQUIRED else (col == -1) | (col >= low)
-        bad[:, k] = ~in_range | (integer & (col != np.floor(col)))
+        in_range = (col == -1) | (col >= minimum)
+        bad[:, k] = ~in_range | (integer & (col != np.floor(col))) | (np.abs(col) > MAX_FIELD)
     for row in np.flatnonzero(bad.any(axis=1)):
         k = int(np.flatnonzero(bad[row])[0])
         i = good[row]
-        problems[i] = SkippedRecord(numbers[i], k + 1, f"expected {_expectation(k)}, got {tokens[i][k]!r}")
+        want = "at most 2**53 (beyond it integers are not exact)" if abs(values[row, k]) > MAX_FIELD else ""
+        problems[i] = SkippedRecord(
+            numbers[i], k + 1, f"expected {want or _expectation(k)}, got {tokens[i][k]!r}"
+        )
 
 
 def _expectation(k: int) -> str:
     _, _, integer, _ = _FIELD_SPEC[k]
     kind = "integer" if integer else "number"
-    if k in _MIN_REQUIRED:
-        return f"a non-negative {kind} (it must be known)"
     return f"-1 (unknown) or a non-negative {kind}"
 
 
@@ -346,7 +352,7 @@ def write_swf(
         with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0, filename="") as gz:
             gz.write(data)
         data = buf.getvalue()
-    target.write_bytes(data)
+    atomic_write_bytes(target, data)
 
 
 def write_trace(path: str | Path, trace: SwfTrace) -> None:
