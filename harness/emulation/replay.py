@@ -39,6 +39,7 @@ import pandas as pd
 
 from harness.emulation.staging import directive_line
 from harness.model.rundir import SIGSLEEP_LOG, STATUS, STOP_FILE, SUBMISSIONS
+from harness.slurm.config import BANDWIDTH_LICENSE
 from harness.slurm.jobspec import encode_comment
 
 DEFAULT_SIGSLEEP = "/usr/local/bin/sigsleep"
@@ -103,8 +104,12 @@ def sbatch_command(job: dict, opts: ReplayOptions, intended: float) -> list[str]
         "--comment=" + encode_comment(job["job_id"], job["walltime"], job["bb_per_node_mb"]),
     ]  # fmt: skip
     io = io_directives(job, opts.bb_license)
-    if bb_total > 0 and not io:
-        cmd.append(f"--licenses={opts.bb_license}:{bb_total}")
+    licenses = [f"{opts.bb_license}:{bb_total}"] if bb_total > 0 and not io else []
+    if "pfs_mbps_per_node" in job:  # the PFS bandwidth as a license (slurm-backfill-io-aware-D)
+        mbps = math.ceil(int(job["nodes"]) * float(job["pfs_mbps_per_node"]) - 1e-9)
+        licenses += [f"{BANDWIDTH_LICENSE}:{mbps}"] if mbps > 0 else []
+    if licenses:
+        cmd.append("--licenses=" + ",".join(licenses))
     cmd += list(opts.extra_sbatch)
     cmd.append("--wrap=" + "".join(line + "\n" for line in io) + "exec " + shlex.join(sigsleep))
     return cmd

@@ -28,7 +28,7 @@ from harness.model import rundir
 from harness.model.jsonio import read_json, read_jsonl, write_json
 from harness.model.timescale import shrink_table, time_scale_of
 from harness.slurm.config import SchedulerConfig
-from harness.workload.io import KopanskiIO
+from harness.workload.io import HerbeinIO, KopanskiIO
 from harness.workload.plan import PlanError, is_plan_file, load_plan, prepare, save_plan
 
 Progress = Callable[[str], None]
@@ -89,6 +89,8 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
         )  # fmt: skip
     if spec.model == "io-aware":
         plan, manifest = with_io_columns(plan, spec.seed, spec.shrink), {**manifest, "model": spec.model}
+    if ctx.sched.bandwidth_license:  # each job's PFS drain rate, held as a license
+        plan = HerbeinIO().apply(plan, seed=spec.seed)
     save_plan(plan, manifest, ctx.run_dir / rundir.PLAN)
     ctx.say(f"run {ctx.run_id}: {len(plan)} jobs, shrink {spec.shrink:g}, policy {ctx.opts.replay.policy}")
     return {"jobs": len(plan)}

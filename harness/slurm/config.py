@@ -24,6 +24,9 @@ SLURM_FILES = ("slurm.conf", "gres.conf", "cgroup.conf", "job_submit.lua")
 BB_LUA_FILES = ("burst_buffer.conf", "burst_buffer.lua")
 PLATFORM_FILE = "platform.toml"
 STAGING_MODULE = "harness.emulation.staging"
+# The PFS bandwidth as a license in MB/s (Herbein's I/O-aware scheduling done by Slurm):
+# a job holds nodes x its per-node drain rate; with bf_licenses backfill reserves it too.
+BANDWIDTH_LICENSE = "pfsbw"
 
 SchedulerMode = Literal["builtin", "backfill"]
 BurstBufferMode = Literal["licenses", "lua"]
@@ -46,6 +49,7 @@ class SchedulerConfig:
     # 'licenses': the BB is a license held from start to end (Alloc-Only); 'lua': Slurm's
     # burst-buffer life cycle (burst_buffer/lua: pool, stage-in before start, stage-out after)
     burst_buffer: BurstBufferMode = "licenses"
+    bandwidth_license: bool = False  # declare the PFS bandwidth as the license BANDWIDTH_LICENSE
     staging_dir: str = "/shared/io"  # where the staging processes meet (burst_buffer/lua)
     python: str = "/opt/harness/bin/python"  # the harness's interpreter beside slurmctld
     # Preemption by suspension: an 'urgent' partition over the compute nodes whose jobs
@@ -177,6 +181,8 @@ def template_context(
         "bb_nodes": node_lines(platform.bb_nodes(), ports, addresses),
         "compute_hostlist": compress_hostlist(platform.compute_nodes()),
         "bb_hostlist": compress_hostlist(platform.bb_nodes()),
+        "bandwidth_license": BANDWIDTH_LICENSE,
+        "pfs_mbps": int(platform.io.pfs_capacity_mbps(platform.compute_count)),
     }
 
 

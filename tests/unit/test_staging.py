@@ -188,3 +188,42 @@ def test_staging_records_join_by_slurm_id_after_t0() -> None:
     expected = {"staged_in": 1, "mean_stage_in_s": 4.0, "mean_stage_in_dilation": 2.0}
     expected |= {"staged_out": 1, "mean_stage_out_s": 1.0, "mean_stage_out_dilation": 1.0}
     assert staging_stats(out) == expected
+
+
+def test_bandwidth_license_policy_renders_the_pfs_as_a_license() -> None:
+    from harness.slurm.native import scheduler_for
+
+    sched = scheduler_for("slurm-backfill-io-aware-2")
+    assert (sched.mode, sched.bf_licenses, sched.reserve_depth, sched.bandwidth_license) == (
+        "backfill",
+        True,
+        2,
+        True,
+    )
+    assert not scheduler_for("slurm-backfill-2").bandwidth_license
+    assert not scheduler_for("slurm-backfill-no-future-2").bf_licenses
+    conf = render_slurm_files(load_platform(), sched)["slurm.conf"]
+    assert "\nLicenses=bb:480000,pfsbw:5000\n" in conf
+    assert (
+        "\nLicenses=bb:480000\n"
+        in render_slurm_files(load_platform(), scheduler_for("slurm-backfill-2"))["slurm.conf"]
+    )
+
+
+def test_replay_asks_for_nodes_times_the_drain_rate() -> None:
+    from harness.emulation.replay import ReplayOptions, sbatch_command
+
+    job = {
+        "job_id": 9,
+        "nodes": 3,
+        "bb_per_node_mb": 100,
+        "runtime": 5.0,
+        "walltime": 18.0,
+        "pfs_mbps_per_node": 18.0,
+    }
+    cmd = sbatch_command(job, ReplayOptions(run_dir=Path("/r"), run_id="x"), 0.0)
+    assert "--licenses=bb:300,pfsbw:54" in cmd
+    cmd = sbatch_command(
+        {**job, "pfs_mbps_per_node": 17.9}, ReplayOptions(run_dir=Path("/r"), run_id="x"), 0.0
+    )
+    assert "--licenses=bb:300,pfsbw:54" in cmd  # 53.7 MB/s rounded up: never under-reserve
