@@ -40,7 +40,8 @@ def _platform(tmp: Path) -> Path:
 @pytest.fixture(scope="module")
 def bb_cluster(tmp_path_factory) -> Iterator[DockerCluster]:
     platform = load_platform(_platform(tmp_path_factory.mktemp("iolive")))
-    cluster = DockerCluster(NAME, platform, SchedulerConfig(burst_buffer="lua"))
+    sched = SchedulerConfig(burst_buffer="lua", bandwidth_license=True, reserve_depth=1)
+    cluster = DockerCluster(NAME, platform, sched)
     cluster.down()
     try:
         cluster.up(progress=print)
@@ -145,3 +146,30 @@ def test_a_request_beyond_the_pool_is_refused_at_submission(bb_cluster: DockerCl
     )  # fmt: skip
     assert not res.ok
     assert "capacity of 480001 MB exceeds the pool's 480000 MB" in res.stderr
+
+
+def test_with_the_bandwidth_license_running_jobs_never_exceed_the_pfs(bb_cluster: DockerCluster) -> None:
+    cluster = bb_cluster
+    ids = []
+    for mbps, run_s in ((3000, 4), (3000, 1), (2000, 1)):  # 3000 + 3000 > 5000 MB/s; 3000 + 2000 fit
+        res = cluster.exec(
+            ["sbatch", "--parsable", "--nodes=1", "--time=1", "--output=/dev/null", "--chdir=/shared/jobs",
+             f"--licenses=pfsbw:{mbps}", f"--wrap=exec sleep {run_s}"], user=SUBMIT_USER, timeout=60,
+        )  # fmt: skip
+        assert res.ok, res.stderr
+        ids.append(int(res.stdout.strip()))
+    together: set[frozenset[int]] = set()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        out = cluster.exec(
+            ["squeue", "-h", "-o", "%i %T %W", "-j", ",".join(map(str, ids))], timeout=30
+        ).stdout
+        rows = [line.split() for line in out.splitlines()]
+        if not rows:
+            break
+        running = {int(r[0]): int(r[2].split(":")[1]) for r in rows if r[1] == "RUNNING"}
+        assert sum(running.values()) <= 5000, running
+        together.add(frozenset(running))
+        time.sleep(0.3)
+    assert frozenset({ids[0], ids[2]}) in together  # the 2000 MB/s job ran beside the first
+    assert not any({ids[0], ids[1]} <= s for s in together)
