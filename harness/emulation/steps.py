@@ -153,7 +153,7 @@ def fidelity(ctx: RunContext) -> dict[str, Any]:
     twin = simulator_twin(ctx.opts.replay.policy)
     spec = ctx.opts.workload
     found, simulated = compare_with_simulation(
-        ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, seed=spec.seed
+        ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, seed=spec.seed, model=spec.model
     )
     (ctx.run_dir / rundir.SIMULATION_DIR).mkdir(exist_ok=True)
     simulated.to_parquet(ctx.run_dir / rundir.SIMULATION_DIR / rundir.RESULTS, index=False)

@@ -227,3 +227,17 @@ def test_replay_asks_for_nodes_times_the_drain_rate() -> None:
         {**job, "pfs_mbps_per_node": 17.9}, ReplayOptions(run_dir=Path("/r"), run_id="x"), 0.0
     )
     assert "--licenses=bb:300,pfsbw:54" in cmd  # 53.7 MB/s rounded up: never under-reserve
+
+
+def test_staging_agreement_in_original_seconds_and_the_io_aware_twin() -> None:
+    import pandas as pd
+
+    from harness.emulation.fidelity import simulator_twin, staging_agreement
+
+    emu = pd.DataFrame({"stage_in_s": [1.0, 3.0], "stage_out_s": [0.5, 0.5]})  # shrink 0.9: x10
+    sim = pd.DataFrame({"stage_in_s": [16.0, 24.0], "stage_out_s": [5.0, 5.0]})
+    got = staging_agreement(emu, sim, 10.0)
+    assert got["mean_stage_in_s"] == {"emulated": 20.0, "simulated": 20.0, "rel_diff": 0.0}
+    assert got["mean_stage_out_s"]["rel_diff"] == 0.0
+    assert simulator_twin("slurm-backfill-io-aware-1") == "io-easy"
+    assert simulator_twin("slurm-backfill-1") == "backfill-1"
