@@ -68,6 +68,10 @@ from harness.slurm.client import SlurmCommandError
 @click.option(
     "--compare-sim", is_flag=True, help="Also simulate the plan with the same policy and report the gap."
 )
+@click.option(
+    "--model", type=click.Choice(["alloc-only", "io-aware"]), default="alloc-only", show_default=True,
+    help="io-aware: jobs stage their data in and out through Slurm's burst_buffer/lua (docs/io-live.md).",
+)  # fmt: skip
 def run_command(
     trace: Path | None,
     shrink: float,
@@ -84,6 +88,7 @@ def run_command(
     quiet: bool,
     repeat: int,
     compare_sim: bool,
+    model: str,
     **workload_opts: Any,
 ) -> None:
     """Replay TRACE (default: the bundled KTH slice) on the emulated Slurm; write a run directory.
@@ -100,7 +105,7 @@ def run_command(
     selection = selection_kwargs(workload_opts)
     opts = RunOptions(
         workload=WorkloadSpec(trace=trace, shrink=shrink, seed=seed, shuffle=shuffle, prepare=prepare,
-                              **selection),
+                              model=model, **selection),
         cluster=ClusterSpec(backend=cluster, name=cluster_name, platform=platform_file),
         replay=ReplaySpec(policy=policy, warmup=warmup, drift=drift, timeout=timeout, keep_jobs=keep_jobs,
                           compare_sim=compare_sim),

@@ -22,6 +22,7 @@ from harness.cluster.dbd import accounting_enabled, start_dbd
 from harness.cluster.image import IMAGE_REPO, image_tag, write_build_context
 from harness.cluster.ports import check_ports
 from harness.cluster.state import CONTROLLER_CPU_SHARES, SUBMIT_USER, ClusterState, render_compose
+from harness.model.atomic import atomic_write_text
 from harness.model.commands import CommandResult
 from harness.platform import Platform, load_platform
 from harness.slurm.config import SchedulerConfig
@@ -252,8 +253,9 @@ class DockerCluster:
                 _clear_dir(path)
         self.state.create()
         self.state.render(self.platform, self.sched)
-        (self.state.root / "compose.yaml").write_text(
-            render_compose(self.platform, self.name, tag, str(self.state.root))
+        atomic_write_text(
+            self.state.root / "compose.yaml",
+            render_compose(self.platform, self.name, tag, str(self.state.root)),
         )
 
     def run_container(

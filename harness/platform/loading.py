@@ -73,6 +73,25 @@ def load_platform(path: str | Path | None = None) -> Platform:
     return platform_from_dict(data, source=str(p))
 
 
+def platform_text(platform: Platform) -> str:
+    """The TOML text ``platform`` was loaded from (for processes that must read the same machine).
+
+    A platform built in code has no text: an error. The deployment may have been changed
+    since loading (``redeployed``); the machine may not.
+    """
+    if platform.source == BUILT_IN_SOURCE:
+        text = bundled_platform_file().read_text()
+    else:
+        try:
+            text = Path(platform.source).read_text()
+        except OSError:
+            where = f"platform '{platform.name}' ({platform.source})"
+            raise PlatformError(f"{where} was not loaded from a file") from None
+    if platform_from_dict(tomllib.loads(text), platform.source).machine != platform.machine:
+        raise PlatformError(f"{platform.source}: the file changed since the platform was loaded")
+    return text
+
+
 def platform_from_dict(data: dict[str, Any], source: str = "<dict>") -> Platform:
     """A platform from parsed TOML of either format; errors name the table and key."""
     if "machine" not in data and "topology" in data:
