@@ -18,6 +18,9 @@ class Deployment:
     slurmd_base_port: int  # node i (0-based over compute then BB nodes) listens on base + i
     node_containers: int  # slurmd daemons are spread over this many containers/VMs
     bb_license: str  # the Slurm license whose count is the burst-buffer MB a job holds
+    # seconds without an answer before slurmctld declares a node DOWN (Slurm's SlurmdTimeout):
+    # how soon a crashed node's jobs are failed or requeued
+    slurmd_timeout: int = 300
 
     def check_ports(self, node_count: int) -> None:
         """The controller's port must not fall in the nodes' range, which must end by 65535."""
