@@ -18,6 +18,7 @@ from harness import __version__
 from harness.analysis.metrics import summary
 from harness.cluster.base import ClusterBackend, ClusterError
 from harness.emulation.collect import build_results, cross_check, decision_stats, finished, lag_stats
+from harness.emulation.faultlog import fault_section
 from harness.emulation.fidelity import compare_with_simulation, simulator_twin
 from harness.emulation.launch import SUBMIT_USER, HeadRun
 from harness.emulation.specs import RunOptions
@@ -84,7 +85,8 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
         )  # fmt: skip
     save_plan(plan, manifest, ctx.run_dir / rundir.PLAN)
     ctx.say(f"run {ctx.run_id}: {len(plan)} jobs, shrink {spec.shrink:g}, policy {ctx.opts.replay.policy}")
-    return {"jobs": len(plan)}
+    # what `harness run --resume` needs to take the run up again
+    return {"jobs": len(plan), "run_id": ctx.run_id, "options": ctx.opts.as_dict()}
 
 
 def bring_up_cluster(ctx: RunContext) -> dict[str, Any]:
@@ -97,7 +99,7 @@ def replay(ctx: RunContext) -> dict[str, Any]:
                    quiet=ctx.opts.quiet)  # fmt: skip
     ctx.backend.put(ctx.run_dir / rundir.PLAN, f"{head.shared}/{rundir.PLAN}")
     complete, reason = head.run(ctx.plan()[0])
-    return {"complete": complete, "reason": reason}
+    return {"complete": complete, "reason": reason, "fault_events": head.monitor.events}
 
 
 def collect(ctx: RunContext) -> dict[str, Any]:
@@ -109,11 +111,16 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     ctx.backend.collect_slurm_files(ctx.run_dir / rundir.SLURM_DIR)
     t0 = float(read_json(raw / rundir.STATUS).get("t0", 0.0))
     submissions = read_jsonl(raw / rundir.SUBMISSIONS)
-    results = build_results(ctx.plan()[0], submissions, read_jsonl(raw / rundir.SIGSLEEP_LOG), t0)
+    slurm_jobs = read_jobcomp(ctx.run_dir / rundir.SLURM_DIR / rundir.JOBCOMP_LOG)
+    results = build_results(ctx.plan()[0], submissions, read_jsonl(raw / rundir.SIGSLEEP_LOG), t0, slurm_jobs)
     results.to_parquet(ctx.run_dir / rundir.RESULTS, index=False)
     results.to_csv(ctx.run_dir / rundir.RESULTS_CSV, index=False)
-    check = cross_check(results, read_jobcomp(ctx.run_dir / rundir.SLURM_DIR / rundir.JOBCOMP_LOG), t0)
+    check = cross_check(results, slurm_jobs, t0)
     sections: dict[str, Any] = {"submission": lag_stats(submissions), "cross_check": check.as_dict()}
+    events = ctx.found("replay").get("fault_events", [])
+    faults = fault_section(results, submissions, events, read_json(raw / rundir.STATUS), t0)
+    if events or faults["n_affected"] or faults["resumes"]:
+        sections["faults"] = faults
     if ctx.uses_agent:
         sections["agent"] = decision_stats(read_jsonl(raw / rundir.DECISIONS))
     counts = results["status"].value_counts()

@@ -21,6 +21,9 @@ class Deployment:
     # seconds without an answer before slurmctld declares a node DOWN (Slurm's SlurmdTimeout):
     # how soon a crashed node's jobs are failed or requeued
     slurmd_timeout: int = 300
+    # seconds a Slurm command waits for an answer (MessageTimeout): while slurmctld is down,
+    # sbatch fails after about this long and the replay retries it
+    message_timeout: int = 30
 
     def check_ports(self, node_count: int) -> None:
         """The controller's port must not fall in the nodes' range, which must end by 65535."""

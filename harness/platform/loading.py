@@ -9,7 +9,8 @@ The format (``harness/platform/default.toml`` is the study's machine)::
     [machine.burst_buffer]  the same, capacity_mb, per_chassis (BB nodes in a chassis, default 1)
     [machine.io]            bandwidths and storage tiers (optional; see platform/bandwidths.py)
     [deployment]            controller_host, controller_port, slurmd_base_port,
-                            node_containers, bb_license, slurmd_timeout (s, default 300)
+                            node_containers, bb_license, slurmd_timeout (s, default
+                            300), message_timeout (s, default 30)
 
 Files of the first format (tables ``[topology] [compute] [burst_buffer] [network]
 [deploy]``, the license in ``[burst_buffer]``) still load: they are migrated on reading.
@@ -100,6 +101,7 @@ def _deployment(table: dict[str, Any]) -> Deployment:
         node_containers=_require(table, "node_containers", int, "deployment"),
         bb_license=_require(table, "bb_license", str, "deployment"),
         slurmd_timeout=_require({"slurmd_timeout": 300} | table, "slurmd_timeout", int, "deployment"),
+        message_timeout=_require({"message_timeout": 30} | table, "message_timeout", int, "deployment"),
     )
 
 
