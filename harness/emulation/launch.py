@@ -140,17 +140,20 @@ class HeadRun:
         if not status.get("t0"):
             return False
         stop = self.backend.shared_path(f"{self.shared}/{rundir.STOP_FILE}")
-        if not status.get("stopped") and time.time() - float(status.get("updated", 0.0)) < REPLAY_ALIVE_S:
-            self.say("a replay of this run is still running: stopping it")
+        if self._alive(status):
+            self.say("a replay of this run may still be running: stopping it")
             self.backend.exec(["touch", stop], timeout=30)
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and not self._status().get("stopped"):
+            while self._alive(self._status()):  # a live replay notes its status every 0.5 s
                 time.sleep(0.5)
         self.backend.exec(["rm", "-f", stop], timeout=30)
         self.say(
             f"resuming the replay (t0 {status['t0']:.0f}, {status.get('submitted', 0)} job(s) submitted)"
         )
         return True
+
+    @staticmethod
+    def _alive(status: dict) -> bool:
+        return not status.get("stopped") and time.time() - float(status.get("updated", 0.0)) < REPLAY_ALIVE_S
 
     def observe_faults(self, queue_answered: bool) -> None:
         """Note nodes going down or back, and slurmctld not answering (:class:`FaultMonitor`)."""

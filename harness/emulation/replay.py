@@ -113,6 +113,9 @@ def sbatch_command(job: dict, opts: ReplayOptions, intended: float) -> list[str]
         f"--time={slurm_time_limit(float(job['walltime']))}",
         f"--chdir={opts.job_dir}",
         "--output=/dev/null",
+        # a job whose node fails ends NODE_FAIL (reported as failed by the fault), instead of
+        # being requeued and run a second time after Slurm's requeue delay (~2 min)
+        "--no-requeue",
         # the ordering agent reads the exact walltime and per-node BB request from here
         # (and the replay, after a failure or a resume, finds the run's jobs by ``run=``)
         "--comment=" + encode_comment(job["job_id"], job["walltime"], job["bb_per_node_mb"])
