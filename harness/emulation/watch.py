@@ -140,7 +140,9 @@ class Watcher:
     def _ended_early(self, subs: list[dict]) -> int:
         """Jobs Slurm ended without a sigsleep record (asked only once the queue is empty)."""
         done = self.finished_ids
-        waiting = {int(s["slurm_job_id"]) for s in subs if s.get("slurm_job_id") and s["job_id"] not in done}
+        waiting = {
+            int(s["slurm_job_id"]) for s in subs if s.get("slurm_job_id") and s.get("job_id") not in done
+        }
         return self.head.ended_early(waiting) if waiting else 0
 
     def _show(self, status: dict, subs: list[dict], records: int, pending: int, running: int) -> None:

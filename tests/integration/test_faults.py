@@ -60,9 +60,9 @@ def fault_cluster(tmp_path_factory) -> Iterator[tuple[DockerCluster, Path]]:
 
 
 def plan_file(tmp: Path, submits: list[float], runtimes: list[float]) -> Path:
-    n = len(submits)
+    n, runtimes = len(submits), [float(r) for r in runtimes]
     plan = pd.DataFrame({
-        "job_id": range(1, n + 1), "submit": submits, "runtime": runtimes,
+        "job_id": range(1, n + 1), "submit": [float(x) for x in submits], "runtime": runtimes,
         "walltime": [r + 300.0 for r in runtimes], "nodes": [1] * n, "bb_per_node_mb": [100] * n,
     })  # fmt: skip
     path = tmp / "plan.parquet"
