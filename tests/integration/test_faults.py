@@ -32,7 +32,6 @@ from harness.emulation.run import Experiment
 from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
 from harness.model.jsonio import read_jsonl
 from harness.platform import load_platform
-from harness.slurm.jobcomp import read_jobcomp
 from harness.workload.plan import save_plan
 from tests.platforms import platform_toml
 
@@ -113,6 +112,12 @@ def node_down(cluster: DockerCluster, node: str) -> bool:
     return "down" in node_states(cluster).get(node, "")
 
 
+def slurm_jobs_of(cluster: DockerCluster, run_id: str) -> list[int]:
+    """Every job Slurm has of the run (its comment names the run), one line per submission."""
+    res = cluster.exec(["squeue", "--noheader", "--states=all", "--format=%i|%k"], timeout=10)
+    return [int(ln.split("|")[0]) for ln in res.stdout.splitlines() if f"run={run_id}" in ln.split()]
+
+
 def outcome_of(run_dir: Path) -> tuple[dict, dict, pd.DataFrame]:
     manifest = json.loads((run_dir / "manifest.json").read_text())
     metrics = json.loads((run_dir / "metrics.json").read_text())
@@ -162,8 +167,7 @@ def test_slurmctld_restarted_mid_run_loses_no_job(fault_cluster, tmp_path: Path)
     assert found["submission_retries"] >= 1, found
     assert any(e["event"] == "slurmctld unreachable" for e in found["events"]), found["events"]
     assert results["slurm_job_id"].is_unique
-    jobcomp = read_jobcomp(run_dir / "slurm" / "jobcomp.log")
-    assert sorted(jobcomp) == sorted(results["slurm_job_id"].astype(int))
+    assert sorted(slurm_jobs_of(cluster, run_dir.name)) == sorted(results["slurm_job_id"].astype(int))
     report = (run_dir / "report.md").read_text()
     assert "## Faults" in report and "submitted after" in report
 
@@ -192,10 +196,9 @@ def test_a_killed_replay_resumes_without_submitting_twice(fault_cluster, tmp_pat
     assert manifest["complete"], manifest["incomplete_reason"]
     assert found["outcomes"] == {"completed": 8} and found["resumes"] == 1
     assert 4 <= before < 8
-    jobcomp = read_jobcomp(run_dir / "slurm" / "jobcomp.log")
-    names = [int(j["slurm_job_id"]) for j in read_jsonl(run_dir / "raw" / "submissions.jsonl")]
-    assert len(names) == len(set(names)) == 8  # nothing submitted twice
-    assert sorted(jobcomp) == sorted(names)
+    ids = [int(j["slurm_job_id"]) for j in read_jsonl(run_dir / "raw" / "submissions.jsonl")]
+    assert len(ids) == len(set(ids)) == 8
+    assert sorted(slurm_jobs_of(cluster, run_dir.name)) == sorted(ids)  # nothing submitted twice
     assert "resumed 1 time(s)" in (run_dir / "report.md").read_text()
 
 
