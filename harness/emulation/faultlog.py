@@ -50,6 +50,7 @@ class FaultMonitor:
         if self.ctld_down:
             self.events.append({"at": round(now, 3), "event": "slurmctld answers again"})
             self.ctld_down = False
+            return  # a restarted slurmctld shows every node not responding until it registers
         down = {n for n, s in node_states.items() if node_is_down(s)}
         for event, nodes in (("nodes down", down - self.down), ("nodes back", self.down - down)):
             if nodes:

@@ -31,6 +31,8 @@ TRANSIENT_ERRORS = (
     "connect failure",
     "timed out",
     "communication connection failure",
+    "connection reset by peer",  # slurmctld stopping while it read the request
+    "broken pipe",
 )
 BACKOFF_FIRST_S = 0.5
 BACKOFF_MAX_S = 4.0

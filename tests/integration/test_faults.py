@@ -139,7 +139,7 @@ def test_a_killed_slurmd_fails_its_job_and_the_run_goes_on(fault_cluster, tmp_pa
         time.sleep(3.0)  # long enough for the run's watcher to see it
         faults.revive_node(cluster, node)
 
-    plan = plan_file(tmp_path, [0, 0, 0, 0, 100, 100], [250, 250, 250, 250, 50, 50])
+    plan = plan_file(tmp_path, [0, 0, 0, 0, 60, 60], [150, 150, 150, 150, 50, 50])
     run_dir = run_with_fault(platform, plan, tmp_path / "runs", fault)
     manifest, found, _results = outcome_of(run_dir)
     assert manifest["complete"], manifest["incomplete_reason"]
@@ -157,9 +157,9 @@ def test_slurmctld_restarted_mid_run_loses_no_job(fault_cluster, tmp_path: Path)
 
     def fault() -> None:
         wait_for("a running job", lambda: running_on(cluster))
-        down.append(faults.restart_controller(cluster, down_s=10.0))
+        down.append(faults.restart_controller(cluster, down_s=6.0))
 
-    plan = plan_file(tmp_path, [0, 20, 40, 60, 80, 100, 120, 140], [150] * 8)
+    plan = plan_file(tmp_path, [0, 15, 30, 45, 60, 75, 90, 105], [80] * 8)
     run_dir = run_with_fault(platform, plan, tmp_path / "runs", fault)
     manifest, found, results = outcome_of(run_dir)
     assert manifest["complete"], manifest["incomplete_reason"]

@@ -18,12 +18,13 @@ def test_monitor_notes_each_change_once() -> None:
     monitor.observe(20.0, {"s01": "down*", "s02": "allocated"})
     monitor.observe(25.0, None)
     monitor.observe(30.0, None)
-    monitor.observe(35.0, {"s01": "idle", "s02": "idle"})
+    monitor.observe(35.0, {"s01": "idle*", "s02": "idle*"})  # restarted: no node registered yet
+    monitor.observe(40.0, {"s01": "idle", "s02": "idle"})
     assert monitor.events == [
         {"at": 15.0, "event": "nodes down", "nodes": ["s01"]},
         {"at": 25.0, "event": "slurmctld unreachable"},
         {"at": 35.0, "event": "slurmctld answers again"},
-        {"at": 35.0, "event": "nodes back", "nodes": ["s01"]},
+        {"at": 40.0, "event": "nodes back", "nodes": ["s01"]},
     ]
 
 

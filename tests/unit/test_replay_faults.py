@@ -24,6 +24,7 @@ def test_only_an_unreachable_controller_is_transient() -> None:
     assert is_transient(DOWN)
     assert is_transient("sbatch: error: Socket timed out on send/recv operation")
     assert is_transient("sbatch timed out after 60 s")
+    assert is_transient("sbatch: error: Batch job submission failed: Connection reset by peer")
     assert not is_transient("sbatch: error: Batch job submission failed: Invalid license specification")
 
 
