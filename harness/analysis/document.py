@@ -178,11 +178,9 @@ def _faults_section(faults: dict[str, Any]) -> Section:
     ]
     events = [e for e in faults.get("events") or [] if isinstance(e, dict)]
     if events:
-        rows = [
-            [_plain(e.get("at")), _plain(e.get("event")), _plain(",".join(e.get("nodes", [])))]
-            for e in events
-        ]
-        blocks += ["Faults seen (seconds since t0):", Table(["at (s)", "event", "nodes"], rows)]
+        rows = [[_plain(e.get(k, "")) for k in ("at", "until", "event")] + [",".join(e.get("nodes", []))]
+                for e in events]  # fmt: skip
+        blocks += ["Faults seen (seconds since t0):", Table(["at (s)", "until (s)", "event", "nodes"], rows)]
     jobs = [j for j in faults.get("affected_jobs") or [] if isinstance(j, dict)]
     if jobs:
         headers = ["job_id", "slurm_job_id", "outcome", "what"]

@@ -58,30 +58,52 @@ class FaultMonitor:
         self.down = down
 
 
-def job_outcome(status: str) -> str:
-    """completed | failed-by-fault | cancelled | missing | rejected, from a result's status."""
+def job_outcome(status: str, slurm_state: str = "") -> str:
+    """completed | failed-by-fault | cancelled | missing | rejected, from a result's status (and
+    Slurm's end state: a job sigsleep saw ``killed`` was cancelled, or killed by a fault)."""
     if status in FINISHED:
         return "completed"
-    if status in FAULT_STATES:
-        return "failed-by-fault"
-    if status.startswith("cancelled"):
+    if status.startswith("cancelled") or (status == "killed" and slurm_state.upper().startswith("CANCELLED")):
         return "cancelled"
+    if status in FAULT_STATES or status == "killed":
+        return "failed-by-fault"
     return status
 
 
+def note_outage(outages: list[list[float]], start: float, end: float) -> None:
+    """Add the interval in which a submission kept failing, merged with those it overlaps."""
+    for span in outages:
+        if start <= span[1] and end >= span[0]:
+            span[0], span[1] = min(span[0], start), max(span[1], end)
+            return
+    outages.append([start, end])
+
+
+def _outage_events(replay_status: dict) -> list[dict[str, Any]]:
+    return [
+        {"at": float(a), "event": "slurmctld unreachable (submissions failing)", "until": float(b)}
+        for a, b in replay_status.get("outages", [])
+    ]
+
+
 def fault_section(
-    results: pd.DataFrame, submissions: list[dict], events: list[dict], replay_status: dict, t0: float
-) -> dict[str, Any]:
+    results: pd.DataFrame, submissions: list[dict], events: list[dict], replay_status: dict, t0: float,
+    slurm_jobs: dict[int, dict] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """The report's ``faults`` section: events (seconds since t0), affected jobs, outcome counts."""
     subs = {int(s["job_id"]): s for s in submissions if "job_id" in s}
-    affected = []
+    affected, outcomes = [], []
     for row in results.itertuples(index=False):
         sub = subs.get(int(row.job_id), {})
-        outcome = job_outcome(str(row.status))
+        status = str(row.status)
+        known = {} if pd.isna(row.slurm_job_id) else (slurm_jobs or {}).get(int(row.slurm_job_id), {})
+        state = str(known.get("state", "")).split(" ")[0]
+        outcome = job_outcome(status, state)
+        outcomes.append(outcome)
         notes = []
         if outcome != "completed":
-            status = str(row.status)
-            notes.append(f"Slurm: {status.upper()}" if outcome == "failed-by-fault" else status)
+            slurm = f"Slurm: {state or status.upper()}"
+            notes.append(("killed; " if status == "killed" else "") + slurm if outcome != status else status)
         if int(sub.get("attempts", 1)) > 1:
             notes.append(f"submitted after {int(sub['attempts'])} attempts")
         if sub.get("adopted"):
@@ -92,10 +114,18 @@ def fault_section(
                 "slurm_job_id": None if pd.isna(row.slurm_job_id) else int(row.slurm_job_id),
                 "outcome": outcome, "what": "; ".join(notes),
             })  # fmt: skip
-    outcomes = results["status"].astype(str).map(job_outcome).value_counts()
+    counts = pd.Series(outcomes, dtype=object).value_counts()
+    timeline = sorted([*events, *_outage_events(replay_status)], key=lambda e: float(e["at"]))
     return {
-        "events": [{**e, "at": round(float(e["at"]) - t0, 3)} for e in events],
-        "outcomes": {str(k): int(v) for k, v in outcomes.items()},
+        "events": [
+            {
+                **e,
+                "at": round(float(e["at"]) - t0, 3),
+                **({"until": round(e["until"] - t0, 3)} if "until" in e else {}),
+            }
+            for e in timeline
+        ],
+        "outcomes": {str(k): int(v) for k, v in counts.items()},
         "submission_retries": int(replay_status.get("retries", 0)),
         "retried_jobs": int(replay_status.get("retried_jobs", 0)),
         "found_after_failure": int(replay_status.get("found_after_failure", 0)),

@@ -42,6 +42,7 @@ from typing import TextIO
 
 import pandas as pd
 
+from harness.emulation.faultlog import note_outage
 from harness.emulation.resubmit import ATTEMPT_TIMEOUT_S, SlurmUnavailable, squeue_run_jobs, submit_retrying
 from harness.model.jsonio import read_json, read_jsonl
 from harness.model.rundir import SIGSLEEP_LOG, STATUS, STOP_FILE, SUBMISSIONS
@@ -83,6 +84,7 @@ class ReplayStatus:
     resumes: int = 0  # times the replay was taken up again
     resumed_with: int = 0  # submissions already made at the last resume
     adopted: int = 0  # jobs found in Slurm at a resume without a record (not resubmitted)
+    outages: list[list[float]] = field(default_factory=list)  # [from, to]: submissions kept failing
     errors: list[str] = field(default_factory=list)
     updated: float = 0.0
 
@@ -242,6 +244,8 @@ class Replayer:
             self.status.retries += outcome.attempts - 1
             self.status.retried_jobs += outcome.attempts > 1
             self.status.found_after_failure += outcome.found
+            if outcome.attempts > 1 and len(self.status.outages) < 100:
+                note_outage(self.status.outages, round(before, 3), round(after, 3))
             if slurm_id is None:
                 record["error"] = error
                 self.status.failed += 1

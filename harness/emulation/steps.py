@@ -119,7 +119,7 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     check = cross_check(results, slurm_jobs, t0)
     sections: dict[str, Any] = {"submission": lag_stats(submissions), "cross_check": check.as_dict()}
     events = ctx.found("replay").get("fault_events", [])
-    faults = fault_section(results, submissions, events, read_json(raw / rundir.STATUS), t0)
+    faults = fault_section(results, submissions, events, read_json(raw / rundir.STATUS), t0, slurm_jobs)
     if events or faults["n_affected"] or faults["resumes"]:
         sections["faults"] = faults
     if ctx.uses_agent:

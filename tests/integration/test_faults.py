@@ -1,7 +1,7 @@
 """Daemon faults during a replay, on the real containerised Slurm ([faults] item 3).
 
 One small cluster for the module (4 compute nodes, 1 BB node, 2 node containers; slurmctld
-declares a silent node DOWN after 6 s, Slurm commands give up after 4 s) and four runs of
+declares a silent node DOWN after 10 s, Slurm commands give up after 4 s) and four runs of
 a few short jobs, each with one fault injected while it runs (harness.cluster.faults):
 a slurmd killed, slurmctld restarted, the replay process killed and resumed, a node
 container stopped and started. Each report must show the fault and the jobs it touched,
@@ -47,7 +47,7 @@ def fault_cluster(tmp_path_factory) -> Iterator[tuple[DockerCluster, Path]]:
     text = platform_toml(name="faults", controller_port=6980, slurmd_base_port=23001, compute_per_chassis=4)
     platform = tmp / "platform.toml"
     platform.write_text(
-        text.replace('bb_license = "bb"', 'bb_license = "bb"\nslurmd_timeout = 6\nmessage_timeout = 4')
+        text.replace('bb_license = "bb"', 'bb_license = "bb"\nslurmd_timeout = 10\nmessage_timeout = 4')
     )
     cluster = DockerCluster(name=CLUSTER, platform=load_platform(platform))
     cluster.down()
@@ -165,7 +165,7 @@ def test_slurmctld_restarted_mid_run_loses_no_job(fault_cluster, tmp_path: Path)
     assert manifest["complete"], manifest["incomplete_reason"]
     assert found["outcomes"] == {"completed": 8}
     assert found["submission_retries"] >= 1, found
-    assert any(e["event"] == "slurmctld unreachable" for e in found["events"]), found["events"]
+    assert any("slurmctld unreachable" in e["event"] for e in found["events"]), found["events"]
     assert results["slurm_job_id"].is_unique
     assert sorted(slurm_jobs_of(cluster, run_dir.name)) == sorted(results["slurm_job_id"].astype(int))
     report = (run_dir / "report.md").read_text()

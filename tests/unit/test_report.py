@@ -307,6 +307,6 @@ def test_faults_section_shows_the_events_and_every_affected_job(tmp_path: Path) 
     assert "## Faults" in md
     assert "2 completed, 1 failed-by-fault" in md
     assert "retries while slurmctld did not answer: 3 (over 2" in md
-    assert "| 12.5 | nodes down | c001,c002 |" in md and "| 30.0 | slurmctld unreachable |  |" in md
+    assert "| 12.5 |  | nodes down | c001,c002 |" in md and "| 30.0 |  | slurmctld unreachable |  |" in md
     assert "| 7 | 107 | failed-by-fault | Slurm: NODE_FAIL |" in md
     assert "| faults |" not in md  # a section, not a row of the metrics table
