@@ -7,7 +7,7 @@ import pandas as pd
 
 from harness.cluster.faults import doomed_pids
 from harness.emulation.collect import build_results, cross_check
-from harness.emulation.faultlog import FaultMonitor, fault_section, job_outcome
+from harness.emulation.faultlog import FaultMonitor, fault_section, job_outcome, note_outage
 from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec, options_from_dict
 
 
@@ -128,3 +128,20 @@ def test_recorded_options_give_the_same_run_options() -> None:
     opts = RunOptions(WorkloadSpec(shrink=0.9, period=(1, 4)), ClusterSpec(name="x", platform="p.toml"),
                       ReplaySpec(policy="slurm-fcfs", timeout=30.0), label="t")  # fmt: skip
     assert options_from_dict(opts.as_dict()) == opts
+
+
+def test_outages_merge_when_they_overlap() -> None:
+    outages: list[list[float]] = []
+    for span in ((10.0, 14.0), (12.0, 15.5), (20.0, 21.0), (9.0, 10.5)):
+        note_outage(outages, *span)
+    assert outages == [[9.0, 15.5], [20.0, 21.0]]
+
+
+def test_a_job_sigsleep_saw_killed_takes_slurms_reason() -> None:
+    assert job_outcome("killed", "NODE_FAIL") == "failed-by-fault"
+    assert job_outcome("killed", "CANCELLED by 1000") == "cancelled"
+    results = build_results(PLAN, SUBS[:1], [{**RECORDS[0], "job_id": 1, "reason": "killed"}], 100.0, SLURM)
+    found = fault_section(results, SUBS[:1], [], {"outages": [[103.0, 109.5]]}, 100.0, SLURM)
+    assert found["affected_jobs"][0]["what"] == "killed; Slurm: NODE_FAIL"
+    assert found["events"] == [
+        {"at": 3.0, "event": "slurmctld unreachable (submissions failing)", "until": 9.5}]  # fmt: skip
