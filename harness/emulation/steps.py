@@ -18,15 +18,18 @@ from harness import __version__
 from harness.analysis.metrics import summary
 from harness.cluster.base import ClusterBackend, ClusterError
 from harness.emulation.collect import build_results, cross_check, decision_stats, finished, lag_stats
+from harness.emulation.collect_io import add_staging, staging_stats
 from harness.emulation.faultlog import fault_section
 from harness.emulation.fidelity import compare_with_simulation, simulator_twin
 from harness.emulation.launch import SUBMIT_USER, HeadRun
+from harness.emulation.slurm_view import slurm_records
 from harness.emulation.specs import RunOptions
+from harness.emulation.staging import RECORDS
 from harness.model import rundir
 from harness.model.jsonio import read_json, read_jsonl, write_json
 from harness.model.timescale import shrink_table, time_scale_of
 from harness.slurm.config import SchedulerConfig
-from harness.slurm.jobcomp import read_jobcomp
+from harness.workload.io import HerbeinIO, KopanskiIO
 from harness.workload.plan import PlanError, is_plan_file, load_plan, prepare, save_plan
 
 Progress = Callable[[str], None]
@@ -79,15 +82,28 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
             raise PlanError(f"{source}: give an unshrunk plan; --shrink applies the shrink")
         plan, manifest = shrink_table(plan, spec.shrink), {**manifest, "shrink": spec.shrink}
     else:
+        # Cleaned for the cluster's machine: jobs wider than the default 96 nodes stay on a bigger one.
         plan, manifest = prepare(
             source, platform=ctx.backend.platform, shrink=spec.shrink, seed=spec.seed, shuffle=spec.shuffle,
             shuffle_seed=spec.shuffle_seed, first_n=spec.first_n, period=spec.period, window=spec.window,
             sampling=spec.sampling, **spec.prepare,
         )  # fmt: skip
+    if spec.model == "io-aware":
+        plan, manifest = with_io_columns(plan, spec.seed, spec.shrink), {**manifest, "model": spec.model}
+    if ctx.sched.bandwidth_license:  # each job's PFS drain rate, held as a license
+        plan = HerbeinIO().apply(plan, seed=spec.seed)
     save_plan(plan, manifest, ctx.run_dir / rundir.PLAN)
     ctx.say(f"run {ctx.run_id}: {len(plan)} jobs, shrink {spec.shrink:g}, policy {ctx.opts.replay.policy}")
     # what `harness run --resume` needs to take the run up again
     return {"jobs": len(plan), "run_id": ctx.run_id, "options": ctx.opts.as_dict()}
+
+
+def with_io_columns(plan: pd.DataFrame, seed: int, shrink: float) -> pd.DataFrame:
+    """Kopański's I/O columns (drawn as the simulator draws them) and the run's time scale,
+    which the staging command applies to the platform's bandwidths."""
+    out = KopanskiIO().apply(plan, seed=seed, shrink=shrink)
+    out["io_time_scale"] = time_scale_of(shrink)
+    return out
 
 
 def bring_up_cluster(ctx: RunContext) -> dict[str, Any]:
@@ -112,11 +128,15 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     ctx.backend.collect_slurm_files(ctx.run_dir / rundir.SLURM_DIR)
     t0 = float(read_json(raw / rundir.STATUS).get("t0", 0.0))
     submissions = read_jsonl(raw / rundir.SUBMISSIONS)
-    slurm_jobs = read_jobcomp(ctx.run_dir / rundir.SLURM_DIR / rundir.JOBCOMP_LOG)
+    slurm_jobs, source = slurm_records(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, submissions)
     results = build_results(ctx.plan()[0], submissions, read_jsonl(raw / rundir.SIGSLEEP_LOG), t0, slurm_jobs)
+    staged = ctx.sched.burst_buffer == "lua"
+    if staged:  # the staging records of every run on the cluster: keep this run's jobs
+        ctx.backend.get(f"{ctx.sched.staging_dir.removeprefix('/shared/')}/{RECORDS}", raw / RECORDS)
+        results = add_staging(results, read_jsonl(raw / RECORDS), t0)
     results.to_parquet(ctx.run_dir / rundir.RESULTS, index=False)
     results.to_csv(ctx.run_dir / rundir.RESULTS_CSV, index=False)
-    check = cross_check(results, slurm_jobs, t0)
+    check = cross_check(results, slurm_jobs, t0, source)
     sections: dict[str, Any] = {"submission": lag_stats(submissions), "cross_check": check.as_dict()}
     events = ctx.found("replay").get("fault_events", [])
     faults = fault_section(results, submissions, events, read_json(raw / rundir.STATUS), t0, slurm_jobs)
@@ -124,6 +144,8 @@ def collect(ctx: RunContext) -> dict[str, Any]:
         sections["faults"] = faults
     if ctx.uses_agent:
         sections["agent"] = decision_stats(read_jsonl(raw / rundir.DECISIONS))
+    if staged:
+        sections["staging"] = staging_stats(results)
     counts = results["status"].value_counts()
     return {"t0": t0, "missing": int(counts.get("missing", 0)), "rejected": int(counts.get("rejected", 0)),
             "sections": sections}  # fmt: skip
@@ -137,7 +159,7 @@ def fidelity(ctx: RunContext) -> dict[str, Any]:
     twin = simulator_twin(ctx.opts.replay.policy)
     spec = ctx.opts.workload
     found, simulated = compare_with_simulation(
-        ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, seed=spec.seed
+        ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, seed=spec.seed, model=spec.model
     )
     (ctx.run_dir / rundir.SIMULATION_DIR).mkdir(exist_ok=True)
     simulated.to_parquet(ctx.run_dir / rundir.SIMULATION_DIR / rundir.RESULTS, index=False)
