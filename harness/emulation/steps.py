@@ -139,7 +139,10 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     check = cross_check(results, slurm_jobs, t0, source)
     sections: dict[str, Any] = {"submission": lag_stats(submissions), "cross_check": check.as_dict()}
     events = ctx.found("replay").get("fault_events", [])
-    faults = fault_section(results, submissions, events, read_json(raw / rundir.STATUS), t0, slurm_jobs)
+    stopped = str(ctx.found("replay").get("reason", ""))
+    faults = fault_section(
+        results, submissions, events, read_json(raw / rundir.STATUS), t0, slurm_jobs, stopped
+    )
     if events or faults["n_affected"] or faults["resumes"]:
         sections["faults"] = faults
     if ctx.uses_agent:
