@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 import pandas as pd
 
+from harness.cli.options import HarnessGroup
 from harness.workload import plan
 from harness.workload.feitelson96 import Feitelson96
 from harness.workload.herbein_model import HerbeinModelError
@@ -15,7 +16,11 @@ from harness.workload.swf import SwfError
 from harness.workload.synthetic import NODE_MEMORY_MB, feitelson96_plan, herbein_plan
 
 
-@click.group()
+@click.group(
+    cls=HarnessGroup,
+    examples=["harness workload generate feitelson96 -o lackner.parquet --seed 1",
+              "harness workload generate herbein kth.swf -o herbein.parquet"],
+)  # fmt: skip
 def generate() -> None:
     """Generate a job plan from a workload model of the source documents."""
 
@@ -26,23 +31,46 @@ def _written(output: str, df: pd.DataFrame, manifest: dict) -> None:
     click.echo(f"{output}: {len(df):,} jobs, span {span:,.0f} s, seed {seed}; manifest {side}")
 
 
-@generate.command("feitelson96")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Plan file (.parquet).")
-@click.option("--seed", type=int, default=1, show_default=True, help="Random seed (one workload per seed).")
-@click.option("--jobs", type=int, default=500, show_default=True, help="Jobs (Lackner Table I: 500).")
-@click.option("--nodes", "machine_nodes", type=int, default=128, show_default=True, help="Machine size.")
-@click.option("--max-repetitions", type=int, default=2, show_default=True, help="Runs of one job at most.")
-@click.option(
-    "--arrival-factor", type=float, default=500.0, show_default=True, help="Mean gap between new jobs, s."
+@generate.command(
+    "feitelson96",
+    examples=["harness workload generate feitelson96 -o lackner-s1.parquet --seed 1 --jobs 500"],
 )
-@click.option("--shortest", type=float, default=1_800.0, show_default=True, help="Shortest runtime, s.")
-@click.option("--longest", type=float, default=86_400.0, show_default=True, help="Longest runtime, s.")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Plan file (.parquet).")
+@click.option(
+    "--seed",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Seed of the workload model (one workload per seed).",
+)
+@click.option(
+    "--jobs", type=int, default=500, show_default=True, help="Number of jobs (Lackner Table I: 500)."
+)
+@click.option(
+    "--nodes", "machine_nodes", type=int, default=128, show_default=True, help="Machine size, in nodes."
+)
+@click.option(
+    "--max-repetitions", type=int, default=2, show_default=True, help="Repeated runs of one job at most."
+)
+@click.option(
+    "--arrival-factor",
+    type=float,
+    default=500.0,
+    show_default=True,
+    help="Mean gap between new jobs, in seconds.",
+)
+@click.option(
+    "--shortest", type=float, default=1_800.0, show_default=True, help="Shortest runtime, in seconds."
+)
+@click.option(
+    "--longest", type=float, default=86_400.0, show_default=True, help="Longest runtime, in seconds."
+)
 @click.option(
     "--bb-per-node-mb",
     type=int,
     default=NODE_MEMORY_MB,
     show_default=True,
-    help="BB request per node (Lackner: a checkpoint of the node's 16 GB).",
+    help="Burst-buffer request per node, in MB (Lackner: a checkpoint of the node's 16 GB).",
 )
 @click.option("--walltime-factor", type=float, default=1.0, show_default=True,
               help="walltime = runtime x factor (Lackner: accurate estimates).")  # fmt: skip
@@ -62,18 +90,21 @@ def feitelson96_command(
     _written(output, df, manifest)
 
 
-@generate.command("herbein")
+@generate.command(
+    "herbein",
+    examples=["harness workload generate herbein kth.swf -o h.parquet --nodes 3888 --model-out model.json"],
+)
 @click.argument("trace")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Plan file (.parquet).")
-@click.option("--seed", type=int, default=1, show_default=True, help="Random seed.")
-@click.option("--jobs", type=int, default=2_500, show_default=True, help="Jobs (Herbein: 2,500).")
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed of the workload model.")
+@click.option("--jobs", type=int, default=2_500, show_default=True, help="Number of jobs (Herbein: 2,500).")
 @click.option(
     "--nodes",
     "machine_nodes",
     type=int,
     default=3_888,
     show_default=True,
-    help="Machine size (Herbein's CTS-1: 3,888).",
+    help="Machine size, in nodes (Herbein's CTS-1: 3,888).",
 )
 @click.option(
     "--size-scale",
@@ -90,7 +121,7 @@ def feitelson96_command(
     help="The trace's processors per node (sizes are in nodes).",
 )
 @click.option("--model-out", type=click.Path(dir_okay=False), default=None,
-              help="Also write the fitted model's summary as JSON.")  # fmt: skip
+              help="Also write the fitted model's summary to this JSON file (default: none).")  # fmt: skip
 def herbein_command(trace: str, output: str, seed: int, jobs: int, machine_nodes: int, size_scale: float,
                     procs_per_node: int, model_out: str | None) -> None:  # fmt: skip
     """Herbein's model fitted from TRACE (user arrivals, four Poisson ranges, size bins, limit/elapsed)."""

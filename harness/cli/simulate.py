@@ -10,12 +10,17 @@ import click
 
 from harness.analysis.formatting import format_terse
 from harness.cli.options import (
+    HarnessCommand,
+    bb_seed_option,
     first_n_option,
+    json_option,
+    output_option,
     period_option,
     platform_option,
     policy_option,
-    seed_option,
+    policy_seed_option,
     shrink_option,
+    time_limit_option,
 )
 from harness.model.metric_names import HEADLINE_METRICS, IO_METRICS, metric_spec
 from harness.policies.registry import UnknownPolicyError, parse_policy_list
@@ -74,30 +79,30 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, scale: float) 
     )
 
 
-@click.command("simulate")
+@click.command(
+    "simulate",
+    cls=HarnessCommand,
+    renamed={"--seed": "--bb-seed"},
+    examples=[
+        "harness simulate -p fcfs,backfill-1 bundled",
+        "harness simulate --model io-aware -p backfill-1 --period 1/16 kth.swf --json",
+    ],
+)
 @click.argument("workload")
 @policy_option("backfill-1", "Policy name, or several separated by commas (see `harness policies`).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object keyed by policy name.")
+@json_option
 @platform_option
-@shrink_option(None, " A trace only: a plan keeps its own.")
-@seed_option(None, "Seed of the BB request model (traces only).")
+@shrink_option(None, "A trace only (default: 0, unshrunk); a plan keeps its own.")
+@bb_seed_option(None, "A trace only (default: 2020); a plan keeps its own.")
 @first_n_option
 @period_option
-@click.option("--policy-seed", type=int, default=0, show_default=True, help="Seed of randomised policies.")
-@click.option(
-    "--time-limit",
-    type=float,
-    default=None,
-    help="Wall-clock limit (s) of one plan search; results then depend on the machine's speed.",
-)
-@click.option("--tau", type=float, default=600.0, show_default=True, help="Bounded slowdown threshold (s).")
+@policy_seed_option
+@time_limit_option(None, "results then depend on the machine's speed (default: none).")
+@click.option("--tau", type=float, default=600.0, show_default=True,
+              help="Bounded-slowdown threshold, in seconds of original time.")  # fmt: skip
 @click.option("--ci", is_flag=True, help="Add bootstrap 95% intervals of mean wait and mean bsld.")
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Write the per-job results (.parquet or .csv; one file per policy if several).",
+@output_option(
+    "Write the per-job results (.parquet or .csv; one file per policy if several).", dir_okay=False
 )
 @click.option("--check/--no-check", default=True, show_default=True, help="Verify the schedule invariants.")
 @click.option(
@@ -113,7 +118,7 @@ def simulate_command(
     as_json: bool,
     platform_file: str,
     shrink: float | None,
-    seed: int | None,
+    bb_seed: int | None,
     first_n: int | None,
     period: tuple[int, int] | None,
     policy_seed: int,
@@ -136,11 +141,11 @@ def simulate_command(
     except (UnknownPolicyError, PlatformError) as exc:
         raise click.ClickException(str(exc)) from None
     try:
-        plan, manifest = _load_workload(workload, shrink, seed, first_n, period)
+        plan, manifest = _load_workload(workload, shrink, bb_seed, first_n, period)
     except (OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     shrink_used = float(manifest.get("shrink") or 0.0)
-    io_seed = int(manifest.get("seed", seed if seed is not None else 2020))
+    io_seed = int(manifest.get("seed", bb_seed if bb_seed is not None else 2020))
     results: dict[str, dict[str, Any]] = {}
     for name in names:
         results[name] = _simulate_one(

@@ -11,7 +11,16 @@ from typing import Any
 import click
 
 from harness.cli.generate import generate
-from harness.cli.options import first_n_option, period_option, platform_option, seed_option, shrink_option
+from harness.cli.options import (
+    HarnessGroup,
+    bb_seed_option,
+    first_n_option,
+    json_option,
+    output_option,
+    period_option,
+    platform_option,
+    shrink_option,
+)
 from harness.model.jsonio import to_json
 from harness.model.timescale import ShrinkError
 from harness.platform import PlatformError, load_platform
@@ -51,14 +60,15 @@ def _common_options(func: Callable[..., None]) -> Callable[..., None]:
     options = [
         platform_option,
         click.option("--lenient", is_flag=True, help="Skip malformed records instead of failing."),
-        seed_option(plan.DEFAULT_SEED, "Random seed."),
+        bb_seed_option(plan.DEFAULT_SEED),
         click.option(
             "--bb-model", type=click.Choice(bbmodel.MODELS), default="lognormal", show_default=True,
             help="Burst-buffer request source: Kopański's log-normal, a constant, or a trace column.",
         ),
-        click.option("--bb-constant", type=int, default=None, help="MB per node for --bb-model constant."),
+        click.option("--bb-constant", type=int, default=None,
+                     help="MB per node for --bb-model constant (required with it)."),
         click.option("--bb-column", default=None,
-                     help="Job-table column for --bb-model column (e.g. mem_req_kb)."),
+                     help="Job-table column for --bb-model column (e.g. mem_req_kb; required with it)."),
         click.option("--zero-runtime", type=click.Choice(ACTIONS["zero_runtime"]), default="drop",
                      show_default=True, help="Jobs with runtime 0."),
         click.option("--unknown-walltime", type=click.Choice(ACTIONS["unknown_walltime"]), default="drop",
@@ -74,14 +84,19 @@ def _common_options(func: Callable[..., None]) -> Callable[..., None]:
 def _transform_options(func: Callable[..., None]) -> Callable[..., None]:
     """Selection, sampling, shuffling and shrinking (prepare and split)."""
     options = [
-        shrink_option(0.0),
+        shrink_option(0.0, "A stored plan is usually left unshrunk: `harness run --shrink` shrinks it."),
         first_n_option,
-        click.option("--start", type=float, default=None, help="Window start, s after the first submission."),
-        click.option("--end", type=float, default=None, help="Window end, s after the first submission."),
+        click.option("--start", type=float, default=None,
+                     help="Window start, seconds after the first submission (default: the first)."),
+        click.option("--end", type=float, default=None,
+                     help="Window end, seconds after the first submission (default: the last)."),
         click.option("--sample", type=click.Choice(plan.SAMPLING_METHODS), default=None,
-                     help="Barberato sampling: 'ordered' (ratio, offset) or 'su' (service-unit balanced)."),
-        click.option("--sample-n", type=int, default=None, help="Jobs to keep when sampling."),
-        click.option("--sample-ratio", type=float, default=None, help="Sampling ratio s_p (instead of -n)."),
+                     help="Barberato sampling: 'ordered' (ratio, offset) or 'su' (service-unit balanced); "
+                          "default: none."),
+        click.option("--sample-n", type=int, default=None,
+                     help="Jobs to keep when sampling (or --sample-ratio)."),
+        click.option("--sample-ratio", type=float, default=None,
+                     help="Sampling ratio s_p, a fraction of the jobs (instead of --sample-n)."),
         click.option("--sample-offset", type=int, default=0, show_default=True, help="Offset o_f (ordered)."),
         click.option("--sample-window", type=float, default=60.0, show_default=True,
                      help="Requested-time window, s (su)."),
@@ -96,7 +111,7 @@ def _prepare_kwargs(opts: dict[str, Any]) -> dict[str, Any]:
     """Command-line options -> keyword arguments of ``plan.prepare``."""
     kwargs: dict[str, Any] = {
         "platform": load_platform(opts["platform_file"]),
-        "seed": opts["seed"],
+        "seed": opts["bb_seed"],
         "bb_model": opts["bb_model"],
         "bb_constant_mb": opts["bb_constant"],
         "bb_column": opts["bb_column"],
@@ -143,7 +158,13 @@ def _report_skipped(manifest_input: dict[str, Any]) -> None:
             click.echo(f"  ... and {skipped - 20} more", err=True)
 
 
-@click.group()
+@click.group(
+    cls=HarnessGroup,
+    examples=[
+        "harness workload inspect bundled",
+        "harness workload prepare kth.swf -o kth.parquet --period 1/16",
+    ],
+)
 def workload() -> None:
     """Read, inspect, clean and prepare SWF workload traces.
 
@@ -156,10 +177,13 @@ workload.add_command(generate)
 # -- inspect ----------------------------------------------------------------------------
 
 
-@workload.command()
+@workload.command(
+    renamed={"--seed": "--bb-seed"},
+    examples=["harness workload inspect bundled", "harness workload inspect kth.swf --lenient --json"],
+)
 @click.argument("trace")
 @_common_options
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@json_option
 @_friendly
 def inspect(trace: str, as_json: bool, **opts: Any) -> None:
     """Print what is in TRACE: jobs, span, load, sizes, runtimes, walltime accuracy, BB requests."""
@@ -238,14 +262,22 @@ def _bb_lines(bb: dict[str, Any], model: str, seed: int, jobs: int) -> list[str]
 # -- prepare ----------------------------------------------------------------------------
 
 
-@workload.command()
+@workload.command(
+    renamed={"--seed": "--bb-seed"},
+    examples=[
+        "harness workload prepare kth.swf -o kth.parquet",
+        "harness workload prepare bundled -o p.parquet --first-n 50",
+    ],
+)
 @click.argument("trace")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Plan file (.parquet).")
+@output_option(
+    "Plan file to write (.parquet; a manifest is stored beside it).", required=True, dir_okay=False
+)
 @period_option
 @_common_options
 @_transform_options
 @_friendly
-def prepare(trace: str, output: str, period: tuple[int, int] | None, **opts: Any) -> None:
+def prepare(trace: str, output: Path, period: tuple[int, int] | None, **opts: Any) -> None:
     """Turn TRACE into a job plan (parquet) with a sidecar manifest."""
     df, manifest = plan.prepare(plan.resolve_input(trace), period=period, **_prepare_kwargs(opts))
     _report_skipped(manifest["input"])
@@ -259,18 +291,31 @@ def prepare(trace: str, output: str, period: tuple[int, int] | None, **opts: Any
 # -- split ------------------------------------------------------------------------------
 
 
-@workload.command()
+@workload.command(
+    renamed={"--seed": "--bb-seed", "--output-dir": "--output"},
+    examples=[
+        "harness workload split kth.swf -k 16 -o parts/",
+        "harness workload split kth.swf -o parts/ --format swf",
+    ],
+)
 @click.argument("trace")
-@click.option("-k", "--parts", default=16, show_default=True, help="Number of equal periods.")
-@click.option("-o", "--output-dir", required=True, type=click.Path(file_okay=False), help="Directory.")
+@click.option(
+    "-k",
+    "--parts",
+    type=click.IntRange(min=1),
+    default=16,
+    show_default=True,
+    help="Number of equal periods (of duration, not of jobs).",
+)
+@output_option("Directory to write the parts to (created).", required=True, file_okay=False)
 @click.option("--format", "fmt", type=click.Choice(["plan", "swf"]), default="plan", show_default=True,
               help="plan: prepared parquet parts; swf: the trace's own records, uncleaned.")  # fmt: skip
 @_common_options
 @_transform_options
 @_friendly
-def split(trace: str, parts: int, output_dir: str, fmt: str, **opts: Any) -> None:
+def split(trace: str, parts: int, output: Path, fmt: str, **opts: Any) -> None:
     """Split TRACE into K consecutive periods of equal duration (Kopański: 16 x 20.8 days)."""
-    out = Path(output_dir)
+    out = output
     out.mkdir(parents=True, exist_ok=True)
     source = plan.resolve_input(trace)
     stem = Path(source).name.removesuffix(".gz").removesuffix(".swf")
