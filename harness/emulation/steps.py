@@ -25,7 +25,7 @@ from harness.model import rundir
 from harness.model.jsonio import read_json, read_jsonl, write_json
 from harness.model.timescale import shrink_table, time_scale_of
 from harness.slurm.config import SchedulerConfig
-from harness.slurm.jobcomp import read_jobcomp
+from harness.slurm.jobcomp import keep_jobs, read_jobcomp
 from harness.workload.plan import PlanError, is_plan_file, load_plan, prepare, save_plan
 
 Progress = Callable[[str], None]
@@ -112,7 +112,9 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     results = build_results(ctx.plan()[0], submissions, read_jsonl(raw / rundir.SIGSLEEP_LOG), t0)
     results.to_parquet(ctx.run_dir / rundir.RESULTS, index=False)
     results.to_csv(ctx.run_dir / rundir.RESULTS_CSV, index=False)
-    check = cross_check(results, read_jobcomp(ctx.run_dir / rundir.SLURM_DIR / rundir.JOBCOMP_LOG), t0)
+    jobcomp = ctx.run_dir / rundir.SLURM_DIR / rundir.JOBCOMP_LOG
+    keep_jobs(jobcomp, {int(s["slurm_job_id"]) for s in submissions if s.get("slurm_job_id") is not None})
+    check = cross_check(results, read_jobcomp(jobcomp), t0)
     sections: dict[str, Any] = {"submission": lag_stats(submissions), "cross_check": check.as_dict()}
     if ctx.uses_agent:
         sections["agent"] = decision_stats(read_jsonl(raw / rundir.DECISIONS))
