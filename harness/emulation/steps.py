@@ -78,9 +78,9 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
             raise PlanError(f"{source}: give an unshrunk plan; --shrink applies the shrink")
         plan, manifest = shrink_table(plan, spec.shrink), {**manifest, "shrink": spec.shrink}
     else:
-        plan, manifest = prepare(
-            source, shrink=spec.shrink, seed=spec.seed, shuffle=spec.shuffle, shuffle_seed=spec.shuffle_seed,
-            first_n=spec.first_n, period=spec.period,
+        plan, manifest = prepare(  # cleaned for the cluster's machine: no job Slurm must reject
+            source, platform=ctx.backend.platform, shrink=spec.shrink, seed=spec.seed, shuffle=spec.shuffle,
+            shuffle_seed=spec.shuffle_seed, first_n=spec.first_n, period=spec.period,
         )  # fmt: skip
     save_plan(plan, manifest, ctx.run_dir / rundir.PLAN)
     ctx.say(f"run {ctx.run_id}: {len(plan)} jobs, shrink {spec.shrink:g}, policy {ctx.opts.replay.policy}")
