@@ -13,11 +13,8 @@ import click
 
 from harness.cli.options import (
     HarnessCommand,
-    bb_seed_option,
-    first_n_option,
     json_option,
     output_option,
-    period_option,
     platform_option,
     policy_option,
     policy_seed_option,
@@ -26,6 +23,7 @@ from harness.cli.options import (
     time_limit_option,
     verbose_option,
 )
+from harness.cli.workload_options import selection_kwargs, selection_options, trace_kwargs, trace_options
 from harness.model.exitcodes import EXIT_INCOMPLETE, EXIT_INTERRUPTED, INTERRUPTED, Terminated
 
 RUN_POLICY_HELP = (
@@ -53,14 +51,12 @@ RUN_POLICY_HELP = (
     show_default=True,
     help="docker (local containers), local (Slurm on this host) or ssh://user@head[:port].",
 )
-@platform_option
+@trace_options
+@selection_options
 @click.option("--name", "cluster_name", default="bbemu", show_default=True,
               help="Docker cluster name (containers NAME-ctld, NAME-nodesK).")  # fmt: skip
-@bb_seed_option(2020)
 @policy_seed_option
 @click.option("--shuffle", is_flag=True, help="Shuffle submission order, keeping the instants.")
-@first_n_option
-@period_option
 @output_option("Directory the run directory is created in.", default=Path("runs"), file_okay=False)
 @click.option("--warmup", type=float, default=2.0, show_default=True,
               help="Seconds (wall clock) between the replay's start and the first submission.")  # fmt: skip
@@ -100,9 +96,11 @@ def run_command(trace: Path | None, **kw: Any) -> None:
     from harness.emulation.run import Experiment, RunError
     from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
 
+    prepare = trace_kwargs(kw)
+    seed = prepare.pop("seed")
     opts = RunOptions(
-        workload=WorkloadSpec(trace=trace, shrink=kw["shrink"], seed=kw["bb_seed"], shuffle=kw["shuffle"],
-                              first_n=kw["first_n"], period=kw["period"]),
+        workload=WorkloadSpec(trace=trace, shrink=kw["shrink"], seed=seed, shuffle=kw["shuffle"],
+                              prepare=prepare, **selection_kwargs(kw)),
         cluster=ClusterSpec(backend=kw["cluster"], name=kw["cluster_name"], platform=kw["platform_file"]),
         replay=ReplaySpec(policy=kw["policy"], policy_seed=kw["policy_seed"], warmup=kw["warmup"],
                           drift=kw["drift"], timeout=kw["timeout"], keep_jobs=kw["keep_jobs"],

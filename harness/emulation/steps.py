@@ -80,7 +80,8 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
     else:
         plan, manifest = prepare(  # cleaned for the cluster's machine: no job Slurm must reject
             source, platform=ctx.backend.platform, shrink=spec.shrink, seed=spec.seed, shuffle=spec.shuffle,
-            shuffle_seed=spec.shuffle_seed, first_n=spec.first_n, period=spec.period,
+            shuffle_seed=spec.shuffle_seed, first_n=spec.first_n, period=spec.period, window=spec.window,
+            sampling=spec.sampling, **spec.prepare,
         )  # fmt: skip
     save_plan(plan, manifest, ctx.run_dir / rundir.PLAN)
     ctx.say(f"run {ctx.run_id}: {len(plan)} jobs, shrink {spec.shrink:g}, policy {ctx.opts.replay.policy}")

@@ -52,6 +52,7 @@ def test_help_explains_every_option_and_ends_with_examples(path: tuple[str, ...]
     result = CliRunner().invoke(main, [*path, "--help"])
     assert result.exit_code == 0, result.output
     assert [p.opts for p in options(cmd) if not (p.help or "").strip()] == []
+    assert [p.opts for p in options(cmd) if callable(p.default) or "<" in repr(p.default)] == []
     assert OBJECT_REPR.search(result.output) is None, result.output
     assert isinstance(cmd, HarnessCommand | HarnessGroup)
     assert "Examples:" in result.output and len(cmd.examples) >= 1  # type: ignore[union-attr]
