@@ -18,9 +18,11 @@ from harness.cli.options import (
     output_option,
     platform_option,
     quiet_option,
+    user_errors,
     verbose_option,
 )
 from harness.cluster.base import ClusterError
+from harness.model.atomic import atomic_write_text
 from harness.platform import PlatformError, load_platform
 from harness.slurm.config import SchedulerConfig, SchedulerMode
 
@@ -213,6 +215,7 @@ def down(name: str, keep_state: bool) -> None:
 @scheduler_option
 @click.option("--image", default="harness-slurm:latest", show_default=True,
               help="Docker image the compose file runs (built by `harness cluster up`).")  # fmt: skip
+@user_errors(ClusterError, OSError)
 def render(name: str, platform_file: str, output: Path, scheduler: SchedulerMode, image: str) -> None:
     """Render every Slurm file, a munge key and compose.yaml for `docker-compose` users."""
     from harness.cluster.state import ClusterState, render_compose
@@ -223,7 +226,7 @@ def render(name: str, platform_file: str, output: Path, scheduler: SchedulerMode
     state.create()
     state.render(platform, SchedulerConfig(mode=scheduler))
     compose = state_dir / "compose.yaml"
-    compose.write_text(render_compose(platform, name, image, str(state.root)))
+    atomic_write_text(compose, render_compose(platform, name, image, str(state.root)))
     click.echo(f"rendered {state.etc} and {compose}; run: docker-compose -f {compose} up -d")
 
 

@@ -12,6 +12,9 @@ from typing import Any
 import click
 
 from harness.cli.options import (
+    NON_NEGATIVE_SECONDS,
+    POSITIVE_SECONDS,
+    REPEAT,
     HarnessCommand,
     json_option,
     output_option,
@@ -21,10 +24,12 @@ from harness.cli.options import (
     quiet_option,
     shrink_option,
     time_limit_option,
+    user_errors,
     verbose_option,
 )
 from harness.cli.workload_options import selection_kwargs, selection_options, trace_kwargs, trace_options
 from harness.model.exitcodes import EXIT_INCOMPLETE, EXIT_INTERRUPTED, INTERRUPTED, Terminated
+from harness.slurm.client import SlurmCommandError
 
 RUN_POLICY_HELP = (
     "slurm-fcfs, slurm-backfill-D or slurm-backfill-no-future-D (Slurm's own scheduler, D the "
@@ -58,18 +63,18 @@ RUN_POLICY_HELP = (
 @policy_seed_option
 @click.option("--shuffle", is_flag=True, help="Shuffle submission order, keeping the instants.")
 @output_option("Directory the run directory is created in.", default=Path("runs"), file_okay=False)
-@click.option("--warmup", type=float, default=2.0, show_default=True,
+@click.option("--warmup", type=NON_NEGATIVE_SECONDS, default=2.0, show_default=True,
               help="Seconds (wall clock) between the replay's start and the first submission.")  # fmt: skip
 @click.option(
     "--drift",
-    type=float,
+    type=NON_NEGATIVE_SECONDS,
     default=0.0,
     show_default=True,
     help="Seconds added per job to submission instants (Barberato's drift correction).",
 )
 @click.option(
     "--timeout",
-    type=float,
+    type=POSITIVE_SECONDS,
     default=None,
     help="Give up this many seconds (wall clock) after the last submission (default: never).",
 )
@@ -78,7 +83,7 @@ RUN_POLICY_HELP = (
 @verbose_option("A progress line every second even without a terminal.")
 @json_option
 @click.option(
-    "--repeat", type=click.IntRange(min=1), default=1, show_default=True,
+    "--repeat", type=REPEAT, default=1, show_default=True,
     help="Run N times (with --shuffle: N submission orders); AVE/SSD/RSD/C95 per metric.",
 )  # fmt: skip
 @click.option(
@@ -164,14 +169,14 @@ def _still_up(cluster: Any) -> bool | None:
 @click.option("--run-id", required=True, help="The run's id (names the run's files and jobs' records).")
 @click.option(
     "--warmup",
-    type=float,
+    type=NON_NEGATIVE_SECONDS,
     default=2.0,
     show_default=True,
     help="Seconds (wall clock) between the start and the first submission instant t0.",
 )
 @click.option(
     "--drift",
-    type=float,
+    type=NON_NEGATIVE_SECONDS,
     default=0.0,
     show_default=True,
     help="Seconds added per job to submission instants (Barberato's drift correction).",
@@ -195,6 +200,7 @@ def _still_up(cluster: Any) -> bool | None:
     default=None,
     help="Concurrent sbatch processes at most (1: strictly in plan order; default: 8).",
 )
+@user_errors(OSError)
 def replay_command(
     plan: Path,
     run_dir: Path,
@@ -244,12 +250,15 @@ def replay_command(
     default=None,
     help="Write decisions.jsonl here; stop when a STOP file appears (default: run until Ctrl-C).",
 )
-@click.option("--poll", type=float, default=0.1, show_default=True, help="Seconds between looks at Slurm.")
+@click.option(
+    "--poll", type=POSITIVE_SECONDS, default=0.1, show_default=True, help="Seconds between looks at Slurm."
+)
 @click.option("--user", default="emu", show_default=True, help="Manage this user's jobs.")
-@time_limit_option(0.4, "a live scheduler must answer promptly (0: no limit).")
+@time_limit_option(0.4, "a live scheduler must answer promptly.")
 @click.option(
     "--release-all", is_flag=True, help="Release every held job (hand the queue back to Slurm) and exit."
 )
+@user_errors(SlurmCommandError)
 def agent_command(
     policy: str | None,
     platform_file: str,

@@ -10,6 +10,7 @@ import click
 
 from harness.analysis.formatting import format_terse
 from harness.cli.options import (
+    TAU,
     HarnessCommand,
     json_option,
     output_option,
@@ -59,23 +60,42 @@ def _text_table(results: dict[str, dict[str, Any]], io: bool = False) -> str:
     return "\n".join(lines)
 
 
+def _jobs_target(output: Path, policy: str, several: bool) -> Path:
+    return output.with_name(f"{output.stem}.{policy}{output.suffix}") if several else output
+
+
 def _write_jobs(jobs: pd.DataFrame, output: Path, policy: str, several: bool) -> Path:
-    target = output
-    if several:
-        target = output.with_name(f"{output.stem}.{policy}{output.suffix}")
-    if target.suffix == ".csv":
-        jobs.to_csv(target, index=False)
-    else:
-        jobs.to_parquet(target, index=False)
-    return target
+    from harness.model.atomic import OutputError, atomic_write_csv, atomic_write_parquet
+
+    target = _jobs_target(output, policy, several)
+    write = atomic_write_csv if target.suffix == ".csv" else atomic_write_parquet
+    try:
+        return write(target, jobs)
+    except OutputError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _check_outputs(output: Path | None, names: list[str], workload: str) -> None:
+    """Refuse an unusable --output before simulating (a directory, a device, the input)."""
+    from harness.model.atomic import OutputError, check_target
+    from harness.workload.plan import resolve_input
+
+    if output is None:
+        return
+    try:
+        for name in names:
+            check_target(_jobs_target(output, name, len(names) > 1), inputs=[resolve_input(workload)])
+    except OutputError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, scale: float) -> Path:
     """Beside the per-job results of an io-aware run: the bandwidth timeline and its plot."""
     from harness.analysis.io_plots import plot_bandwidth
+    from harness.model.atomic import atomic_write_csv
 
     assert result.bandwidth is not None
-    result.bandwidth.to_csv(jobs_path.with_suffix(".bandwidth.csv"), index=False)
+    atomic_write_csv(jobs_path.with_suffix(".bandwidth.csv"), result.bandwidth)
     per_s = 1e6 / scale  # MB/s of original time -> bytes per plan second
     capacity = {
         "pfs": platform.io.pfs_capacity_mbps(platform.compute_count) * per_s,
@@ -104,10 +124,10 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, scale: float) 
 @shrink_option(None, "A trace only (default: 0, unshrunk); a plan keeps its own.")
 @policy_seed_option
 @time_limit_option(None, "results then depend on the machine's speed (default: none).")
-@click.option("--tau", type=float, default=600.0, show_default=True,
+@click.option("--tau", type=TAU, default=600.0, show_default=True,
               help="Bounded-slowdown threshold, in seconds of original time.")  # fmt: skip
 @click.option("--ci", is_flag=True, help="Add bootstrap 95% intervals of mean wait and mean bsld.")
-@output_option("Per-job results to write (.parquet or .csv; one file per policy if several).", dir_okay=False)
+@output_option("Per-job results to write (.parquet or .csv; one file per policy if several).")
 @click.option("--check/--no-check", default=True, show_default=True, help="Verify the schedule invariants.")
 @click.option(
     "--model",
@@ -142,6 +162,7 @@ def simulate_command(
         platform = load_platform(platform_file)
     except (UnknownPolicyError, PlatformError) as exc:
         raise click.ClickException(str(exc)) from None
+    _check_outputs(output, names, workload)
     try:
         plan, manifest = _load_workload(workload, platform, shrink, opts)
     except (OSError, ValueError) as exc:

@@ -20,12 +20,12 @@ from harness.cluster.base import ClusterBackend, ClusterError
 from harness.emulation.collect import build_results, cross_check, decision_stats, finished, lag_stats
 from harness.emulation.fidelity import compare_with_simulation, simulator_twin
 from harness.emulation.launch import SUBMIT_USER, HeadRun
+from harness.emulation.slurm_view import slurm_records
 from harness.emulation.specs import RunOptions
 from harness.model import rundir
 from harness.model.jsonio import read_json, read_jsonl, write_json
 from harness.model.timescale import shrink_table, time_scale_of
 from harness.slurm.config import SchedulerConfig
-from harness.slurm.jobcomp import keep_jobs, read_jobcomp
 from harness.workload.plan import PlanError, is_plan_file, load_plan, prepare, save_plan
 
 Progress = Callable[[str], None]
@@ -78,7 +78,8 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
             raise PlanError(f"{source}: give an unshrunk plan; --shrink applies the shrink")
         plan, manifest = shrink_table(plan, spec.shrink), {**manifest, "shrink": spec.shrink}
     else:
-        plan, manifest = prepare(  # cleaned for the cluster's machine: no job Slurm must reject
+        # Cleaned for the cluster's machine: jobs wider than the default 96 nodes stay on a bigger one.
+        plan, manifest = prepare(
             source, platform=ctx.backend.platform, shrink=spec.shrink, seed=spec.seed, shuffle=spec.shuffle,
             shuffle_seed=spec.shuffle_seed, first_n=spec.first_n, period=spec.period, window=spec.window,
             sampling=spec.sampling, **spec.prepare,
@@ -113,9 +114,8 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     results = build_results(ctx.plan()[0], submissions, read_jsonl(raw / rundir.SIGSLEEP_LOG), t0)
     results.to_parquet(ctx.run_dir / rundir.RESULTS, index=False)
     results.to_csv(ctx.run_dir / rundir.RESULTS_CSV, index=False)
-    jobcomp = ctx.run_dir / rundir.SLURM_DIR / rundir.JOBCOMP_LOG
-    keep_jobs(jobcomp, {int(s["slurm_job_id"]) for s in submissions if s.get("slurm_job_id") is not None})
-    check = cross_check(results, read_jobcomp(jobcomp), t0)
+    slurm_jobs, source = slurm_records(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, submissions)
+    check = cross_check(results, slurm_jobs, t0, source)
     sections: dict[str, Any] = {"submission": lag_stats(submissions), "cross_check": check.as_dict()}
     if ctx.uses_agent:
         sections["agent"] = decision_stats(read_jsonl(raw / rundir.DECISIONS))
