@@ -200,6 +200,9 @@ def _still_up(cluster: Any) -> bool | None:
     default=None,
     help="Concurrent sbatch processes at most (1: strictly in plan order; default: 8).",
 )
+@click.option(
+    "--resume", is_flag=True, help="Continue the replay in RUN_DIR (same t0; nothing submitted twice)."
+)
 @user_errors(OSError)
 def replay_command(
     plan: Path,
@@ -211,9 +214,10 @@ def replay_command(
     partition: str,
     sigsleep: str,
     workers: int | None,
+    resume: bool,
 ) -> None:
     """Submit PLAN's jobs at their wall-clock instants (run this next to slurmctld)."""
-    from harness.emulation.replay import DEFAULT_WORKERS, ReplayOptions, replay_plan
+    from harness.emulation.replay import DEFAULT_WORKERS, ReplayError, ReplayOptions, replay_plan
     from harness.workload.plan import load_plan
 
     df, _ = load_plan(plan)
@@ -226,8 +230,12 @@ def replay_command(
         bb_license=bb_license,
         sigsleep=sigsleep,
         workers=workers or DEFAULT_WORKERS,
+        resume=resume,
     )
-    status = replay_plan(df, opts)
+    try:
+        status = replay_plan(df, opts)
+    except ReplayError as exc:
+        raise click.ClickException(str(exc)) from None
     click.echo(
         f"replay {run_id}: submitted {status.submitted}, rejected {status.failed}, "
         f"max lag {status.max_lag * 1000:.1f} ms{', STOPPED' if status.stopped else ''}"

@@ -11,6 +11,8 @@ from typing import Any
 
 from harness.workload.plan import DEFAULT_SEED, Sampling, bundled_slice_path
 
+MODELS = ("alloc-only", "io-aware")  # the simulator's models (harness.sim.engine.MODELS)
+
 
 @dataclass(frozen=True)
 class WorkloadSpec:
@@ -26,6 +28,13 @@ class WorkloadSpec:
     # the rest of plan.prepare's keywords (procs_per_node, cleaning, walltime_factor, bb_model, ...),
     # as the shared workload options give them (harness.cli.workload_options.trace_kwargs)
     prepare: dict[str, Any] = field(default_factory=dict)
+    # alloc-only: a job holds its BB license from start to end; io-aware: Kopański's I/O
+    # columns, staged in and out through Slurm's burst_buffer/lua (harness/emulation/staging.py)
+    model: str = "alloc-only"
+
+    def __post_init__(self) -> None:
+        if self.model not in MODELS:
+            raise ValueError(f"unknown model {self.model!r}: use one of {', '.join(MODELS)}")
 
     @property
     def source(self) -> Path:
@@ -64,6 +73,22 @@ class RunOptions:
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (paths as strings), for the manifest."""
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in _flat_paths(asdict(self)).items()}
+
+
+def options_from_dict(data: dict[str, Any]) -> RunOptions:
+    """The inverse of :meth:`RunOptions.as_dict` (a run's recorded options)."""
+    work = dict(data["workload"])
+    work["trace"] = Path(work["trace"]) if work.get("trace") not in (None, "None") else None
+    work["period"] = tuple(work["period"]) if work.get("period") else None
+    work["window"] = tuple(work["window"]) if work.get("window") else None
+    work["sampling"] = Sampling(**work["sampling"]) if isinstance(work.get("sampling"), dict) else None
+    run_dir = data.get("run_dir")
+    return RunOptions(
+        workload=WorkloadSpec(**work), cluster=ClusterSpec(**data["cluster"]),
+        replay=ReplaySpec(**data["replay"]),
+        runs_dir=Path(data["runs_dir"]), run_dir=Path(run_dir) if run_dir not in (None, "None") else None,
+        label=data.get("label", ""), quiet=bool(data.get("quiet", False)),
+    )  # fmt: skip
 
 
 def run_id_for(opts: RunOptions, now: datetime | None = None) -> str:

@@ -10,7 +10,8 @@ The format (``harness/platform/default.toml`` is the study's machine)::
     [machine.burst_buffer]  the same, capacity_mb, per_chassis (BB nodes in a chassis, default 1)
     [machine.io]            bandwidths and storage tiers (optional; see platform/bandwidths.py)
     [deployment]            controller_host, controller_port, slurmd_base_port,
-                            node_containers, bb_license
+                            node_containers, bb_license, slurmd_timeout (s, default
+                            300), message_timeout (s, default 30)
     [deployment.accounting] enabled (default false), dbd_port (6819), account ("harness"):
                             slurmdbd + MariaDB and sacct (docs/accounting.md)
 
@@ -73,6 +74,25 @@ def load_platform(path: str | Path | None = None) -> Platform:
     return platform_from_dict(data, source=str(p))
 
 
+def platform_text(platform: Platform) -> str:
+    """The TOML text ``platform`` was loaded from (for processes that must read the same machine).
+
+    A platform built in code has no text: an error. The deployment may have been changed
+    since loading (``redeployed``); the machine may not.
+    """
+    if platform.source == BUILT_IN_SOURCE:
+        text = bundled_platform_file().read_text()
+    else:
+        try:
+            text = Path(platform.source).read_text()
+        except OSError:
+            where = f"platform '{platform.name}' ({platform.source})"
+            raise PlatformError(f"{where} was not loaded from a file") from None
+    if platform_from_dict(tomllib.loads(text), platform.source).machine != platform.machine:
+        raise PlatformError(f"{platform.source}: the file changed since the platform was loaded")
+    return text
+
+
 def platform_from_dict(data: dict[str, Any], source: str = "<dict>") -> Platform:
     """A platform from parsed TOML of either format; errors name the table and key."""
     if "machine" not in data and "topology" in data:
@@ -128,6 +148,8 @@ def _deployment(table: dict[str, Any]) -> Deployment:
         slurmd_base_port=_require(table, "slurmd_base_port", int, "deployment"),
         node_containers=_require(table, "node_containers", int, "deployment"),
         bb_license=_require(table, "bb_license", str, "deployment"),
+        slurmd_timeout=_require({"slurmd_timeout": 300} | table, "slurmd_timeout", int, "deployment"),
+        message_timeout=_require({"message_timeout": 30} | table, "message_timeout", int, "deployment"),
         accounting=_accounting(table.get("accounting", {})),
     )
 
