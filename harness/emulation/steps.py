@@ -18,7 +18,7 @@ from harness import __version__
 from harness.analysis.metrics import summary
 from harness.cluster.base import ClusterBackend, ClusterError
 from harness.emulation.collect import build_results, cross_check, decision_stats, finished, lag_stats
-from harness.emulation.collect_io import add_staging, staging_stats
+from harness.emulation.collect_io import add_staging, staging_stats, wait_for_stage_outs
 from harness.emulation.fidelity import compare_with_simulation, simulator_twin
 from harness.emulation.launch import SUBMIT_USER, HeadRun
 from harness.emulation.slurm_view import slurm_records
@@ -129,6 +129,7 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     results = build_results(ctx.plan()[0], submissions, read_jsonl(raw / rundir.SIGSLEEP_LOG), t0)
     staged = ctx.sched.burst_buffer == "lua"
     if staged:  # the staging records of every run on the cluster: keep this run's jobs
+        wait_for_stage_outs(ctx.backend, SUBMIT_USER)
         ctx.backend.get(f"{ctx.sched.staging_dir.removeprefix('/shared/')}/{RECORDS}", raw / RECORDS)
         results = add_staging(results, read_jsonl(raw / RECORDS), t0)
     results.to_parquet(ctx.run_dir / rundir.RESULTS, index=False)
