@@ -108,7 +108,8 @@ def status(name: str) -> None:
     "--daemon",
     default="slurmctld",
     show_default=True,
-    help="'slurmctld', a node name (e.g. c001), 'slurmd' for every node, or 'all'.",
+    help="'slurmctld', 'slurmdbd' or 'mariadb' (accounting), a node name (e.g. c001), "
+    "'slurmd' for every node, or 'all'.",
 )
 def logs(name: str, follow: bool, lines: int, daemon: str) -> None:
     """Tail the daemons' log files."""
@@ -126,8 +127,8 @@ def _log_files(log_dir: Path, daemon: str) -> list[Path]:
         return sorted(log_dir.glob("*.log"))
     if daemon == "slurmd":
         return sorted(log_dir.glob("slurmd-*.log"))
-    if daemon == "slurmctld":
-        return [p for p in [log_dir / "slurmctld.log"] if p.exists()]
+    if daemon in ("slurmctld", "slurmdbd", "mariadb"):
+        return [p for p in [log_dir / f"{daemon}.log"] if p.exists()]
     return [p for p in [log_dir / f"slurmd-{daemon}.log"] if p.exists()]
 
 

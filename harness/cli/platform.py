@@ -56,6 +56,7 @@ def platform_group() -> None:
 def from_trace(trace: str, output: Path, bb_ratio: int, bb_capacity_mb: int | None, nodes: int | None,
                procs_per_node: int | None, name: str | None, lenient: bool) -> None:  # fmt: skip
     """Write a platform of the size of the machine TRACE was recorded on."""
+    from harness.model.atomic import OutputError, atomic_write_text
     from harness.workload.nodes import NodeSizeError
     from harness.workload.plan import resolve_input
     from harness.workload.platforms import platform_from_trace
@@ -83,8 +84,10 @@ def from_trace(trace: str, output: Path, bb_ratio: int, bb_capacity_mb: int | No
         f"{info['node_size']['procs_per_node']} ({info['node_size']['reason']}).\n"
         f"One burst-buffer node of {info['bb_capacity_mb']:,} MB per chassis of {bb_ratio} compute nodes."
     )
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(platform_to_toml(made.platform, comment))
+    try:
+        atomic_write_text(output, platform_to_toml(made.platform, comment), inputs=[resolve_input(trace)])
+    except OutputError as exc:
+        raise click.ClickException(str(exc)) from None
     load_platform(output)  # what was written must load back
     click.echo(f"{output}: {_line(made.platform)}")
 

@@ -14,6 +14,7 @@ import os
 import shutil
 from pathlib import Path
 
+from harness.model.atomic import write_private
 from harness.platform import Platform
 from harness.slurm.config import LOOPBACK
 from harness.slurm.dbd import new_storage_password, render_dbd_files
@@ -43,7 +44,6 @@ def render_dbd_dir(out: Path, platform: Platform, head_address: str, cluster_nam
     for name, text in files.items():
         path = folder / name
         if not (path.is_file() and path.read_text() == text):
-            path.touch(mode=0o600)
-            path.write_text(text)
+            write_private(path, text)
             changed.append(f"{DBD_DIR}/{name}")
     return changed

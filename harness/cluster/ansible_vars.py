@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cluster.ansible_dbd import render_dbd_dir
+from harness.model.atomic import atomic_write
 from harness.model.hostlist import compress_hostlist
 from harness.platform import Platform, bundled_platform_file
 from harness.slurm.config import LOOPBACK, SchedulerConfig, render_slurm_files
@@ -249,10 +250,12 @@ def write_if_changed(path: Path, data: bytes, mode: int = 0o644) -> bool:
         if path.stat().st_mode & 0o777 != mode:
             path.chmod(mode)
         return False
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.chmod(mode)
-    tmp.replace(path)
+
+    def fill(tmp: Path) -> None:
+        tmp.write_bytes(data)
+        tmp.chmod(mode)
+
+    atomic_write(path, fill)
     return True
 
 

@@ -17,9 +17,10 @@ loss) may leave a hidden ``.NAME.*.tmp`` beside the target; the target is still 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import secrets
 import stat
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -73,7 +74,7 @@ def atomic_write(
         raise OutputError(f"{target}: directory {parent} does not exist")
     tmp: Path | None = None
     try:
-        tmp = Path(tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)[1])
+        tmp = _create_temporary(parent, target.name)
         write(tmp)
         _fsync(tmp)
         os.replace(tmp, target)
@@ -85,6 +86,20 @@ def atomic_write(
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
     return target
+
+
+def _create_temporary(parent: Path, name: str) -> Path:
+    """An empty new file ``.NAME.XXXXXXXX.tmp`` with the mode a plain write would give it
+    (0666 less the umask; ``tempfile.mkstemp`` would make it 0600, unreadable to the
+    containers' users)."""
+    for _ in range(100):
+        tmp = parent / f".{name}.{secrets.token_hex(4)}.tmp"
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, f"no free temporary name beside {name}")
 
 
 def _reason(exc: OSError) -> str:
@@ -102,6 +117,16 @@ def atomic_write_bytes(path: str | Path, data: bytes, **kwargs: Any) -> Path:
 
 def atomic_write_text(path: str | Path, text: str, **kwargs: Any) -> Path:
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"), **kwargs)
+
+
+def write_private(path: str | Path, text: str, **kwargs: Any) -> Path:
+    """Text only the owner may read (mode 0600 before a byte is written): configs with secrets."""
+
+    def fill(tmp: Path) -> None:
+        tmp.chmod(0o600)
+        tmp.write_text(text, encoding="utf-8")
+
+    return atomic_write(path, fill, **kwargs)
 
 
 def atomic_write_parquet(path: str | Path, df: Any, **kwargs: Any) -> Path:

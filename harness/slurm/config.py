@@ -14,6 +14,7 @@ from typing import Literal
 import jinja2
 
 from harness import __version__
+from harness.model.atomic import atomic_write_text
 from harness.model.hostlist import compress_hostlist
 from harness.model.paths import templates_dir
 from harness.platform import Platform, platform_text
@@ -209,8 +210,7 @@ def write_slurm_files(directory: Path, files: dict[str, str]) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in files.items():
-        path = directory / name
-        path.write_text(text)
+        path = atomic_write_text(directory / name, text)
         path.chmod(0o644)
         written.append(path)
     return written

@@ -72,6 +72,12 @@ def _read_manifest(p: Path, table: pa.Table) -> dict[str, Any]:
     try:
         manifest = json.loads((table.schema.metadata or {})[_PARQUET_KEY].decode())
     except KeyError:
+        side = manifest_path(p)
+        if side.is_file():  # refused, not read: a sidecar beside a rewritten parquet once won wrongly
+            raise PlanError(
+                f"{p}: no manifest embedded (an old plan whose manifest is only in {side.name}); "
+                "prepare it again"
+            ) from None
         raise PlanError(f"{p}: no manifest embedded in the parquet metadata (not a harness plan)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise PlanError(f"{p}: embedded manifest is not valid JSON: {exc}") from None

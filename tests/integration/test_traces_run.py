@@ -16,6 +16,7 @@ from harness.cluster.docker import DockerCluster
 from harness.model.paths import REPO_ROOT
 from harness.platform import load_platform
 from harness.platform.writing import platform_to_toml
+from harness.workload.planfile import load_plan
 
 CURIE_NAME = "CEA-Curie-2011-2.1-cln.swf.gz"
 CURIE = next((p for p in (REPO_ROOT.parent / "shared" / "data" / CURIE_NAME,
@@ -48,7 +49,7 @@ def test_curie_window_replays_on_a_from_trace_platform(tmp_path: Path) -> None:
         run_dir = Path(ran.stdout.strip().splitlines()[-1])
         manifest = json.loads((run_dir / "manifest.json").read_text())
         assert manifest["complete"], manifest.get("incomplete_reason")
-        plan = json.loads((run_dir / "plan.manifest.json").read_text())
+        _, plan = load_plan(run_dir / "plan.parquet")
         assert plan["cleaning"]["node_size"]["procs_per_node"] == 16
         assert plan["platform"]["compute_count"] == 16
         results = pd.read_parquet(run_dir / "results.parquet")

@@ -230,3 +230,22 @@ def test_prepare_interrupted_at_random_moments_leaves_a_whole_plan(tmp_path):
         others = {p.name for p in tmp_path.iterdir()} - {"t.swf", "p.parquet"}
         assert all(n.startswith(".p.parquet.") and n.endswith(".tmp") for n in others)
     assert seen == {1, 2}  # both outcomes happened: the moments covered the write
+
+
+def test_platform_from_trace_refuses_to_overwrite_its_trace(tmp_path):
+    trace = tmp_path / "t.swf"
+    trace.write_text(SMALL.read_text())
+    result = cli("platform", "from-trace", str(trace), "-o", str(trace))
+    assert result.exit_code == 1 and "the output is also an input" in result.output
+    assert trace.read_text() == SMALL.read_text()
+    made = cli("platform", "from-trace", str(trace), "-o", str(tmp_path / "new" / "p.toml"))
+    assert made.exit_code == 0, made.output
+
+
+def test_private_files_are_0600_before_their_content(tmp_path):
+    path = atomic.write_private(tmp_path / "dbd" / "slurmdbd.conf", "StoragePass=x\n")
+    assert path.stat().st_mode & 0o777 == 0o600 and path.read_text() == "StoragePass=x\n"
+    umask = os.umask(0)
+    os.umask(umask)
+    # a plain output has the mode of a plain write (mkstemp's 0600 would hide plans from the containers)
+    assert atomic_write_text(tmp_path / "plain.txt", "x").stat().st_mode & 0o777 == 0o666 & ~umask

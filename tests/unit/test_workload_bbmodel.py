@@ -117,10 +117,9 @@ def test_constant_model_on_small(small_jobs):
     out, counts = apply_model(
         small_jobs, BBModel("constant", constant_mb=8000), bb_count=12, capacity_mb=40000, seed=0
     )
-    # jobs 1, 5, 6, 7, 8, 10: job 7 has walltime 120 and job 8 walltime 60 (its unknown
-    # walltime is 2 x its 30 s runtime), so 10 MB; job 10 has 96 nodes (5000 MB at most)
-    assert out["bb_per_node_mb"].tolist() == [8000, 8000, 8000, 10, 10, 5000]
-    assert out["bb_total_mb"].tolist() == [32000, 24000, 64000, 10, 20, 480000]
+    # jobs 1, 5, 6, 7, 10: job 7 has walltime 120 (10 MB); job 10 has 96 nodes (5000 MB at most)
+    assert out["bb_per_node_mb"].tolist() == [8000, 8000, 8000, 10, 5000]
+    assert out["bb_total_mb"].tolist() == [32000, 24000, 64000, 10, 480000]
     assert counts["reduced_to_fit"] == 1
     assert platform.bb_total_mb == 480000  # job 10 takes all of it
 
@@ -128,9 +127,9 @@ def test_constant_model_on_small(small_jobs):
 def test_column_model_converts_kib_and_fills_unknown(small_jobs):
     model = BBModel("column", column="mem_req_kb", min_mb=1, short_walltime_s=0)
     out, counts = apply_model(small_jobs, model, bb_count=12, capacity_mb=40000, seed=0)
-    # job 7 asks 2048 KiB = 2.097152 MB -> 2 MB; the five others are unknown -> min_mb
-    assert out["bb_per_node_mb"].tolist() == [1, 1, 1, 2, 1, 1]
-    assert counts["unknown_filled"] == 5
+    # job 7 asks 2048 KiB = 2.097152 MB -> 2 MB; the four others are unknown -> min_mb
+    assert out["bb_per_node_mb"].tolist() == [1, 1, 1, 2, 1]
+    assert counts["unknown_filled"] == 4
 
 
 def test_column_model_needs_an_existing_column(small_jobs):

@@ -92,6 +92,9 @@ def test_load_plan_errors(three, tmp_path):
     df.to_parquet(tmp_path / "p.parquet", index=False)
     with pytest.raises(wp.PlanError, match="no manifest embedded"):
         wp.load_plan(tmp_path / "p.parquet")
+    (tmp_path / "p.manifest.json").write_text("{}")
+    with pytest.raises(wp.PlanError, match=r"an old plan whose manifest is only in p.manifest.json"):
+        wp.load_plan(tmp_path / "p.parquet")
 
 
 def test_plan_without_required_column_is_refused(tmp_path):
