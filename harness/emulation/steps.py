@@ -18,7 +18,7 @@ from harness import __version__
 from harness.analysis.metrics import summary
 from harness.cluster.base import ClusterBackend, ClusterError
 from harness.emulation.collect import build_results, cross_check, decision_stats, finished, lag_stats
-from harness.emulation.collect_io import add_staging, staging_stats
+from harness.emulation.collect_io import add_staging, staging_stats, wait_for_stage_outs
 from harness.emulation.faultlog import fault_section
 from harness.emulation.fidelity import compare_with_simulation, simulator_twin
 from harness.emulation.launch import SUBMIT_USER, HeadRun
@@ -123,6 +123,9 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     """Copy what the head node wrote; build the per-job results and cross-check them with Slurm."""
     raw, shared = ctx.run_dir / rundir.RAW_DIR, f"{rundir.SHARED_RUNS}/{ctx.run_id}"
     raw.mkdir(exist_ok=True)
+    staged = ctx.sched.burst_buffer == "lua"
+    if staged:  # a job's own record comes before its stage-out ends, Slurm's after it
+        wait_for_stage_outs(ctx.backend, SUBMIT_USER)
     for name in rundir.RAW_FILES:
         ctx.backend.get(f"{shared}/{name}", raw / name)
     ctx.backend.collect_slurm_files(ctx.run_dir / rundir.SLURM_DIR)
@@ -130,7 +133,6 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     submissions = read_jsonl(raw / rundir.SUBMISSIONS)
     slurm_jobs, source = slurm_records(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, submissions)
     results = build_results(ctx.plan()[0], submissions, read_jsonl(raw / rundir.SIGSLEEP_LOG), t0, slurm_jobs)
-    staged = ctx.sched.burst_buffer == "lua"
     if staged:  # the staging records of every run on the cluster: keep this run's jobs
         ctx.backend.get(f"{ctx.sched.staging_dir.removeprefix('/shared/')}/{RECORDS}", raw / RECORDS)
         results = add_staging(results, read_jsonl(raw / RECORDS), t0)
