@@ -69,6 +69,11 @@ from harness.slurm.client import SlurmCommandError
     "--compare-sim", is_flag=True, help="Also simulate the plan with the same policy and report the gap."
 )
 @click.option(
+    "--resume", "resume_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+    help="Take up the run in RUN_DIR after its last completed step (e.g. the replay was killed): "
+    "its recorded options are used, jobs already submitted are not submitted again.",
+)  # fmt: skip
+@click.option(
     "--model", type=click.Choice(["alloc-only", "io-aware"]), default="alloc-only", show_default=True,
     help="io-aware: jobs stage their data in and out through Slurm's burst_buffer/lua (docs/io-live.md).",
 )  # fmt: skip
@@ -88,6 +93,7 @@ def run_command(
     quiet: bool,
     repeat: int,
     compare_sim: bool,
+    resume_dir: Path | None,
     model: str,
     **workload_opts: Any,
 ) -> None:
@@ -97,7 +103,7 @@ def run_command(
     """
     from harness.cluster.base import ClusterError
     from harness.emulation.repetitions import run_repetitions
-    from harness.emulation.run import Experiment, RunError
+    from harness.emulation.run import Experiment, RunError, resume_options
     from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
 
     prepare = trace_kwargs(workload_opts)
@@ -112,7 +118,10 @@ def run_command(
         runs_dir=runs_dir, quiet=quiet or bool(os.environ.get("CI")),
     )  # fmt: skip
     try:
-        run_dir = run_repetitions(opts, repeat) if repeat > 1 else Experiment(opts).execute()
+        if resume_dir is not None:
+            run_dir = Experiment(resume_options(resume_dir)).execute(resume=True)
+        else:
+            run_dir = run_repetitions(opts, repeat) if repeat > 1 else Experiment(opts).execute()
     except (RunError, ClusterError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(str(run_dir))
@@ -133,6 +142,9 @@ def run_command(
     default=None,
     help="Concurrent sbatch processes at most (1: strictly in plan order). [default: ReplayOptions']",
 )
+@click.option(
+    "--resume", is_flag=True, help="Continue the replay in RUN_DIR (same t0; nothing submitted twice)."
+)
 @user_errors(OSError)
 def replay_command(
     plan: Path,
@@ -144,9 +156,10 @@ def replay_command(
     partition: str,
     sigsleep: str,
     workers: int | None,
+    resume: bool,
 ) -> None:
     """Submit PLAN's jobs at their wall-clock instants (run this next to slurmctld)."""
-    from harness.emulation.replay import DEFAULT_WORKERS, ReplayOptions, replay_plan
+    from harness.emulation.replay import DEFAULT_WORKERS, ReplayError, ReplayOptions, replay_plan
     from harness.workload.plan import load_plan
 
     df, _ = load_plan(plan)
@@ -159,8 +172,12 @@ def replay_command(
         bb_license=bb_license,
         sigsleep=sigsleep,
         workers=workers or DEFAULT_WORKERS,
+        resume=resume,
     )
-    status = replay_plan(df, opts)
+    try:
+        status = replay_plan(df, opts)
+    except ReplayError as exc:
+        raise click.ClickException(str(exc)) from None
     click.echo(
         f"replay {run_id}: submitted {status.submitted}, rejected {status.failed}, "
         f"max lag {status.max_lag * 1000:.1f} ms{', STOPPED' if status.stopped else ''}"
