@@ -1,0 +1,153 @@
+"""Lackner, Fard and Wolf's experiment (Figures 3 and 5) on this project's policies.
+
+Feitelson 1996 workloads with Lackner's Table I (500 jobs, 128 nodes), every job with
+the Lackner I/O model's input, output and checkpoint volumes; one shared HPS pool of
+2,048 or 4,096 GB (benchmarks/platforms/lackner-*.toml). Schedulers: SJF backfilling
+with the tier chosen per job by SAS (Algorithm 2), always on HPS, always on LPS, or on
+HPS with probability p = 0, 0.05, ..., 1 (``harness.policies.sas.StorageAware``).
+
+The io-aware simulator does not yet honour a policy's tier (``TierStart``), so this
+script runs its own small event loop on ``SimMachine``: a job started on a tier holds
+its nodes (and on HPS its share of the pool) for that tier's duration computed from
+its *actual* runtime (``tiers.plans``), while the policy plans with the walltime.
+With accurate estimates (Figure 3) both coincide; Figure 5 multiplies the walltime.
+
+A job whose HPS share can never fit the pool (a whole-machine job with its checkpoint)
+is declared without HPS storage: every scheduler runs it on LPS (counted below).
+
+    python benchmarks/lackner.py --seeds 1,2,3 --out lackner.jsonl --plot docs/figures/lackner-fig3.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.platform import load_platform
+from harness.policies import tiers
+from harness.policies.sas import StorageAware
+from harness.policies.state import JobQueue, RunningJob, Topology
+from harness.policies.tiers import JobIo, TierChooser, TierRates
+from harness.sim.machine import SimMachine
+from harness.workload.feitelson96 import Feitelson96
+from harness.workload.io.lackner import LacknerIO
+from harness.workload.synthetic import feitelson96_plan
+
+HERE = Path(__file__).resolve().parent
+RATES = TierRates.lackner(LacknerIO().r_lps_mbps)
+# Lackner Figure 3 as read from the paper (text, Section V-A): SAS lies below every
+# random assignment p in both makespan and mean turnaround, for both capacities; the
+# best random p is an interior value, always-HPS (p = 1) is worse at 2,048 GB.
+PAPER = "Fig. 3: SAS below all p in makespan and mean turnaround, at 2048 and 4096 GB"
+
+
+def workload(seed: int, walltime_factor: float, topology: Topology) -> tuple[pd.DataFrame, dict[int, JobIo], int]:
+    plan, _ = feitelson96_plan(Feitelson96(), seed, walltime_factor=walltime_factor)
+    plan = LacknerIO().apply(plan, seed)
+    io, dropped = {}, 0
+    for r in plan.itertuples():
+        storage = int(np.ceil(r.storage_mb))
+        if storage and not topology.can_ever_run(int(r.nodes), -(-storage // int(r.nodes))):
+            storage, dropped = 0, dropped + 1
+        io[int(r.job_id)] = JobIo(r.input_mb, r.output_mb, r.data_mb, storage)
+    return plan, io, dropped
+
+
+def run(plan: pd.DataFrame, io: dict[int, JobIo], policy: StorageAware, topology: Topology) -> dict[str, Any]:
+    """Event loop: submissions and ends trigger a decision; starts hold their tier's resources."""
+    df = plan.sort_values(["submit", "job_id"], kind="stable").reset_index(drop=True)
+    jid, submit = df["job_id"].to_numpy(np.int64), df["submit"].to_numpy(np.float64)
+    wall, nodes, runtime = df["walltime"].to_numpy(np.float64), df["nodes"].to_numpy(np.int64), df["runtime"].to_numpy()
+    row_of = {int(j): i for i, j in enumerate(jid)}
+    machine, heap, queued, nxt = SimMachine(topology), [], [], 0
+    start, end, tier = np.full(len(df), np.nan), np.full(len(df), np.nan), [""] * len(df)
+    latency: list[float] = []
+    while nxt < len(df) or heap or queued:
+        now = min(submit[nxt] if nxt < len(df) else np.inf, heap[0][0] if heap else np.inf)
+        if now == np.inf:
+            raise RuntimeError(f"{policy.name}: {len(queued)} jobs never start")
+        while heap and heap[0][0] <= now:
+            machine.finish(heapq.heappop(heap)[1])
+        while nxt < len(df) and submit[nxt] <= now:
+            queued.append(nxt)
+            nxt += 1
+        rows = np.array(queued, dtype=np.int64)
+        queue = JobQueue(jid[rows], submit[rows], wall[rows], nodes[rows], np.zeros(len(rows), np.int64))
+        t0 = time.perf_counter()
+        decision = policy.decide(machine.state(None), queue, now)
+        latency.append(time.perf_counter() - t0)
+        for s in decision.starts:
+            row = row_of[s.job_id]
+            t = getattr(s, "tier", tiers.LPS)
+            planned = tiers.plans(float(wall[row]), int(nodes[row]), io[s.job_id], RATES)[t]
+            actual = tiers.plans(float(runtime[row]), int(nodes[row]), io[s.job_id], RATES)[t]
+            machine.start(RunningJob(s.job_id, now, now + planned.duration, planned.share_mb, s.allocation))
+            start[row], end[row], tier[row] = now, now + actual.duration, t
+            heapq.heappush(heap, (float(end[row]), s.job_id))
+            queued.remove(row)
+    lat = np.array(latency)
+    return {
+        "makespan_s": float(end.max() - submit.min()),
+        "mean_turnaround_s": float((end - submit).mean()),
+        "mean_wait_s": float((start - submit).mean()),
+        "hps_share": float(np.mean([t == tiers.HPS for t in tier])),
+        "decision_p50_s": float(np.quantile(lat, 0.5)),
+        "decision_p99_s": float(np.quantile(lat, 0.99)),
+    }
+
+
+def choosers(ps: list[float], seed: int) -> list[tuple[str, TierChooser]]:
+    out = [("sas", TierChooser("sas")), ("hps", TierChooser("hps")), ("lps", TierChooser("lps"))]
+    return out + [(f"random-{p:.2f}", TierChooser("random", p, seed)) for p in ps]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seeds", default="1,2,3", help="workload seeds (the paper: 10 workloads)")
+    ap.add_argument("--capacities", default="2048,4096", help="HPS pool, GB (platform lackner-<GB>.toml)")
+    ap.add_argument("--p-step", type=float, default=0.05)
+    ap.add_argument("--walltime-factor", type=float, default=1.0, help="walltime = runtime x factor (Fig. 5)")
+    ap.add_argument("--only", default=None, help="comma-separated schedulers, e.g. sas,hps,lps")
+    ap.add_argument("--out", default=None, help="append one JSON line per run")
+    args = ap.parse_args()
+    ps = [round(x, 4) for x in np.arange(0, 1 + 1e-9, args.p_step)]
+    only = set(args.only.split(",")) if args.only else None
+    rows = []
+    for cap in (int(c) for c in args.capacities.split(",")):
+        topology = Topology.from_platform(load_platform(HERE / "platforms" / f"lackner-{cap}.toml"))
+        for seed in (int(s) for s in args.seeds.split(",")):
+            plan, io, dropped = workload(seed, args.walltime_factor, topology)
+            for name, chooser in choosers(ps, seed):
+                if only and name not in only and name.split("-")[0] not in only:
+                    continue
+                res = run(plan, io, StorageAware(name, chooser, RATES, io), topology)
+                row = {"capacity_gb": cap, "seed": seed, "walltime_factor": args.walltime_factor,
+                       "scheduler": name, "lps_only_jobs": dropped, **res}  # fmt: skip
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+                if args.out:
+                    with open(args.out, "a") as fh:
+                        fh.write(json.dumps(row) + "\n")
+    print_table(pd.DataFrame(rows))
+    return 0
+
+
+def print_table(df: pd.DataFrame) -> None:
+    mean = df.groupby(["capacity_gb", "scheduler"]).mean(numeric_only=True).reset_index()
+    for cap, g in mean.groupby("capacity_gb"):
+        print(f"\nHPS {cap} GB: scheduler  makespan (h)  mean turnaround (h)  HPS share")
+        for r in g.sort_values("makespan_s").itertuples():
+            print(f"  {r.scheduler:<12} {r.makespan_s / 3600:10.1f} {r.mean_turnaround_s / 3600:12.1f} {r.hps_share:8.2f}")
+    print(f"\npaper: {PAPER}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
