@@ -46,30 +46,52 @@ RATES = TierRates.lackner(LacknerIO().r_lps_mbps)
 # Lackner Figure 3 as read from the paper (text, Section V-A): SAS lies below every
 # random assignment p in both makespan and mean turnaround, for both capacities; the
 # best random p is an interior value, always-HPS (p = 1) is worse at 2,048 GB.
-PAPER = "Fig. 3: SAS below all p in makespan and mean turnaround, at 2048 and 4096 GB"
+PAPER = (
+    "Fig. 3 (Section V-A, no numbers in the text): SAS below every p in makespan and mean turnaround "
+    "at 2048 and 4096 GB; random makespan least near p = 0.6-0.8, turnaround near p = 0.4; 4096 GB "
+    "shorter than 2048 GB; SAS uses ~80 % of the nodes and ~70 % of the HPS. Fig. 5 (4096 GB): "
+    "SAS stays below the whole random range for declared I/O ~ N(bytes, (theta bytes)^2), theta <= 1"
+)
 
 
-def workload(seed: int, walltime_factor: float, topology: Topology) -> tuple[pd.DataFrame, dict[int, JobIo], int]:
+def workload(
+    seed: int, walltime_factor: float, theta: float, topology: Topology
+) -> tuple[pd.DataFrame, dict[int, JobIo], dict[int, JobIo], int]:
+    """The plan, the jobs' actual I/O, the I/O their users declare (Fig. 5: each volume
+    drawn from N(v, (theta v)^2), clipped at 0), and how many jobs can never use the HPS."""
     plan, _ = feitelson96_plan(Feitelson96(), seed, walltime_factor=walltime_factor)
     plan = LacknerIO().apply(plan, seed)
-    io, dropped = {}, 0
+    rng = np.random.default_rng([seed, 1996])
+    actual, declared, dropped = {}, {}, 0
     for r in plan.itertuples():
-        storage = int(np.ceil(r.storage_mb))
-        if storage and not topology.can_ever_run(int(r.nodes), -(-storage // int(r.nodes))):
-            storage, dropped = 0, dropped + 1
-        io[int(r.job_id)] = JobIo(r.input_mb, r.output_mb, r.data_mb, storage)
-    return plan, io, dropped
+        vol = np.array([r.input_mb, r.output_mb, r.data_mb, r.storage_mb], dtype=np.float64)
+        noisy = np.maximum(vol + theta * vol * rng.standard_normal(4), 0.0)
+        pair = []
+        for v in (vol, noisy):
+            storage = int(np.ceil(v[3]))
+            if storage and not topology.can_ever_run(int(r.nodes), -(-storage // int(r.nodes))):
+                storage = 0
+            pair.append(JobIo(float(v[0]), float(v[1]), float(v[2]), storage))
+        dropped += pair[0].storage_mb == 0 and vol[3] > 0
+        actual[int(r.job_id)], declared[int(r.job_id)] = pair
+    return plan, actual, declared, int(dropped)
 
 
 def run(plan: pd.DataFrame, io: dict[int, JobIo], policy: StorageAware, topology: Topology) -> dict[str, Any]:
-    """Event loop: submissions and ends trigger a decision; starts hold their tier's resources."""
+    """Event loop: submissions and ends trigger a decision; starts hold their tier's resources
+    (the declared HPS capacity) for the tier's duration from the actual runtime and I/O."""
     df = plan.sort_values(["submit", "job_id"], kind="stable").reset_index(drop=True)
     jid, submit = df["job_id"].to_numpy(np.int64), df["submit"].to_numpy(np.float64)
-    wall, nodes, runtime = df["walltime"].to_numpy(np.float64), df["nodes"].to_numpy(np.int64), df["runtime"].to_numpy()
+    wall, nodes, runtime = (
+        df["walltime"].to_numpy(np.float64),
+        df["nodes"].to_numpy(np.int64),
+        df["runtime"].to_numpy(),
+    )
     row_of = {int(j): i for i, j in enumerate(jid)}
     machine, heap, queued, nxt = SimMachine(topology), [], [], 0
     start, end, tier = np.full(len(df), np.nan), np.full(len(df), np.nan), [""] * len(df)
     latency: list[float] = []
+    hps_mb = np.zeros(len(df))
     while nxt < len(df) or heap or queued:
         now = min(submit[nxt] if nxt < len(df) else np.inf, heap[0][0] if heap else np.inf)
         if now == np.inf:
@@ -87,15 +109,18 @@ def run(plan: pd.DataFrame, io: dict[int, JobIo], policy: StorageAware, topology
         for s in decision.starts:
             row = row_of[s.job_id]
             t = getattr(s, "tier", tiers.LPS)
-            planned = tiers.plans(float(wall[row]), int(nodes[row]), io[s.job_id], RATES)[t]
+            planned = tiers.plans(float(wall[row]), int(nodes[row]), policy.io[s.job_id], RATES)[t]
             actual = tiers.plans(float(runtime[row]), int(nodes[row]), io[s.job_id], RATES)[t]
             machine.start(RunningJob(s.job_id, now, now + planned.duration, planned.share_mb, s.allocation))
             start[row], end[row], tier[row] = now, now + actual.duration, t
+            hps_mb[row] = planned.share_mb * nodes[row] * actual.duration
             heapq.heappush(heap, (float(end[row]), s.job_id))
             queued.remove(row)
-    lat = np.array(latency)
+    lat, span = np.array(latency), float(end.max() - submit.min())
     return {
-        "makespan_s": float(end.max() - submit.min()),
+        "makespan_s": span,
+        "util_nodes": float((nodes * (end - start)).sum() / (span * topology.compute_count)),
+        "util_hps": float(hps_mb.sum() / (span * topology.bb_capacity_mb * topology.bb_count)),
         "mean_turnaround_s": float((end - submit).mean()),
         "mean_wait_s": float((start - submit).mean()),
         "hps_share": float(np.mean([t == tiers.HPS for t in tier])),
@@ -115,22 +140,24 @@ def main() -> int:
     ap.add_argument("--capacities", default="2048,4096", help="HPS pool, GB (platform lackner-<GB>.toml)")
     ap.add_argument("--p-step", type=float, default=0.05)
     ap.add_argument("--walltime-factor", type=float, default=1.0, help="walltime = runtime x factor (Fig. 5)")
+    ap.add_argument("--theta", type=float, default=0.0, help="declared I/O ~ N(v, (theta v)^2) (Fig. 5)")
     ap.add_argument("--only", default=None, help="comma-separated schedulers, e.g. sas,hps,lps")
     ap.add_argument("--out", default=None, help="append one JSON line per run")
     args = ap.parse_args()
-    ps = [round(x, 4) for x in np.arange(0, 1 + 1e-9, args.p_step)]
+    # p = 0 and p = 1 are always-LPS and always-HPS, run once as "lps" and "hps".
+    ps = [round(x, 4) for x in np.arange(args.p_step, 1 - 1e-9, args.p_step)]
     only = set(args.only.split(",")) if args.only else None
     rows = []
     for cap in (int(c) for c in args.capacities.split(",")):
         topology = Topology.from_platform(load_platform(HERE / "platforms" / f"lackner-{cap}.toml"))
         for seed in (int(s) for s in args.seeds.split(",")):
-            plan, io, dropped = workload(seed, args.walltime_factor, topology)
+            plan, actual, declared, dropped = workload(seed, args.walltime_factor, args.theta, topology)
             for name, chooser in choosers(ps, seed):
                 if only and name not in only and name.split("-")[0] not in only:
                     continue
-                res = run(plan, io, StorageAware(name, chooser, RATES, io), topology)
-                row = {"capacity_gb": cap, "seed": seed, "walltime_factor": args.walltime_factor,
-                       "scheduler": name, "lps_only_jobs": dropped, **res}  # fmt: skip
+                res = run(plan, actual, StorageAware(name, chooser, RATES, declared), topology)
+                row = {"capacity_gb": cap, "seed": seed, "theta": args.theta, "scheduler": name,
+                       "walltime_factor": args.walltime_factor, "lps_only_jobs": dropped, **res}  # fmt: skip
                 rows.append(row)
                 print(json.dumps(row), flush=True)
                 if args.out:
@@ -143,9 +170,10 @@ def main() -> int:
 def print_table(df: pd.DataFrame) -> None:
     mean = df.groupby(["capacity_gb", "scheduler"]).mean(numeric_only=True).reset_index()
     for cap, g in mean.groupby("capacity_gb"):
-        print(f"\nHPS {cap} GB: scheduler  makespan (h)  mean turnaround (h)  HPS share")
+        print(f"\nHPS {cap} GB: scheduler  makespan (h)  mean turnaround (h)  HPS share  util nodes / HPS")
         for r in g.sort_values("makespan_s").itertuples():
-            print(f"  {r.scheduler:<12} {r.makespan_s / 3600:10.1f} {r.mean_turnaround_s / 3600:12.1f} {r.hps_share:8.2f}")
+            print(f"  {r.scheduler:<12} {r.makespan_s / 3600:10.1f} {r.mean_turnaround_s / 3600:12.1f} "
+                  f"{r.hps_share:8.2f}  {r.util_nodes:.2f} / {r.util_hps:.2f}")  # fmt: skip
     print(f"\npaper: {PAPER}")
 
 
