@@ -143,7 +143,15 @@ def main() -> int:
     ap.add_argument("--theta", type=float, default=0.0, help="declared I/O ~ N(v, (theta v)^2) (Fig. 5)")
     ap.add_argument("--only", default=None, help="comma-separated schedulers, e.g. sas,hps,lps")
     ap.add_argument("--out", default=None, help="append one JSON line per run")
+    ap.add_argument("--plot", default=None, help="write Figure 3 (makespan, turnaround vs p) as a PNG")
+    ap.add_argument("--replot", default=None, help="table and plot from a JSON-lines file; no runs")
     args = ap.parse_args()
+    if args.replot:
+        done = pd.read_json(args.replot, lines=True)
+        print_table(done)
+        if args.plot:
+            plot(done, args.plot)
+        return 0
     # p = 0 and p = 1 are always-LPS and always-HPS, run once as "lps" and "hps".
     ps = [round(x, 4) for x in np.arange(args.p_step, 1 - 1e-9, args.p_step)]
     only = set(args.only.split(",")) if args.only else None
@@ -164,7 +172,45 @@ def main() -> int:
                     with open(args.out, "a") as fh:
                         fh.write(json.dumps(row) + "\n")
     print_table(pd.DataFrame(rows))
+    if args.plot:
+        plot(pd.DataFrame(rows), args.plot)
     return 0
+
+
+def p_of(name: str) -> float:
+    """The HPS probability a scheduler name stands for (lps 0, hps 1, random-p p; sas: nan)."""
+    return {"lps": 0.0, "hps": 1.0}.get(name, float(name[7:]) if name.startswith("random-") else np.nan)
+
+
+def plot(df: pd.DataFrame, path: str) -> None:
+    """Lackner's Figure 3 layout: random assignment against p, SAS as a horizontal line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    mean = df.groupby(["capacity_gb", "scheduler"]).mean(numeric_only=True).reset_index()
+    mean["p"] = mean["scheduler"].map(p_of)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, col, label in zip(
+        axes, ("makespan_s", "mean_turnaround_s"), ("makespan", "mean turnaround"), strict=True
+    ):
+        for (cap, g), colour in zip(mean.groupby("capacity_gb"), ("tab:blue", "tab:orange"), strict=False):
+            rnd = g.dropna(subset=["p"]).sort_values("p")
+            ax.plot(rnd["p"], rnd[col] / 3600, "o-", color=colour, ms=3, label=f"random, HPS {cap} GB")
+            sas = float(g.loc[g.scheduler == "sas", col].iloc[0]) / 3600
+            ax.axhline(sas, color=colour, ls="--", label=f"SAS, HPS {cap} GB")
+        ax.set_xlabel("p (probability of HPS)")
+        ax.set_ylabel(f"{label} (h)")
+        ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    n = df["seed"].nunique()
+    fig.suptitle(f"Lackner Fig. 3 on this project: Feitelson-96, 500 jobs, 128 nodes, mean of {n} workloads")
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
 
 
 def print_table(df: pd.DataFrame) -> None:
