@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "policies": ("harness.cli.policies", "policies_command"),
     "replay": ("harness.cli.run", "replay_command"),
     "run": ("harness.cli.run", "run_command"),
+    "runs": ("harness.cli.runs", "runs_group"),
     "simulate": ("harness.cli.simulate", "simulate_command"),
     "workload": ("harness.cli.workload", "workload"),
 }

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import click
 
+from harness.cli.longrun import gate, long_run_options, with_long_run_options
 from harness.cli.options import (
     first_n_option,
     period_option,
@@ -59,6 +62,7 @@ from harness.cli.options import (
 @click.option(
     "--compare-sim", is_flag=True, help="Also simulate the plan with the same policy and report the gap."
 )
+@long_run_options
 def run_command(
     trace: Path | None,
     shrink: float,
@@ -78,12 +82,14 @@ def run_command(
     quiet: bool,
     repeat: int,
     compare_sim: bool,
+    **long: Any,
 ) -> None:
     """Replay TRACE (default: the bundled KTH slice) on the emulated Slurm; write a run directory.
 
     The run directory's path is the last line printed.
     """
     from harness.cluster.base import ClusterError
+    from harness.emulation.estimate import policies_of
     from harness.emulation.repetitions import run_repetitions
     from harness.emulation.run import Experiment, RunError
     from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
@@ -96,11 +102,24 @@ def run_command(
                           compare_sim=compare_sim),
         runs_dir=runs_dir, quiet=quiet or bool(os.environ.get("CI")),
     )  # fmt: skip
+    opts = with_long_run_options(opts, long)
     try:
-        run_dir = run_repetitions(opts, repeat) if repeat > 1 else Experiment(opts).execute()
+        if not gate(opts, repeat, long):
+            return
+        if long["detach"]:
+            from harness.emulation.detach import start_detached
+
+            if len(policies_of(policy)) > 1:
+                raise click.UsageError("--detach runs one policy: start one detached run per policy")
+            click.echo(f"detached; follow with `harness runs watch {(path := start_detached(opts, repeat))}`",
+                       err=True)  # fmt: skip
+            click.echo(str(path))
+            return
+        for one in policies_of(policy):  # several policies: one run after the other
+            opts = replace(opts, replay=replace(opts.replay, policy=one))
+            click.echo(str(run_repetitions(opts, repeat) if repeat > 1 else Experiment(opts).execute()))
     except (RunError, ClusterError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(str(run_dir))
 
 
 @click.command("replay")

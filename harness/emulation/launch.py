@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.cluster.base import ClusterBackend
+from harness.emulation.observe import RunObserver
 from harness.emulation.specs import ReplaySpec
 from harness.emulation.watch import Watcher
 from harness.model import rundir
@@ -36,6 +37,7 @@ class HeadRun:
         self.say = say
         self.quiet = quiet
         self.shared = f"{rundir.SHARED_RUNS}/{run_id}"
+        self.observer: RunObserver | None = None  # writes progress and interim results as the run goes
 
     @property
     def timeout(self) -> float | None:

@@ -21,6 +21,7 @@ class WorkloadSpec:
     shuffle_seed: int | None = None  # None: the BB seed (repetitions give each its own)
     first_n: int | None = None
     period: tuple[int, int] | None = None  # (i, k), i counted from 0: the i-th of k periods
+    window: tuple[float, float | None] | None = None  # original seconds after the first submission
 
     @property
     def source(self) -> Path:
@@ -42,6 +43,7 @@ class ReplaySpec:
     timeout: float | None = None  # seconds of wall time after the last submission
     keep_jobs: bool = False  # on interruption, leave the submitted jobs in Slurm
     compare_sim: bool = False  # also simulate the plan with the same policy; report the difference
+    interim_every: float = 900.0  # seconds of wall time between interim results (0: none)
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ class RunOptions:
     replay: ReplaySpec = field(default_factory=ReplaySpec)
     runs_dir: Path = Path("runs")
     run_dir: Path | None = None  # exact run directory (repetitions); default runs_dir/<run id>
+    run_id: str = ""  # with run_dir: the run's id (default: <parent's parent>-<name>, a repetition's)
     label: str = ""
     quiet: bool = False
 

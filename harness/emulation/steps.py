@@ -20,7 +20,8 @@ from harness.cluster.base import ClusterBackend, ClusterError
 from harness.emulation.collect import build_results, cross_check, decision_stats, finished, lag_stats
 from harness.emulation.fidelity import compare_with_simulation, simulator_twin
 from harness.emulation.launch import SUBMIT_USER, HeadRun
-from harness.emulation.specs import RunOptions
+from harness.emulation.observe import RunObserver
+from harness.emulation.specs import RunOptions, WorkloadSpec
 from harness.model import rundir
 from harness.model.jsonio import read_json, read_jsonl, write_json
 from harness.model.timescale import shrink_table, time_scale_of
@@ -71,20 +72,24 @@ class RunContext:
 def make_plan(ctx: RunContext) -> dict[str, Any]:
     """The plan to replay: a trace prepared now, or a stored unshrunk plan shrunk now."""
     spec = ctx.opts.workload
+    plan, manifest = plan_for(spec)
+    save_plan(plan, manifest, ctx.run_dir / rundir.PLAN)
+    ctx.say(f"run {ctx.run_id}: {len(plan)} jobs, shrink {spec.shrink:g}, policy {ctx.opts.replay.policy}")
+    return {"jobs": len(plan)}
+
+
+def plan_for(spec: WorkloadSpec) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The shrunk plan of ``spec`` and its manifest (also what ``harness run`` estimates from)."""
     source = spec.source
     if is_plan_file(source):
         plan, manifest = load_plan(source)
         if float(manifest.get("shrink", 0.0)) != 0.0:
             raise PlanError(f"{source}: give an unshrunk plan; --shrink applies the shrink")
-        plan, manifest = shrink_table(plan, spec.shrink), {**manifest, "shrink": spec.shrink}
-    else:
-        plan, manifest = prepare(
-            source, shrink=spec.shrink, seed=spec.seed, shuffle=spec.shuffle, shuffle_seed=spec.shuffle_seed,
-            first_n=spec.first_n, period=spec.period,
-        )  # fmt: skip
-    save_plan(plan, manifest, ctx.run_dir / rundir.PLAN)
-    ctx.say(f"run {ctx.run_id}: {len(plan)} jobs, shrink {spec.shrink:g}, policy {ctx.opts.replay.policy}")
-    return {"jobs": len(plan)}
+        return shrink_table(plan, spec.shrink), {**manifest, "shrink": spec.shrink}
+    return prepare(
+        source, shrink=spec.shrink, seed=spec.seed, shuffle=spec.shuffle, shuffle_seed=spec.shuffle_seed,
+        first_n=spec.first_n, period=spec.period, window=spec.window,
+    )  # fmt: skip
 
 
 def bring_up_cluster(ctx: RunContext) -> dict[str, Any]:
@@ -96,7 +101,10 @@ def replay(ctx: RunContext) -> dict[str, Any]:
     head = HeadRun(ctx.backend, ctx.run_id, ctx.opts.replay, ctx.opts.workload.seed, ctx.uses_agent, ctx.say,
                    quiet=ctx.opts.quiet)  # fmt: skip
     ctx.backend.put(ctx.run_dir / rundir.PLAN, f"{head.shared}/{rundir.PLAN}")
-    complete, reason = head.run(ctx.plan()[0])
+    plan = ctx.plan()[0]
+    head.observer = RunObserver(ctx.run_dir, plan, ctx.backend.platform, ctx.opts.workload.shrink,
+                                ctx.opts.replay.interim_every)  # fmt: skip
+    complete, reason = head.run(plan)
     return {"complete": complete, "reason": reason}
 
 
