@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import os
 import signal
+import socket
 import subprocess
 import sys
 from dataclasses import replace
@@ -33,11 +34,13 @@ def start_detached(opts: RunOptions, repeat: int = 1) -> Path:
     run_dir.mkdir(parents=True, exist_ok=False)
     write_json(run_dir / rundir.REQUEST, {"options": opts.as_dict(), "repeat": repeat})
     with open(run_dir / DETACH_LOG, "ab") as log:
-        subprocess.Popen(
+        proc = subprocess.Popen(
             [sys.executable, "-m", "harness.emulation.detach", str(run_dir.resolve())],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
             env={**os.environ, "PYTHONPATH": _package_root() + os.pathsep + os.environ.get("PYTHONPATH", "")},
         )  # fmt: skip
+    argv = [sys.executable, "-m", "harness.emulation.detach", str(run_dir)]
+    write_json(run_dir / rundir.PROCESS, {"pid": proc.pid, "host": socket.gethostname(), "argv": argv})
     return run_dir
 
 
