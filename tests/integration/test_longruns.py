@@ -5,7 +5,7 @@ the final ones for the jobs they cover; ``runs stop`` leaves an incomplete run d
 no job of the run in Slurm.
 
 A cluster of its own (``bblong``, controller port 6995, slurmd ports from 24501) and a
-hand-made trace of 20 short jobs (about a minute at shrink 0.5).
+hand-made trace of 20 short jobs (about half a minute at shrink 0.75).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from harness.platform import bundled_platform_file, load_platform
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "bblong"
 JOBS = 20
-SHRINK = 0.5
+SHRINK = 0.75
 
 
 def _platform(tmp: Path) -> Path:
@@ -76,8 +76,10 @@ def harness(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
 
 def start(env: dict, runs: Path) -> Path:
     began = time.monotonic()
-    res = harness("run", str(env["trace"]), "--shrink", str(SHRINK), "--name", NAME, "--platform",
-                  str(env["platform"]), "--runs-dir", str(runs), "--detach", "--interim-every", "3s")  # fmt: skip
+    where = ["--name", NAME, "--platform", str(env["platform"]), "--runs-dir", str(runs)]
+    res = harness(
+        "run", str(env["trace"]), "--shrink", str(SHRINK), *where, "--detach", "--interim-every", "3s"
+    )
     assert res.returncode == 0, res.stderr
     assert time.monotonic() - began < 30  # it returned; the run goes on
     return Path(res.stdout.strip().splitlines()[-1])
@@ -105,9 +107,9 @@ def test_detached_run_completes_watched_with_interim_results(long_env: dict) -> 
     assert listing(runs)[run_dir.name]["state"] == "running", (run_dir / "run.log").read_text()
     progress = run_dir / "progress.json"
     wait_for(lambda: progress.exists() and json.loads(progress.read_text())["finished"] < JOBS, 60)
-    watch = subprocess.Popen([sys.executable, "-m", "harness", "runs", "watch", str(run_dir), "--interval", "1"],
-                             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)  # fmt: skip
+    command = [sys.executable, "-m", "harness", "runs", "watch", str(run_dir), "--interval", "1"]
+    watch = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     snapshot = long_env["tmp"] / "interim-copy"
 
     def interim_while_running() -> bool:
