@@ -1,20 +1,25 @@
-"""Cluster start-up, memory and idle CPU of the local Docker cluster.
+"""Cluster start-up, memory and idle CPU of the local Docker cluster, at any platform size.
 
-Prints: seconds from `up` (image present) to all nodes idle (target <= 30 s), total RSS and
-PSS of all slurmd processes (target RSS <= 1 GB), and the cluster's idle CPU over a window.
+Prints: seconds from `up` (image present) to all nodes idle, the slurmd count, total RSS and
+PSS of all slurmd processes, slurmctld's RSS, the threads of the cluster and its idle CPU over
+a window. Goals (issue 14): 1,128+ nodes idle in <= 60 s and <= 3 GB of PSS.
 
-    python benchmarks/cluster_up.py [--repeat 3] [--idle-window 10]
+    python benchmarks/cluster_up.py [--platform FILE] [--name bbscale] [--repeat 3] [--idle-window 10]
+
+The platform's ports must be free; the cluster (default name 'bbbench') is removed at the end.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import time
 from pathlib import Path
 
 from harness.cluster.docker import DockerCluster
+from harness.platform import load_platform
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -41,29 +46,41 @@ def cpu_ticks(pid: int) -> int:
     return int(stat[11]) + int(stat[12])  # utime + stime
 
 
+def threads(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    return 0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--platform", default=None, help="platform file (default: the built-in 96 + 12)")
+    parser.add_argument("--name", default="bbbench", help="cluster name")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--idle-window", type=float, default=10.0)
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures to this file")
     args = parser.parse_args()
 
-    cluster = DockerCluster(name="bbbench")
+    cluster = DockerCluster(name=args.name, platform=load_platform(args.platform))
     cluster.down()
     cluster.ensure_image(print)
     times = []
-    for _ in range(args.repeat):
-        result = cluster.up()
-        times.append(result.seconds_to_idle)
-        print(f"up -> {cluster.platform.node_count} nodes idle: {result.seconds_to_idle:.2f} s")
-        if len(times) < args.repeat:
-            cluster.down()
     try:
-        report(cluster, times, args.idle_window)
+        for _ in range(args.repeat):
+            result = cluster.up()
+            times.append(result.seconds_to_idle)
+            print(f"up -> {cluster.platform.node_count} nodes idle: {result.seconds_to_idle:.2f} s")
+            if len(times) < args.repeat:
+                cluster.down()
+        figures = report(cluster, times, args.idle_window)
     finally:
         cluster.down()
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
 
 
-def report(cluster: DockerCluster, times: list[float], window: float) -> None:
+def report(cluster: DockerCluster, times: list[float], window: float) -> dict[str, float]:
     pids = cluster_pids(cluster)
     slurmd = [p for p, comm in pids.items() if comm == "slurmd"]
     mem = [memory_kb(p) for p in slurmd]
@@ -71,14 +88,24 @@ def report(cluster: DockerCluster, times: list[float], window: float) -> None:
     before = {p: cpu_ticks(p) for p in pids}
     time.sleep(window)
     used = sum(cpu_ticks(p) - t for p, t in before.items() if Path(f"/proc/{p}").exists())
-    median = statistics.median(times)
-    print(f"start-up to idle: median {median:.2f} s, max {max(times):.2f} s (target <= 30 s)")
-    print(f"slurmd processes: {len(slurmd)}")
-    print(f"slurmd total RSS: {sum(r for r, _ in mem) / 1024:.0f} MB (target <= 1024 MB)")
-    print(f"slurmd total PSS: {sum(p for _, p in mem) / 1024:.0f} MB (real footprint, shared pages split)")
-    print(f"slurmctld RSS: {sum(r for r, _ in ctld) / 1024:.1f} MB")
-    cpu = 100 * used / CLK_TCK / window
-    print(f"idle CPU of the whole cluster: {cpu:.2f} % of one core over {window:.0f} s")
+    figures = {
+        "nodes": cluster.platform.node_count,
+        "up_median_s": statistics.median(times),
+        "up_max_s": max(times),
+        "slurmd": len(slurmd),
+        "slurmd_rss_mb": sum(r for r, _ in mem) / 1024,
+        "slurmd_pss_mb": sum(p for _, p in mem) / 1024,
+        "slurmctld_rss_mb": sum(r for r, _ in ctld) / 1024,
+        "threads": sum(threads(p) for p in pids if Path(f"/proc/{p}").exists()),
+        "idle_cpu_pct": 100 * used / CLK_TCK / window,
+    }
+    print(f"start-up to idle: median {figures['up_median_s']:.2f} s, max {figures['up_max_s']:.2f} s")
+    print(f"slurmd processes: {len(slurmd)}; threads of the whole cluster: {figures['threads']}")
+    print(f"slurmd total RSS: {figures['slurmd_rss_mb']:.0f} MB")
+    print(f"slurmd total PSS: {figures['slurmd_pss_mb']:.0f} MB (real footprint, shared pages split)")
+    print(f"slurmctld RSS: {figures['slurmctld_rss_mb']:.1f} MB")
+    print(f"idle CPU of the whole cluster: {figures['idle_cpu_pct']:.2f} % of one core over {window:.0f} s")
+    return figures
 
 
 if __name__ == "__main__":

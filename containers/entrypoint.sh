@@ -1,7 +1,9 @@
 #!/bin/bash
 # Entrypoint of the cluster image.
 #   controller           -> munged + slurmctld
-#   nodes NAME[,NAME...] -> munged + one slurmd per emulated node, supervised
+#   nodes NAME[,NAME...] -> munged + one slurmd per emulated node, one supervisor
+#   dbd ACCOUNT USER     -> munged + MariaDB (unix socket only) + slurmdbd; registers the
+#                           cluster, ACCOUNT and USER's association (accounting enabled)
 # Expects /etc/slurm (rendered configs), /cluster/munge/munge.key, /var/log/slurm,
 # /var/spool/slurm and /shared mounted by the harness (or compose).
 set -euo pipefail
@@ -26,18 +28,6 @@ run_controller() {
   exec /usr/sbin/slurmctld -D -i
 }
 
-# Restart a node's slurmd if it dies, so one crash does not silently shrink the cluster.
-supervise_node() {
-  local node="$1"
-  mkdir -p "/var/spool/slurm/d/$node"
-  while true; do
-    /usr/sbin/slurmd -D -N "$node" || true
-    [[ -f /run/slurm/stopping ]] && return
-    log "slurmd $node exited; restarting in 1 s"
-    sleep 1
-  done
-}
-
 run_nodes() {
   local nodes="$1"
   # One malloc arena per slurmd: ~100 daemons on one host otherwise each reserve several.
@@ -47,19 +37,61 @@ run_nodes() {
   # mapped: 1.9 MB of RSS per slurmd. Emulated nodes declare their CPUs
   # (config_overrides) and have no GPUs or PCI devices to discover, so load none of them.
   export HWLOC_PLUGINS_BLACKLIST=hwloc_levelzero,hwloc_opencl,hwloc_gl,hwloc_pci,hwloc_xml_libxml
-  local -a pids=()
-  trap 'touch /run/slurm/stopping; kill $(jobs -p) 2>/dev/null; pkill -TERM -x slurmd; wait' TERM INT
-  IFS=',' read -ra names <<<"$nodes"
-  log "starting ${#names[@]} slurmd: ${names[0]} .. ${names[-1]}"
-  for node in "${names[@]}"; do
-    supervise_node "$node" &
-    pids+=("$!")
-  done
-  wait
+  # One supervisor process starts every slurmd of this container and restarts any that
+  # dies (harness/cluster/supervisor.py); SIGTERM stops them all.
+  exec /opt/harness/bin/python -m harness.cluster.supervisor "$nodes"
+}
+
+# Accounting: /cluster/etc (slurm.conf), /cluster/dbd (slurmdbd.conf with the cluster's
+# generated password, mariadb.cnf) and /var/lib/mysql (the data, in the state directory).
+run_dbd() {
+  local account="$1" user="$2" cluster
+  mkdir -p /etc/slurm /run/slurm
+  rm -f /run/slurm/dbd-ready  # a restarted container keeps its /run
+  cp /cluster/etc/slurm.conf /etc/slurm/slurm.conf
+  install -m 0600 /cluster/dbd/slurmdbd.conf /etc/slurm/slurmdbd.conf
+  install -d -o mysql -g mysql -m 0755 /run/mysqld
+  chown mysql:mysql /var/lib/mysql
+  local cnf=/cluster/dbd/mariadb.cnf
+  if [[ ! -d /var/lib/mysql/mysql ]]; then
+    log "initialising the database"
+    mariadb-install-db --defaults-file="$cnf" --skip-test-db --auth-root-authentication-method=socket \
+      >/var/log/slurm/mariadb-install.log 2>&1
+  fi
+  mariadbd --defaults-file="$cnf" &
+  local db_pid=$! dbd_pid=""
+  trap 'kill -TERM $dbd_pid 2>/dev/null; wait $dbd_pid; mariadb-admin --defaults-file='"$cnf"' shutdown; wait $db_pid; exit 0' TERM INT
+  until mariadb-admin --defaults-file="$cnf" --silent ping >/dev/null 2>&1; do sleep 0.05; done
+  local pass
+  pass="$(sed -n 's/^StoragePass=//p' /etc/slurm/slurmdbd.conf)"
+  # The database is created here: slurmdbd 24.11 creating it itself, then reusing its
+  # connection, fails with libmariadb 3.4 of MariaDB 11.8.9 (error 5027 "Number of columns
+  # in result (=1) set exceeds maximum allowed number of columns (=0)").
+  mariadb --defaults-file="$cnf" <<SQL
+CREATE DATABASE IF NOT EXISTS slurm_acct_db;
+CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY '$pass';
+ALTER USER 'slurm'@'localhost' IDENTIFIED BY '$pass';
+GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';
+SQL
+  log "starting slurmdbd"
+  /usr/sbin/slurmdbd -D &
+  dbd_pid=$!
+  until sacctmgr -n list cluster format=cluster >/dev/null 2>&1; do sleep 0.05; done
+  cluster="$(sed -n 's/^ClusterName=//p' /etc/slurm/slurm.conf)"
+  sacctmgr -i add cluster "$cluster" >/dev/null 2>&1 || true
+  sacctmgr -i add account "$account" cluster="$cluster" description="replayed workloads" \
+    organization=harness >/dev/null 2>&1 || true
+  sacctmgr -i add user "$user" account="$account" cluster="$cluster" >/dev/null 2>&1 || true
+  touch /run/slurm/dbd-ready
+  log "slurmdbd ready: cluster $cluster, account $account, user $user"
+  wait $dbd_pid
 }
 
 role="${1:-controller}"
 start_munge
+case "$role" in
+  dbd) run_dbd "${2:?usage: dbd ACCOUNT USER}" "${3:?usage: dbd ACCOUNT USER}"; exit 0 ;;
+esac
 prepare_dirs
 case "$role" in
   controller) run_controller ;;

@@ -1,6 +1,6 @@
 """The options of ``harness run`` for long runs: the estimate printed before anything starts,
-``--dry-run``, the confirmation over a threshold (``--yes`` without a terminal), ``--window``,
-``--detach`` and the interval of interim results (docs/run.md, "Long runs")."""
+``--dry-run``, the confirmation over a threshold (``--yes`` without a terminal), ``--detach``
+and the interval of interim results (docs/run.md, "Long runs")."""
 
 from __future__ import annotations
 
@@ -32,31 +32,11 @@ class DurationType(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
-class WindowType(click.ParamType):
-    """``START:END`` in original seconds after the first submission (END may be empty)."""
-
-    name = "START:END"
-
-    def convert(
-        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> tuple[float, float | None]:
-        if isinstance(value, tuple):
-            return value
-        start, sep, end = str(value).partition(":")
-        try:
-            window = (float(start or 0.0), float(end) if end else None)
-        except ValueError:
-            self.fail(f"expected START:END in seconds such as 0:86400, got {value!r}", param, ctx)
-        if not sep or (window[1] is not None and window[1] <= window[0]):
-            self.fail(f"expected START:END with END > START, such as 0:86400, got {value!r}", param, ctx)
-        return window
+LONG_RUN_OPTIONS = ("dry_run", "yes", "confirm_over", "detach", "interim_every")
 
 
 def long_run_options(func: F) -> F:
     options = [
-        click.option("--window", type=WindowType(), default=None,
-                     help="START:END: only the jobs submitted in this span of the trace (original seconds "
-                          "after its first submission)."),
         click.option("--dry-run", is_flag=True, help="Print what the run would do (jobs, span, expected "
                      "wall time) and exit."),
         click.option("--yes", "-y", is_flag=True, help="Start without asking, however long the run."),
@@ -77,8 +57,7 @@ def long_run_options(func: F) -> F:
 
 def with_long_run_options(opts: RunOptions, long: dict[str, Any]) -> RunOptions:
     interim = float(long.get("interim_every", 900.0))
-    return replace(opts, workload=replace(opts.workload, window=long.get("window")),
-                   replay=replace(opts.replay, interim_every=interim))  # fmt: skip
+    return replace(opts, replay=replace(opts.replay, interim_every=interim))
 
 
 def on_terminal() -> bool:
@@ -98,8 +77,9 @@ def gate(opts: RunOptions, repeat: int, long: dict[str, Any]) -> bool:
         suggestions,
     )
     from harness.emulation.steps import plan_for
+    from harness.platform import load_platform
 
-    plan, _ = plan_for(opts.workload)
+    plan, _ = plan_for(opts.workload, load_platform(opts.cluster.platform))
     cluster = opts.cluster.backend + (f" ({opts.cluster.name})" if opts.cluster.backend == "docker" else "")
     policies = policies_of(opts.replay.policy)
     est = estimate_plan(plan, opts.workload.shrink, opts.replay.warmup, cluster, policies, repeat,

@@ -10,15 +10,9 @@ from typing import Any
 
 import click
 
-from harness.cli.longrun import gate, long_run_options, with_long_run_options
-from harness.cli.options import (
-    first_n_option,
-    period_option,
-    platform_option,
-    policy_option,
-    seed_option,
-    shrink_option,
-)
+from harness.cli.longrun import LONG_RUN_OPTIONS, gate, long_run_options, with_long_run_options
+from harness.cli.options import platform_option, policy_option, seed_option, shrink_option
+from harness.cli.workload_options import selection_kwargs, selection_options, trace_kwargs, trace_options
 
 
 @click.command("run")
@@ -33,12 +27,10 @@ from harness.cli.options import (
     show_default=True,
     help="docker (local containers), local (Slurm on this host) or ssh://user@head[:port].",
 )
-@platform_option
+@trace_options
+@selection_options
 @click.option("--name", "cluster_name", default="bbemu", show_default=True, help="Docker cluster name.")
-@seed_option(2020)
 @click.option("--shuffle", is_flag=True, help="Shuffle submission order, keeping the instants.")
-@first_n_option
-@period_option
 @click.option(
     "--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True
 )
@@ -70,10 +62,7 @@ def run_command(
     cluster: str,
     platform_file: str,
     cluster_name: str,
-    seed: int,
     shuffle: bool,
-    first_n: int | None,
-    period: tuple[int, int] | None,
     runs_dir: Path,
     warmup: float,
     drift: float,
@@ -82,7 +71,7 @@ def run_command(
     quiet: bool,
     repeat: int,
     compare_sim: bool,
-    **long: Any,
+    **workload_opts: Any,
 ) -> None:
     """Replay TRACE (default: the bundled KTH slice) on the emulated Slurm; write a run directory.
 
@@ -94,9 +83,13 @@ def run_command(
     from harness.emulation.run import Experiment, RunError
     from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
 
+    long = {name: workload_opts.pop(name) for name in LONG_RUN_OPTIONS}
+    prepare = trace_kwargs(workload_opts)
+    seed = prepare.pop("seed")
+    selection = selection_kwargs(workload_opts)
     opts = RunOptions(
-        workload=WorkloadSpec(trace=trace, shrink=shrink, seed=seed, shuffle=shuffle, first_n=first_n,
-                              period=period),
+        workload=WorkloadSpec(trace=trace, shrink=shrink, seed=seed, shuffle=shuffle, prepare=prepare,
+                              **selection),
         cluster=ClusterSpec(backend=cluster, name=cluster_name, platform=platform_file),
         replay=ReplaySpec(policy=policy, warmup=warmup, drift=drift, timeout=timeout, keep_jobs=keep_jobs,
                           compare_sim=compare_sim),

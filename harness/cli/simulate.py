@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from harness.analysis.formatting import format_terse
-from harness.cli.options import (
-    first_n_option,
-    period_option,
-    platform_option,
-    policy_option,
-    seed_option,
-    shrink_option,
+from harness.cli.options import policy_option, shrink_option
+from harness.cli.workload_options import (
+    given,
+    selection_kwargs,
+    selection_options,
+    trace_kwargs,
+    trace_options,
 )
 from harness.model.metric_names import HEADLINE_METRICS, IO_METRICS, metric_spec
 from harness.policies.registry import UnknownPolicyError, parse_policy_list
@@ -28,12 +28,17 @@ TEXT_COLUMNS: tuple[str, ...] = ("jobs", *HEADLINE_METRICS)
 
 
 def _load_workload(
-    path: str, shrink: float | None, seed: int | None, first_n: int | None, period: tuple[int, int] | None
+    path: str, platform: Any, shrink: float | None, opts: dict[str, Any]
 ) -> tuple[Any, dict[str, Any]]:
-    from harness.workload.plan import load_plan_or_trace
+    """A plan as stored, or a trace prepared with the workload options (shared with prepare)."""
+    from harness.workload.plan import is_plan_file, load_plan_or_trace, resolve_input
 
-    given = {"shrink": shrink, "seed": seed, "first_n": first_n, "period": period}
-    return load_plan_or_trace(path, **{k: v for k, v in given.items() if v is not None})
+    source = resolve_input(path)
+    if source.exists() and is_plan_file(source):  # a plan keeps its own; the options set are ignored
+        kwargs = {k: opts[k] for k in given(list(opts))}
+        return load_plan_or_trace(source, **({"shrink": shrink} if shrink is not None else {}), **kwargs)
+    kwargs = {**trace_kwargs(opts), **selection_kwargs(opts), "platform": platform}
+    return load_plan_or_trace(source, shrink=shrink or 0.0, **kwargs)
 
 
 def _text_table(results: dict[str, dict[str, Any]], io: bool = False) -> str:
@@ -78,11 +83,9 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, scale: float) 
 @click.argument("workload")
 @policy_option("backfill-1", "Policy name, or several separated by commas (see `harness policies`).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object keyed by policy name.")
-@platform_option
+@trace_options
+@selection_options
 @shrink_option(None, " A trace only: a plan keeps its own.")
-@seed_option(None, "Seed of the BB request model (traces only).")
-@first_n_option
-@period_option
 @click.option("--policy-seed", type=int, default=0, show_default=True, help="Seed of randomised policies.")
 @click.option(
     "--time-limit",
@@ -113,9 +116,6 @@ def simulate_command(
     as_json: bool,
     platform_file: str,
     shrink: float | None,
-    seed: int | None,
-    first_n: int | None,
-    period: tuple[int, int] | None,
     policy_seed: int,
     time_limit: float | None,
     tau: float,
@@ -123,6 +123,7 @@ def simulate_command(
     output: Path | None,
     check: bool,
     model: str,
+    **opts: Any,
 ) -> None:
     """Run policies on WORKLOAD (a prepared plan or an SWF trace) in the simulator.
 
@@ -136,11 +137,11 @@ def simulate_command(
     except (UnknownPolicyError, PlatformError) as exc:
         raise click.ClickException(str(exc)) from None
     try:
-        plan, manifest = _load_workload(workload, shrink, seed, first_n, period)
+        plan, manifest = _load_workload(workload, platform, shrink, opts)
     except (OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     shrink_used = float(manifest.get("shrink") or 0.0)
-    io_seed = int(manifest.get("seed", seed if seed is not None else 2020))
+    io_seed = int(manifest.get("seed", opts["seed"]))
     results: dict[str, dict[str, Any]] = {}
     for name in names:
         results[name] = _simulate_one(

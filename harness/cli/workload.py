@@ -11,12 +11,14 @@ from typing import Any
 import click
 
 from harness.cli.generate import generate
-from harness.cli.options import first_n_option, period_option, platform_option, seed_option, shrink_option
+from harness.cli.options import shrink_option
+from harness.cli.workload_options import selection_kwargs, selection_options, trace_kwargs, trace_options
 from harness.model.jsonio import to_json
 from harness.model.timescale import ShrinkError
 from harness.platform import PlatformError, load_platform
 from harness.workload import bbmodel, plan, stats, transforms
-from harness.workload.cleaning import ACTIONS, CleaningError
+from harness.workload.cleaning import CleaningError
+from harness.workload.nodes import NodeSizeError
 from harness.workload.schema import SchemaError
 from harness.workload.swf import SwfError, SwfTrace, read_swf, write_swf
 from harness.workload.table import trace_to_table
@@ -30,6 +32,7 @@ _USER_ERRORS = (
     PlatformError,
     SchemaError,
     ShrinkError,
+    NodeSizeError,
 )
 
 
@@ -46,91 +49,12 @@ def _friendly(func: Callable[..., None]) -> Callable[..., None]:
     return wrapper
 
 
-def _common_options(func: Callable[..., None]) -> Callable[..., None]:
-    """Reading, cleaning and BB-model options shared by every command."""
-    options = [
-        platform_option,
-        click.option("--lenient", is_flag=True, help="Skip malformed records instead of failing."),
-        seed_option(plan.DEFAULT_SEED, "Random seed."),
-        click.option(
-            "--bb-model", type=click.Choice(bbmodel.MODELS), default="lognormal", show_default=True,
-            help="Burst-buffer request source: Kopański's log-normal, a constant, or a trace column.",
-        ),
-        click.option("--bb-constant", type=int, default=None, help="MB per node for --bb-model constant."),
-        click.option("--bb-column", default=None,
-                     help="Job-table column for --bb-model column (e.g. mem_req_kb)."),
-        click.option("--zero-runtime", type=click.Choice(ACTIONS["zero_runtime"]), default="drop",
-                     show_default=True, help="Jobs with runtime 0."),
-        click.option("--unknown-walltime", type=click.Choice(ACTIONS["unknown_walltime"]), default="drop",
-                     show_default=True, help="Jobs without requested time ('runtime': use the runtime)."),
-        click.option("--runtime-above-walltime", type=click.Choice(ACTIONS["runtime_above_walltime"]),
-                     default="clip", show_default=True, help="Jobs that ran past their walltime."),
-    ]  # fmt: skip
-    for option in reversed(options):
-        func = option(func)
-    return func
-
-
-def _transform_options(func: Callable[..., None]) -> Callable[..., None]:
-    """Selection, sampling, shuffling and shrinking (prepare and split)."""
-    options = [
-        shrink_option(0.0),
-        first_n_option,
-        click.option("--start", type=float, default=None, help="Window start, s after the first submission."),
-        click.option("--end", type=float, default=None, help="Window end, s after the first submission."),
-        click.option("--sample", type=click.Choice(plan.SAMPLING_METHODS), default=None,
-                     help="Barberato sampling: 'ordered' (ratio, offset) or 'su' (service-unit balanced)."),
-        click.option("--sample-n", type=int, default=None, help="Jobs to keep when sampling."),
-        click.option("--sample-ratio", type=float, default=None, help="Sampling ratio s_p (instead of -n)."),
-        click.option("--sample-offset", type=int, default=0, show_default=True, help="Offset o_f (ordered)."),
-        click.option("--sample-window", type=float, default=60.0, show_default=True,
-                     help="Requested-time window, s (su)."),
-        click.option("--shuffle", is_flag=True, help="Shuffle submission order, keeping the instants."),
-    ]  # fmt: skip
-    for option in reversed(options):
-        func = option(func)
-    return func
-
-
 def _prepare_kwargs(opts: dict[str, Any]) -> dict[str, Any]:
     """Command-line options -> keyword arguments of ``plan.prepare``."""
-    kwargs: dict[str, Any] = {
-        "platform": load_platform(opts["platform_file"]),
-        "seed": opts["seed"],
-        "bb_model": opts["bb_model"],
-        "bb_constant_mb": opts["bb_constant"],
-        "bb_column": opts["bb_column"],
-        "lenient": opts["lenient"],
-        "cleaning": {
-            "zero_runtime": opts["zero_runtime"],
-            "unknown_walltime": opts["unknown_walltime"],
-            "runtime_above_walltime": opts["runtime_above_walltime"],
-        },
-    }
+    kwargs: dict[str, Any] = {"platform": load_platform(opts["platform_file"]), **trace_kwargs(opts)}
     if "shrink" in opts:
-        start, end = opts["start"], opts["end"]
-        kwargs.update(
-            shrink=opts["shrink"],
-            first_n=opts["first_n"],
-            window=(start or 0.0, end) if start is not None or end is not None else None,
-            shuffle=opts["shuffle"],
-            sampling=_sampling(opts),
-        )
+        kwargs.update(shrink=opts["shrink"], shuffle=opts["shuffle"], **selection_kwargs(opts))
     return kwargs
-
-
-def _sampling(opts: dict[str, Any]) -> plan.Sampling | None:
-    if opts["sample"] is None:
-        if opts["sample_n"] is not None or opts["sample_ratio"] is not None:
-            raise click.UsageError("--sample-n/--sample-ratio need --sample ordered|su")
-        return None
-    return plan.Sampling(
-        method=opts["sample"],
-        n=opts["sample_n"],
-        ratio=opts["sample_ratio"],
-        offset=opts["sample_offset"],
-        window=opts["sample_window"],
-    )
 
 
 def _report_skipped(manifest_input: dict[str, Any]) -> None:
@@ -141,6 +65,11 @@ def _report_skipped(manifest_input: dict[str, Any]) -> None:
             click.echo(f"  {line}", err=True)
         if skipped > 20:
             click.echo(f"  ... and {skipped - 20} more", err=True)
+
+
+_shuffle_option = click.option(
+    "--shuffle", is_flag=True, help="Shuffle submission order, keeping the instants."
+)
 
 
 @click.group()
@@ -158,12 +87,15 @@ workload.add_command(generate)
 
 @workload.command()
 @click.argument("trace")
-@_common_options
+@trace_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 @_friendly
 def inspect(trace: str, as_json: bool, **opts: Any) -> None:
     """Print what is in TRACE: jobs, span, load, sizes, runtimes, walltime accuracy, BB requests."""
     summary = inspect_summary(plan.resolve_input(trace), **_prepare_kwargs(opts))
+    warning = summary["node_size"].get("warning")
+    if warning:
+        click.echo(f"warning: {warning}", err=True)
     if as_json:
         click.echo(to_json(summary))
         return
@@ -176,12 +108,14 @@ def inspect_summary(trace_path: str | Path, **kwargs: Any) -> dict[str, Any]:
     platform = kwargs["platform"]
     model = bbmodel.BBModel(kwargs["bb_model"], kwargs["bb_constant_mb"], kwargs["bb_column"])
     trace, jobs, report = plan.load_trace_table(
-        trace_path, platform=platform, lenient=kwargs["lenient"], cleaning=kwargs["cleaning"]
-    )
+        trace_path, platform=platform, lenient=kwargs["lenient"], cleaning=kwargs["cleaning"],
+        procs_per_node=kwargs["procs_per_node"], walltime_factor=kwargs["walltime_factor"],
+    )  # fmt: skip
     jobs, bb_counts = bbmodel.apply_model(
         jobs, model, bb_count=platform.bb_count, capacity_mb=platform.bb_capacity_mb, seed=kwargs["seed"]
     )
-    summary = stats.summarize(trace, trace_to_table(trace), jobs, report, platform, bb_counts)
+    raw = trace_to_table(trace, int(str((report.node_size or {}).get("procs_per_node", 1))))
+    summary = stats.summarize(trace, raw, jobs, report, platform, bb_counts)
     summary["seed"] = kwargs["seed"]
     summary["bb_model"] = model.kind
     return summary
@@ -205,9 +139,11 @@ def format_summary(s: dict[str, Any]) -> str:
         f"header         {h.get('Computer')}, {h.get('Installation')}; MaxNodes {h.get('MaxNodes')}, "
         f"MaxProcs {h.get('MaxProcs')}, UnixStartTime {h.get('UnixStartTime')}",
         f"records        {s['records']:,} read, {s['skipped']:,} skipped as malformed",
+        f"node size      {s['node_size']['procs_per_node']} processor(s) per node "
+        f"({s['node_size']['source']}: {s['node_size']['reason']})",
         f"cleaning       for {s['platform']['name']} ({s['platform']['compute']} compute nodes)",
     ]
-    lines += [f"  {name:<24} {s['rule_actions'][name]:<7} {n:>7,}" for name, n in s["rules"].items()]
+    lines += [f"  {name:<24} {s['rule_actions'][name]:<9} {n:>7,}" for name, n in s["rules"].items()]
     lines += [
         f"jobs           {jobs:,}",
         f"span           {s['span_s']:,.0f} s ({s['span_s'] / 86400:.1f} days) from first to last submission",
@@ -223,7 +159,7 @@ def format_summary(s: dict[str, Any]) -> str:
 
 
 def _bb_lines(bb: dict[str, Any], model: str, seed: int, jobs: int) -> list[str]:
-    per = bb["per_node_mb"]
+    per = bb["per_node_mb"] or {"mean": 0, "median": 0, "min": 0, "max": 0}
     load = bb["offered_load"]
     return [
         f"burst buffer   model {model}, seed {seed}",
@@ -241,13 +177,14 @@ def _bb_lines(bb: dict[str, Any], model: str, seed: int, jobs: int) -> list[str]
 @workload.command()
 @click.argument("trace")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Plan file (.parquet).")
-@period_option
-@_common_options
-@_transform_options
+@trace_options
+@selection_options
+@shrink_option(0.0)
+@_shuffle_option
 @_friendly
-def prepare(trace: str, output: str, period: tuple[int, int] | None, **opts: Any) -> None:
+def prepare(trace: str, output: str, **opts: Any) -> None:
     """Turn TRACE into a job plan (parquet) with a sidecar manifest."""
-    df, manifest = plan.prepare(plan.resolve_input(trace), period=period, **_prepare_kwargs(opts))
+    df, manifest = plan.prepare(plan.resolve_input(trace), **_prepare_kwargs(opts))
     _report_skipped(manifest["input"])
     side = plan.save_plan(df, manifest, output)
     click.echo(
@@ -265,8 +202,10 @@ def prepare(trace: str, output: str, period: tuple[int, int] | None, **opts: Any
 @click.option("-o", "--output-dir", required=True, type=click.Path(file_okay=False), help="Directory.")
 @click.option("--format", "fmt", type=click.Choice(["plan", "swf"]), default="plan", show_default=True,
               help="plan: prepared parquet parts; swf: the trace's own records, uncleaned.")  # fmt: skip
-@_common_options
-@_transform_options
+@trace_options
+@selection_options
+@shrink_option(0.0)
+@_shuffle_option
 @_friendly
 def split(trace: str, parts: int, output_dir: str, fmt: str, **opts: Any) -> None:
     """Split TRACE into K consecutive periods of equal duration (Kopański: 16 x 20.8 days)."""
@@ -277,7 +216,11 @@ def split(trace: str, parts: int, output_dir: str, fmt: str, **opts: Any) -> Non
     if fmt == "swf":
         _split_swf(source, parts, out, stem, opts["lenient"])
         return
-    for i, part in enumerate(plan.prepare_split(source, parts, **_prepare_kwargs(opts))):
+    if opts["period"] is not None:
+        raise click.UsageError("split makes the periods: --period does not apply")
+    kwargs = _prepare_kwargs(opts)
+    kwargs.pop("period")
+    for i, part in enumerate(plan.prepare_split(source, parts, **kwargs)):
         target = out / f"{stem}.part{i:02d}of{parts:02d}.parquet"
         if part is None:
             click.echo(f"{target.name}: empty period, not written")

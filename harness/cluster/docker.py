@@ -5,9 +5,9 @@ each running its share of the slurmd daemons (multiple-slurmd mode), host networ
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -17,46 +17,23 @@ import docker
 import docker.errors
 from docker.models.containers import Container
 
-from harness.cluster.base import ClusterError, port_in_use, wait_for_idle
-from harness.cluster.state import CONTROLLER_CPU_SHARES, ClusterState, render_compose
+from harness.cluster.base import ClusterError, wait_for_idle
+from harness.cluster.dbd import accounting_enabled, start_dbd
+from harness.cluster.image import IMAGE_REPO, image_tag, write_build_context
+from harness.cluster.ports import check_ports
+from harness.cluster.state import CONTROLLER_CPU_SHARES, SUBMIT_USER, ClusterState, render_compose
 from harness.model.commands import CommandResult
-from harness.model.paths import repo_path
 from harness.platform import Platform, load_platform
 from harness.slurm.config import SchedulerConfig
 
-IMAGE_REPO = "harness-slurm"
 LABEL = "harness.cluster"
-SUBMIT_USER = "emu"
-# Files whose content defines the image: a change to any of them gives a new tag.
-IMAGE_INPUTS = ("containers/Dockerfile", "containers/entrypoint.sh", "pyproject.toml", "README.md")
-IMAGE_INPUT_DIRS = ("sigsleep", "harness", "slurm-templates")
 IDLE_TIMEOUT_S = 120.0
-HOST_CA_DIR = Path("/usr/local/share/ca-certificates")
 
 Progress = Callable[[str], None]
 
 
 def _quiet(_: str) -> None:
     pass
-
-
-def image_tag() -> str:
-    """``harness-slurm:<hash of the build inputs>``, so stale images are never reused."""
-    digest = hashlib.sha256()
-    paths = [repo_path(p) for p in IMAGE_INPUTS]
-    for d in IMAGE_INPUT_DIRS:
-        paths += sorted(
-            p
-            for p in repo_path(d).rglob("*")
-            if p.is_file()
-            and "__pycache__" not in p.parts
-            and p.suffix not in (".pyc", ".o")
-            and p.name != "sigsleep"
-        )
-    for path in paths:
-        digest.update(str(path.relative_to(repo_path())).encode())
-        digest.update(path.read_bytes())
-    return f"{IMAGE_REPO}:{digest.hexdigest()[:12]}"
 
 
 def _docker_client() -> docker.DockerClient:
@@ -119,7 +96,8 @@ class DockerCluster:
 
     def is_up(self) -> bool:
         running = [c for c in self.containers() if c.status == "running"]
-        return len(running) == 1 + len(self.platform.node_groups()) and self._ctld_answers()
+        expected = 1 + len(self.platform.node_groups()) + accounting_enabled(self)
+        return len(running) == expected and self._ctld_answers()
 
     def _ctld_answers(self) -> bool:
         try:
@@ -184,7 +162,7 @@ class DockerCluster:
 
     def collect_slurm_files(self, target: Path) -> None:
         shutil.copytree(self.state.etc, target / "etc", dirs_exist_ok=True)
-        for name in ("slurmctld.log", "jobcomp.log"):
+        for name in ("slurmctld.log", "jobcomp.log", "slurmdbd.log"):
             if (self.state.log / name).exists():
                 shutil.copyfile(self.state.log / name, target / name)
 
@@ -213,16 +191,18 @@ class DockerCluster:
         return tag, True
 
     def _build(self, tag: str) -> Iterator[dict]:
-        copy_host_ca_certificates()
-        return self.client.api.build(
-            path=str(repo_path()),
-            dockerfile="containers/Dockerfile",
-            tag=tag,
-            network_mode="host",
-            rm=True,
-            forcerm=True,
-            decode=True,
-        )
+        with tempfile.TemporaryDirectory(prefix="harness-image-") as context:
+            write_build_context(Path(context))
+            # docker-py sends the context (as a tar) before returning the log stream.
+            return self.client.api.build(
+                path=context,
+                dockerfile="containers/Dockerfile",
+                tag=tag,
+                network_mode="host",
+                rm=True,
+                forcerm=True,
+                decode=True,
+            )
 
     def _require_base_image(self) -> None:
         try:
@@ -242,9 +222,11 @@ class DockerCluster:
             progress(f"removing {len(existing)} leftover container(s) of a broken cluster")
             self._remove_containers(existing)
         tag, built = self.ensure_image(progress, rebuild)
-        self._check_ports_free()
+        check_ports(self.platform)
         self._prepare_state(tag)
         start = time.monotonic()
+        if accounting_enabled(self):
+            start_dbd(self, tag, SUBMIT_USER)
         self._start_controller(tag)
         self._wait_controller(timeout=30)
         self._start_node_groups(tag)
@@ -252,18 +234,9 @@ class DockerCluster:
         self._wait_nodes_idle(IDLE_TIMEOUT_S)
         return UpResult(already_up=False, seconds_to_idle=time.monotonic() - start, built_image=built)
 
-    def _check_ports_free(self) -> None:
-        ports = [self.platform.deployment.controller_port, *self.platform.ports().values()]
-        busy = [p for p in ports if port_in_use(p)]
-        if busy:
-            raise ClusterError(
-                f"127.0.0.1 ports already in use: {busy[:10]}{' ...' if len(busy) > 10 else ''}; "
-                "another Slurm (or cluster) is running: stop it or change [network] in the platform file"
-            )
-
     def _prepare_state(self, tag: str) -> None:
         # A fresh cluster each time: no jobs or logs leak from an earlier one.
-        for sub in ("spool", "log", "shared"):
+        for sub in ("spool", "log", "shared", "db"):
             path = self.state.root / sub
             if path.exists():
                 _clear_dir(path)
@@ -273,9 +246,11 @@ class DockerCluster:
             render_compose(self.platform, self.name, tag, str(self.state.root))
         )
 
-    def _run_container(
-        self, tag: str, name: str, command: list[str], cpu_shares: int | None = None
+    def run_container(
+        self, tag: str, name: str, command: list[str], mounts: dict[str, str] | None = None
     ) -> Container:
+        """A container of this cluster; the controller and dbd get the CPU weight of a head node."""
+        ro = ("/etc/slurm", "/cluster/munge", "/cluster/etc", "/cluster/dbd")
         return self.client.containers.run(
             tag,
             command=command,
@@ -284,19 +259,19 @@ class DockerCluster:
             network_mode="host",
             init=True,
             labels={LABEL: self.name},
-            cpu_shares=cpu_shares,
+            cpu_shares=CONTROLLER_CPU_SHARES if command[0] in ("controller", "dbd") else None,
             volumes={
-                host: {"bind": ctr, "mode": "ro" if ctr in ("/etc/slurm", "/cluster/munge") else "rw"}
-                for host, ctr in self.state.mounts().items()
+                host: {"bind": ctr, "mode": "ro" if ctr in ro else "rw"}
+                for host, ctr in (mounts or self.state.mounts()).items()
             },
         )
 
     def _start_controller(self, tag: str) -> None:
-        self._run_container(tag, self.controller_name, ["controller"], cpu_shares=CONTROLLER_CPU_SHARES)
+        self.run_container(tag, self.controller_name, ["controller"])
 
     def _start_node_groups(self, tag: str) -> None:
         for index, group in enumerate(self.platform.node_groups()):
-            self._run_container(tag, f"{self.name}-nodes{index}", ["nodes", ",".join(group)])
+            self.run_container(tag, f"{self.name}-nodes{index}", ["nodes", ",".join(group)])
 
     def _wait_controller(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -310,7 +285,7 @@ class DockerCluster:
             time.sleep(0.1)
         raise ClusterError(
             f"slurmctld did not answer within {timeout:.0f} s. Last log lines:\n"
-            + self._tail(self.state.log / "slurmctld.log", 15)
+            + self.tail(self.state.log / "slurmctld.log", 15)
             + "\nContainer output:\n"
             + self._controller().logs(tail=15).decode(errors="replace")
         )
@@ -322,16 +297,16 @@ class DockerCluster:
         names = sorted(missing)
         details = [f"{n}: {missing[n]}" for n in names[:10]]
         logs = "\n".join(
-            f"--- slurmd-{n}.log\n{self._tail(self.state.log / f'slurmd-{n}.log', 5)}" for n in names[:3]
+            f"--- slurmd-{n}.log\n{self.tail(self.state.log / f'slurmd-{n}.log', 5)}" for n in names[:3]
         )
         raise ClusterError(
             f"{len(missing)} of {self.platform.node_count} nodes not idle after {timeout:.0f} s "
             f"({', '.join(details)}{' ...' if len(names) > 10 else ''}).\n{logs}\n"
-            f"--- slurmctld.log\n{self._tail(self.state.log / 'slurmctld.log', 10)}"
+            f"--- slurmctld.log\n{self.tail(self.state.log / 'slurmctld.log', 10)}"
         )
 
     @staticmethod
-    def _tail(path: Path, lines: int) -> str:
+    def tail(path: Path, lines: int) -> str:
         try:
             return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
         except FileNotFoundError:
@@ -359,13 +334,6 @@ class DockerCluster:
         for ctr in containers:
             with contextlib.suppress(docker.errors.NotFound):
                 ctr.remove(force=True)
-
-
-def copy_host_ca_certificates() -> None:
-    """Let the image build trust the same extra CAs as the host (TLS-intercepting proxies)."""
-    target = repo_path("containers", "extra-ca")
-    for cert in HOST_CA_DIR.glob("*.crt"):
-        shutil.copyfile(cert, target / cert.name)
 
 
 def _clear_dir(path: Path) -> None:

@@ -6,6 +6,9 @@ Layout (mounted into every container):
     log/     -> /var/log/slurm      daemon logs, jobcomp
     spool/   -> /var/spool/slurm    controller state, slurmd spools
     shared/  -> /shared             sigsleep log (shared/log/jobs.jsonl), job scripts
+With accounting (``[deployment.accounting]``), for the dbd container only:
+    dbd/     -> /cluster/dbd        slurmdbd.conf (generated password, 0600), mariadb.cnf
+    db/      -> /var/lib/mysql      MariaDB's data: kept across restarts, gone with `cluster down`
 """
 
 from __future__ import annotations
@@ -19,11 +22,13 @@ from pathlib import Path
 import jinja2
 
 from harness import __version__
-from harness.model.paths import repo_path, state_root
+from harness.model.paths import resource_path, state_root
 from harness.platform import Platform
 from harness.slurm.config import SchedulerConfig, render_slurm_files, write_slurm_files
+from harness.slurm.dbd import new_storage_password, render_dbd_files
 
 MUNGE_KEY_BYTES = 1024
+SUBMIT_USER = "emu"  # the unprivileged user jobs are submitted as (the image creates it)
 SUBDIRS = ("etc", "munge", "log", "spool", "shared", "shared/log", "shared/jobs")
 
 
@@ -52,6 +57,24 @@ class ClusterState:
     def munge_key(self) -> Path:
         return self.root / "munge" / "munge.key"
 
+    @property
+    def dbd(self) -> Path:
+        return self.root / "dbd"
+
+    @property
+    def db(self) -> Path:
+        return self.root / "db"
+
+    def dbd_mounts(self) -> dict[str, str]:
+        """Host path -> container path for the dbd container (slurm.conf is copied in, read-only here)."""
+        return {
+            str(self.etc): "/cluster/etc",
+            str(self.dbd): "/cluster/dbd",
+            str(self.db): "/var/lib/mysql",
+            str(self.root / "munge"): "/cluster/munge",
+            str(self.log): "/var/log/slurm",
+        }
+
     def mounts(self) -> dict[str, str]:
         """Host path -> container path."""
         return {
@@ -75,10 +98,25 @@ class ClusterState:
     def render(self, platform: Platform, sched: SchedulerConfig) -> dict[str, str]:
         files = render_slurm_files(platform, sched, cluster_name=self.name)
         write_slurm_files(self.etc, files)
+        if platform.deployment.accounting.enabled:
+            self._render_dbd(platform)
         (self.root / "experiment.json").write_text(
             json.dumps({"platform": platform.as_dict(), "scheduler": sched.__dict__}, indent=2) + "\n"
         )
         return files
+
+    def _render_dbd(self, platform: Platform) -> None:
+        """slurmdbd.conf with the cluster's password (generated once, kept with the state)."""
+        self.dbd.mkdir(mode=0o700, exist_ok=True)
+        self.db.mkdir(exist_ok=True)
+        secret = self.dbd / "storage.pass"
+        if not secret.exists():
+            secret.touch(mode=0o600)
+            secret.write_text(new_storage_password())
+        for name, text in render_dbd_files(platform, self.name, secret.read_text().strip()).items():
+            path = self.dbd / name
+            path.touch(mode=0o600)
+            path.write_text(text)
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -93,7 +131,7 @@ CONTROLLER_CPU_SHARES = 8192
 
 def render_compose(platform: Platform, cluster_name: str, image: str, state: str) -> str:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(repo_path("containers"))),
+        loader=jinja2.FileSystemLoader(str(resource_path("containers"))),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -107,4 +145,5 @@ def render_compose(platform: Platform, cluster_name: str, image: str, state: str
         state=state,
         node_groups=platform.node_groups(),
         controller_cpu_shares=CONTROLLER_CPU_SHARES,
+        submit_user=SUBMIT_USER,
     )

@@ -23,6 +23,7 @@ from typing import Any
 from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec, run_id_for
 from harness.model import rundir
 from harness.model.jsonio import read_json, write_json
+from harness.workload.plan import Sampling
 
 LOG_MAX_BYTES = 5 * 1024 * 1024
 DETACH_LOG = "detach.log"  # what the detached process prints outside Python's streams (a crash)
@@ -54,6 +55,7 @@ def options_from_dict(data: dict[str, Any]) -> RunOptions:
     work["trace"] = Path(work["trace"]) if work.get("trace") not in (None, "None") else None
     for key in ("period", "window"):
         work[key] = tuple(work[key]) if work.get(key) else None
+    work["sampling"] = Sampling(**work["sampling"]) if work.get("sampling") else None
     top = {k: v for k, v in data.items() if k not in ("workload", "cluster", "replay")}
     top["runs_dir"] = Path(top["runs_dir"])
     top["run_dir"] = Path(top["run_dir"]) if top.get("run_dir") not in (None, "None") else None

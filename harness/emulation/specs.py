@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from harness.workload.plan import DEFAULT_SEED, bundled_slice_path
+from harness.workload.plan import DEFAULT_SEED, Sampling, bundled_slice_path
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,11 @@ class WorkloadSpec:
     shuffle_seed: int | None = None  # None: the BB seed (repetitions give each its own)
     first_n: int | None = None
     period: tuple[int, int] | None = None  # (i, k), i counted from 0: the i-th of k periods
-    window: tuple[float, float | None] | None = None  # original seconds after the first submission
+    window: tuple[float, float | None] | None = None  # seconds after the first submission
+    sampling: Sampling | None = None
+    # the rest of plan.prepare's keywords (procs_per_node, cleaning, walltime_factor, bb_model, ...),
+    # as the shared workload options give them (harness.cli.workload_options.trace_kwargs)
+    prepare: dict[str, Any] = field(default_factory=dict)
 
     @property
     def source(self) -> Path:

@@ -25,6 +25,7 @@ from harness.emulation.specs import RunOptions, WorkloadSpec
 from harness.model import rundir
 from harness.model.jsonio import read_json, read_jsonl, write_json
 from harness.model.timescale import shrink_table, time_scale_of
+from harness.platform import Platform
 from harness.slurm.config import SchedulerConfig
 from harness.slurm.jobcomp import read_jobcomp
 from harness.workload.plan import PlanError, is_plan_file, load_plan, prepare, save_plan
@@ -72,13 +73,13 @@ class RunContext:
 def make_plan(ctx: RunContext) -> dict[str, Any]:
     """The plan to replay: a trace prepared now, or a stored unshrunk plan shrunk now."""
     spec = ctx.opts.workload
-    plan, manifest = plan_for(spec)
+    plan, manifest = plan_for(spec, ctx.backend.platform)
     save_plan(plan, manifest, ctx.run_dir / rundir.PLAN)
     ctx.say(f"run {ctx.run_id}: {len(plan)} jobs, shrink {spec.shrink:g}, policy {ctx.opts.replay.policy}")
     return {"jobs": len(plan)}
 
 
-def plan_for(spec: WorkloadSpec) -> tuple[pd.DataFrame, dict[str, Any]]:
+def plan_for(spec: WorkloadSpec, platform: Platform) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The shrunk plan of ``spec`` and its manifest (also what ``harness run`` estimates from)."""
     source = spec.source
     if is_plan_file(source):
@@ -87,8 +88,9 @@ def plan_for(spec: WorkloadSpec) -> tuple[pd.DataFrame, dict[str, Any]]:
             raise PlanError(f"{source}: give an unshrunk plan; --shrink applies the shrink")
         return shrink_table(plan, spec.shrink), {**manifest, "shrink": spec.shrink}
     return prepare(
-        source, shrink=spec.shrink, seed=spec.seed, shuffle=spec.shuffle, shuffle_seed=spec.shuffle_seed,
-        first_n=spec.first_n, period=spec.period, window=spec.window,
+        source, platform=platform, shrink=spec.shrink, seed=spec.seed, shuffle=spec.shuffle,
+        shuffle_seed=spec.shuffle_seed, first_n=spec.first_n, period=spec.period, window=spec.window,
+        sampling=spec.sampling, **spec.prepare,
     )  # fmt: skip
 
 

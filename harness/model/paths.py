@@ -5,16 +5,30 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]  # harness/model/paths.py -> the checkout
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # harness/model/paths.py -> harness/
+REPO_ROOT = PACKAGE_ROOT.parent  # the checkout, for an editable install
+# A non-editable install (pip install ., a wheel) carries the checkout's resources here
+# (setup.py copies them at build time): slurm-templates/, containers/, sigsleep/, ...
+INSTALLED_RESOURCES = PACKAGE_ROOT / "_resources"
 
 
 def repo_path(*parts: str) -> Path:
     return REPO_ROOT.joinpath(*parts)
 
 
+def resource_root() -> Path:
+    """Where ``slurm-templates/``, ``containers/``, ``sigsleep/`` are: the copy inside an
+    installed package, else the checkout."""
+    return INSTALLED_RESOURCES if INSTALLED_RESOURCES.is_dir() else REPO_ROOT
+
+
+def resource_path(*parts: str) -> Path:
+    return resource_root().joinpath(*parts)
+
+
 def templates_dir() -> Path:
-    """``slurm-templates/`` of the checkout, or ``$HARNESS_TEMPLATES``."""
-    return Path(os.environ.get("HARNESS_TEMPLATES", repo_path("slurm-templates")))
+    """``slurm-templates/`` (installed copy or checkout), or ``$HARNESS_TEMPLATES``."""
+    return Path(os.environ.get("HARNESS_TEMPLATES", resource_path("slurm-templates")))
 
 
 def state_root() -> Path:

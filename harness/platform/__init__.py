@@ -1,7 +1,7 @@
 """The emulated platform: the machine (topology, burst buffers) and its deployment (ports,
 containers), loaded from a TOML file. Pure data: knows nothing of Slurm or Docker."""
 
-from harness.platform.deployment import Deployment
+from harness.platform.deployment import Accounting, Deployment
 from harness.platform.loading import (
     DEFAULT_PLATFORM,
     bundled_platform_file,
@@ -13,6 +13,7 @@ from harness.platform.platform import Platform
 
 __all__ = [
     "DEFAULT_PLATFORM",
+    "Accounting",
     "Deployment",
     "Machine",
     "NodeKind",

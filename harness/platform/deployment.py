@@ -4,11 +4,25 @@ burst buffer. The same machine can be deployed many ways (the tests run four at 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness.platform.machine import PlatformError
 
 MAX_PORT = 65535
+DEFAULT_DBD_PORT = 6819
+
+
+@dataclass(frozen=True)
+class Accounting:
+    """Slurm accounting (``[deployment.accounting]``): slurmdbd with MariaDB beside slurmctld.
+
+    Off, Slurm's view of a run comes from ``jobcomp/filetxt`` only; on, from ``sacct``
+    (docs/accounting.md). ``account`` is the account the submitting user is associated with.
+    """
+
+    enabled: bool = False
+    dbd_port: int = DEFAULT_DBD_PORT  # slurmdbd listens on the controller's address, this port
+    account: str = "harness"
 
 
 @dataclass(frozen=True)
@@ -18,6 +32,7 @@ class Deployment:
     slurmd_base_port: int  # node i (0-based over compute then BB nodes) listens on base + i
     node_containers: int  # slurmd daemons are spread over this many containers/VMs
     bb_license: str  # the Slurm license whose count is the burst-buffer MB a job holds
+    accounting: Accounting = field(default_factory=Accounting)
 
     def check_ports(self, node_count: int) -> None:
         """The controller's port must not fall in the nodes' range, which must end by 65535."""
@@ -26,3 +41,9 @@ class Deployment:
             raise PlatformError("controller_port collides with the slurmd port range")
         if last_port > MAX_PORT:
             raise PlatformError(f"slurmd ports run past {MAX_PORT} (last {last_port})")
+        if self.accounting.enabled:
+            dbd = self.accounting.dbd_port
+            if dbd == self.controller_port or dbd in range(self.slurmd_base_port, last_port + 1):
+                raise PlatformError(f"accounting.dbd_port {dbd} collides with the controller or slurmd ports")
+            if dbd > MAX_PORT:
+                raise PlatformError(f"accounting.dbd_port {dbd} is above {MAX_PORT}")

@@ -10,6 +10,8 @@ The format (``harness/platform/default.toml`` is the study's machine)::
     [machine.io]            bandwidths and storage tiers (optional; see platform/bandwidths.py)
     [deployment]            controller_host, controller_port, slurmd_base_port,
                             node_containers, bb_license
+    [deployment.accounting] enabled (default false), dbd_port (6819), account ("harness"):
+                            slurmdbd + MariaDB and sacct (docs/accounting.md)
 
 Files of the first format (tables ``[topology] [compute] [burst_buffer] [network]
 [deploy]``, the license in ``[burst_buffer]``) still load: they are migrated on reading.
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.platform.bandwidths import bandwidths_from_dict
-from harness.platform.deployment import Deployment
+from harness.platform.deployment import DEFAULT_DBD_PORT, Accounting, Deployment
 from harness.platform.machine import Machine, NodeKind, PlatformError
 from harness.platform.platform import Platform
 
@@ -99,6 +101,23 @@ def _deployment(table: dict[str, Any]) -> Deployment:
         slurmd_base_port=_require(table, "slurmd_base_port", int, "deployment"),
         node_containers=_require(table, "node_containers", int, "deployment"),
         bb_license=_require(table, "bb_license", str, "deployment"),
+        accounting=_accounting(table.get("accounting", {})),
+    )
+
+
+def _accounting(table: Any) -> Accounting:
+    where = "deployment.accounting"
+    if not isinstance(table, dict):
+        raise PlatformError(f"[{where}] must be a table")
+    unknown = sorted(set(table) - {"enabled", "dbd_port", "account"})
+    if unknown:
+        raise PlatformError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    defaults = {"enabled": False, "dbd_port": DEFAULT_DBD_PORT, "account": "harness"}
+    values = {**defaults, **table}
+    return Accounting(
+        enabled=_require(values, "enabled", bool, where),
+        dbd_port=_require(values, "dbd_port", int, where),
+        account=_require(values, "account", str, where),
     )
 
 
@@ -125,6 +144,8 @@ def _require(table: dict[str, Any], key: str, kind: type, where: str) -> Any:
     value = table[key]
     if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
         raise PlatformError(f"{where}.{key}: expected an integer, got {value!r}")
+    if kind is bool and not isinstance(value, bool):
+        raise PlatformError(f"{where}.{key}: expected true or false, got {value!r}")
     if kind is str and not isinstance(value, str):
         raise PlatformError(f"{where}.{key}: expected a string, got {value!r}")
     if kind is int and value <= 0 and key != "slurmd_base_port":

@@ -132,6 +132,11 @@ def _environment() -> jinja2.Environment:
     )
 
 
+def template_environment() -> jinja2.Environment:
+    """The Jinja2 environment of ``slurm-templates/`` (strict: a missing value is an error)."""
+    return _environment()
+
+
 def template_context(
     platform: Platform,
     sched: SchedulerConfig,

@@ -30,7 +30,8 @@ from harness.model.jsonio import to_json
 from harness.model.timescale import check_shrink, shrink_table, time_scale_of, unshrink
 from harness.platform import Machine, load_platform
 from harness.workload import bbmodel, transforms
-from harness.workload.cleaning import CleaningReport, clean
+from harness.workload.cleaning import DEFAULT_WALLTIME_FACTOR, CleaningReport, clean
+from harness.workload.nodes import resolve_node_size
 from harness.workload.schema import PLAN_DTYPES, PLAN_EXTRA_COLUMNS, validate_plan
 from harness.workload.swf import SwfTrace, read_swf
 from harness.workload.table import trace_to_table
@@ -89,11 +90,17 @@ def load_trace_table(
     platform: Machine | None = None,
     lenient: bool = False,
     cleaning: dict[str, str] | None = None,
+    procs_per_node: int | None = None,
+    walltime_factor: float = DEFAULT_WALLTIME_FACTOR,
 ) -> tuple[SwfTrace, pd.DataFrame, CleaningReport]:
-    """Read and clean a trace for a platform: (trace, cleaned table, report)."""
+    """Read and clean a trace for a platform: (trace, cleaned table, report). Processors
+    become nodes with ``procs_per_node``, else the header's (``harness.workload.nodes``)."""
     platform = platform or load_platform()
     trace = read_swf(resolve_input(trace_path), lenient=lenient)
-    table, report = clean(trace_to_table(trace), platform, actions=cleaning)
+    size = resolve_node_size(trace.metadata, procs_per_node)
+    table = trace_to_table(trace, size.procs_per_node)
+    table, report = clean(table, platform, actions=cleaning, walltime_factor=walltime_factor)
+    report.node_size = size.as_dict()
     return trace, table, report
 
 
@@ -116,9 +123,14 @@ def _load_base(
     model: bbmodel.BBModel,
     lenient: bool,
     cleaning: dict[str, str] | None,
+    procs_per_node: int | None = None,
+    walltime_factor: float = DEFAULT_WALLTIME_FACTOR,
 ) -> _Base:
     platform = platform or load_platform()
-    trace, table, report = load_trace_table(trace_path, platform=platform, lenient=lenient, cleaning=cleaning)
+    trace, table, report = load_trace_table(
+        trace_path, platform=platform, lenient=lenient, cleaning=cleaning,
+        procs_per_node=procs_per_node, walltime_factor=walltime_factor,
+    )  # fmt: skip
     table, bb_counts = bbmodel.apply_model(
         table, model, bb_count=platform.bb_count, capacity_mb=platform.bb_capacity_mb, seed=seed
     )
@@ -138,6 +150,8 @@ def prepare(
     bb_column: str | None = None,
     lenient: bool = False,
     cleaning: dict[str, str] | None = None,
+    procs_per_node: int | None = None,
+    walltime_factor: float = DEFAULT_WALLTIME_FACTOR,
     first_n: int | None = None,
     window: tuple[float, float | None] | None = None,
     period: tuple[int, int] | None = None,
@@ -155,8 +169,9 @@ def prepare(
     check_shrink(shrink)
     model = _model(bb_model, bb_constant_mb, bb_column)
     base = _load_base(
-        trace_path, platform=platform, seed=seed, model=model, lenient=lenient, cleaning=cleaning
-    )
+        trace_path, platform=platform, seed=seed, model=model, lenient=lenient, cleaning=cleaning,
+        procs_per_node=procs_per_node, walltime_factor=walltime_factor,
+    )  # fmt: skip
     selection = {"first_n": first_n, "window": window, "period": period}
     return _finish(
         base, selection, sampling=sampling, shuffle=shuffle, shrink=shrink, shuffle_seed=shuffle_seed
@@ -179,6 +194,8 @@ def prepare_split(
         model=model,
         lenient=kw.pop("lenient", False),
         cleaning=kw.pop("cleaning", None),
+        procs_per_node=kw.pop("procs_per_node", None),
+        walltime_factor=kw.pop("walltime_factor", DEFAULT_WALLTIME_FACTOR),
     )
     sampling, shuffle = kw.pop("sampling", None), kw.pop("shuffle", False)
     selection = {"first_n": kw.pop("first_n", None), "window": kw.pop("window", None)}

@@ -23,7 +23,7 @@ from harness.model.columns import PLAN_COLUMNS
 JOB_COLUMNS: dict[str, tuple[str, str]] = {
     "record": ("int64", "0-based index of the record among the trace's valid records"),
     "line": ("int64", "1-based line of the record in the trace file"),
-    "job_id": ("int64", "job number from the trace (SWF field 1)"),
+    "job_id": ("Int64", "job number from the trace (SWF field 1); int64 once cleaned"),
     "submit": ("float64", "submit time, seconds (field 2); trace seconds until rebased"),
     "wait_trace": ("float64", "waiting time recorded in the trace (field 3), NA if unknown"),
     "runtime": ("float64", "run time in seconds (field 4); NA if unknown"),
@@ -33,8 +33,8 @@ JOB_COLUMNS: dict[str, tuple[str, str]] = {
     "procs_req": ("Int64", "requested processors (field 8)"),
     "nodes": (
         "Int64",
-        "requested nodes: field 8 if > 0, else field 5 if > 0, else NA "
-        "(KTH SP2: one processor per node); int64 once cleaned",
+        "requested nodes: ceil(processors / processors per node), processors from field 8 if > 0, "
+        "else field 5 if > 0, else NA (harness.workload.nodes); int64 once cleaned",
     ),
     "walltime": ("float64", "requested time (user's estimate / time limit), seconds (field 9)"),
     "mem_req_kb": ("float64", "requested memory per processor, KB (field 10)"),

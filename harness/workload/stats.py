@@ -66,7 +66,7 @@ def offered_load(nodes: np.ndarray, runtime: np.ndarray, submit: np.ndarray, com
 
 def bb_summary(df: pd.DataFrame, platform: Machine, counts: dict[str, int]) -> dict[str, Any]:
     per_node = df["bb_per_node_mb"].to_numpy()
-    span = float(df["submit"].max() - df["submit"].min())
+    span = float(df["submit"].max() - df["submit"].min()) if len(df) else 0.0
     demand = float((df["bb_total_mb"].to_numpy() * df["runtime"].to_numpy()).sum())
     return {
         "per_node_mb": _describe(per_node),
@@ -116,6 +116,8 @@ def summarize(
         "jobs": len(jobs),
         "rules": report.counts(),
         "rule_actions": report.actions(),
+        "node_size": report.node_size or {},
+        "walltime_factor": report.walltime_factor,
         "platform": {"name": platform.name, "compute": platform.compute_count, "bb": platform.bb_count},
         "span_s": float(submit.max() - submit.min()) if len(submit) else 0.0,
         "offered_load": offered_load(

@@ -24,11 +24,14 @@ import numpy as np
 
 N_FIELDS = 18
 
-# (name, meaning, integer-only, minimum allowed value other than -1)
-# The minimum is None when -1 (unknown) is not allowed at all.
-_FIELD_SPEC: tuple[tuple[str, str, bool, float | None], ...] = (
-    ("job_id", "job number", True, None),
-    ("submit", "submit time", False, None),
+# (name, meaning, integer-only, minimum allowed value other than -1). In SWF, -1 means
+# *unknown* in every field, job number and submit time included: archive logs hold
+# placeholder records with only status, user, group, application and partition known.
+# The reader accepts them; cleaning rules (harness.workload.cleaning) decide what a
+# replay can use.
+_FIELD_SPEC: tuple[tuple[str, str, bool, float], ...] = (
+    ("job_id", "job number", True, 0),
+    ("submit", "submit time", False, 0),
     ("wait", "wait time", False, 0),
     ("runtime", "run time", False, 0),
     ("procs_alloc", "allocated processors", True, 0),
@@ -48,9 +51,6 @@ _FIELD_SPEC: tuple[tuple[str, str, bool, float | None], ...] = (
 )
 FIELD_NAMES: tuple[str, ...] = tuple(spec[0] for spec in _FIELD_SPEC)
 FIELD_MEANINGS: tuple[str, ...] = tuple(spec[1] for spec in _FIELD_SPEC)
-
-# Job number and submit time identify and order a job; SWF requires them known.
-_MIN_REQUIRED = {0: 0.0, 1: 0.0}
 
 _HEADER_KEY = re.compile(r"^;\s{0,3}([A-Za-z][A-Za-z0-9_ ]*?):(?:\s+(.*))?$")
 _FIELD_TOKEN = re.compile(r"\s*\S+")
@@ -283,8 +283,7 @@ def _check_domains(
     bad = np.zeros(values.shape, dtype=bool)
     for k, (_, _, integer, minimum) in enumerate(_FIELD_SPEC):
         col = values[:, k]
-        low = _MIN_REQUIRED.get(k, minimum)
-        in_range = col >= low if k in _MIN_REQUIRED else (col == -1) | (col >= low)
+        in_range = (col == -1) | (col >= minimum)
         bad[:, k] = ~in_range | (integer & (col != np.floor(col)))
     for row in np.flatnonzero(bad.any(axis=1)):
         k = int(np.flatnonzero(bad[row])[0])
@@ -295,8 +294,6 @@ def _check_domains(
 def _expectation(k: int) -> str:
     _, _, integer, _ = _FIELD_SPEC[k]
     kind = "integer" if integer else "number"
-    if k in _MIN_REQUIRED:
-        return f"a non-negative {kind} (it must be known)"
     return f"-1 (unknown) or a non-negative {kind}"
 
 

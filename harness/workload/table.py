@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from harness.workload.nodes import procs_to_nodes
 from harness.workload.schema import JOB_COLUMNS
 from harness.workload.swf import N_FIELDS, SwfTrace
 
@@ -31,8 +32,10 @@ SWF_FIELD_OF: dict[str, int] = {
 }
 
 
-def trace_to_table(trace: SwfTrace) -> pd.DataFrame:
-    """One row per valid record, in record order; -1 becomes NA."""
+def trace_to_table(trace: SwfTrace, procs_per_node: int = 1) -> pd.DataFrame:
+    """One row per valid record, in record order; -1 becomes NA. ``nodes`` is the
+    requested (else allocated) processors over ``procs_per_node``, rounded up
+    (:mod:`harness.workload.nodes` says how that number is chosen)."""
     rec = trace.records
     n = rec.shape[0]
     data: dict[str, object] = {
@@ -41,25 +44,23 @@ def trace_to_table(trace: SwfTrace) -> pd.DataFrame:
     }
     for name, k in SWF_FIELD_OF.items():
         data[name] = _column(rec[:, k], JOB_COLUMNS[name][0])
-    data["nodes"] = _nodes(rec[:, 7], rec[:, 4])
+    data["nodes"] = _nodes(rec[:, 7], rec[:, 4], procs_per_node)
     return pd.DataFrame(data, columns=list(JOB_COLUMNS))
 
 
 def _column(values: np.ndarray, dtype: str) -> object:
     unknown = values == -1
-    if dtype == "int64":  # job_id: the reader guarantees it is known
-        return values.astype(np.int64)
-    if dtype == "Int64":
+    if dtype in ("Int64", "int64"):  # job_id is int64 once cleaning dropped the unknown ones
         return pd.arrays.IntegerArray(np.where(unknown, 0, values).astype(np.int64), unknown)
     return np.where(unknown, np.nan, values)
 
 
-def _nodes(procs_req: np.ndarray, procs_alloc: np.ndarray) -> pd.arrays.IntegerArray:
-    """Requested processors (field 8), else allocated ones (field 5); unknown when
-    neither is positive. On the KTH SP2 one processor is one node."""
-    nodes = np.where(procs_req > 0, procs_req, procs_alloc)
+def _nodes(procs_req: np.ndarray, procs_alloc: np.ndarray, procs_per_node: int) -> pd.arrays.IntegerArray:
+    """Requested processors (field 8), else allocated ones (field 5), in nodes; unknown
+    when neither is positive. On the KTH SP2 one processor is one node."""
+    nodes = procs_to_nodes(np.where(procs_req > 0, procs_req, procs_alloc), procs_per_node)
     unknown = nodes <= 0
-    return pd.arrays.IntegerArray(np.where(unknown, 0, nodes).astype(np.int64), unknown)
+    return pd.arrays.IntegerArray(nodes, unknown)
 
 
 def table_to_records(df: pd.DataFrame) -> np.ndarray:

@@ -28,7 +28,11 @@ def test_inspect_json_on_kth():
     assert (s["records"], s["jobs"], s["skipped"]) == (28476, 28453, 0)
     assert s["span_s"] == 29363618 - 599850
     assert s["rules"] == {
+        "unknown_submit": 0,
+        "unknown_job_id": 0,
+        "duplicate_job_id": 0,
         "unknown_size": 1,
+        "size_from_allocated": 0,
         "too_large": 14,
         "unknown_runtime": 0,
         "zero_runtime": 8,
@@ -43,12 +47,12 @@ def test_inspect_json_on_kth():
 
 
 def test_inspect_text_on_small_trace():
-    result = run("inspect", str(DATA / "small.swf"))
+    result = run("inspect", str(DATA / "small.swf"), "--unknown-walltime", "drop")
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "records        10 read, 0 skipped as malformed" in out
     assert "jobs           5" in out
-    assert "  too_large                drop          1" in out
+    assert "  too_large                drop            1" in out
     # jobs 1 5 6 7 10 have 4, 3, 8, 1 and 96 nodes
     assert "             1        1  20.0%" in out
     assert "         65-96        1  20.0%" in out
@@ -56,7 +60,7 @@ def test_inspect_text_on_small_trace():
 
 
 def test_inspect_runtime_and_accuracy_buckets_on_small_trace():
-    s = json.loads(run("inspect", str(DATA / "small.swf"), "--json").stdout)
+    s = json.loads(run("inspect", str(DATA / "small.swf"), "--json", "--unknown-walltime", "drop").stdout)
     # runtimes 100, 60, 600 (clipped from 700), 30, 3000
     assert s["runtime_distribution"]["<=1m"] == 2
     assert s["runtime_distribution"]["1-10m"] == 2
@@ -151,7 +155,7 @@ def test_split_swf_parts_hold_the_records(tmp_path):
 
 
 def test_split_plan_parts(tmp_path):
-    result = run("split", str(DATA / "small.swf"), "-k", "3", "-o", str(tmp_path))
+    result = run("split", str(DATA / "small.swf"), "-k", "3", "-o", str(tmp_path), "--unknown-walltime=drop")
     assert result.exit_code == 0, result.output
     # cleaned jobs 1 5 6 7 10 at 0 40 50 60 90: periods [0,30) [30,60) [60,90]
     ids = [load_plan(p)[0]["job_id"].tolist() for p in sorted(tmp_path.glob("small.part*.parquet"))]

@@ -176,3 +176,14 @@ def test_sha256_is_of_the_decompressed_text(tmp_path):
     trace = read_swf(packed)
     assert trace.sha256 == hashlib.sha256(text).hexdigest()
     assert trace.file_sha256 == hashlib.sha256(packed.read_bytes()).hexdigest()
+
+
+def test_placeholder_records_parse():
+    """-1 is 'unknown' in every field, job number and submit time included."""
+    trace = read_swf(DATA / "placeholders.swf")
+    assert len(trace) == 8 and not trace.skipped
+    assert trace.records[1].tolist() == [-1] * 10 + [5, 7, 7, 3, -1, 2, -1, -1]
+    assert trace.records[:, 0].tolist() == [1, -1, 2, -1, -1, 3, 17, 2]
+    table = trace_to_table(trace)
+    assert table["submit"].isna().tolist() == [False, True, False, True, False, False, True, False]
+    assert table["job_id"].isna().sum() == 3

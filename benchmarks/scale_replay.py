@@ -1,0 +1,76 @@
+"""A 500-job window of a 1,002-node trace replayed at shrink 0.99 on the 1,134-node platform
+(benchmarks/platforms/scale-1134.toml), all in Docker on this host: every job accounted for?
+
+Prints the up time, the replay's wall time, the submission lag, the sigsleep/Slurm cross-check
+and the run's metrics; the run directory is kept under benchmarks/out/. The cluster ('bbscale')
+is removed at the end.
+
+    python benchmarks/scale_replay.py [--jobs 500] [--platform FILE] [--trace FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from harness.cluster.docker import DockerCluster
+from harness.emulation.run import Experiment
+from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
+from harness.platform import load_platform
+
+HERE = Path(__file__).resolve().parent
+PLATFORM = HERE / "platforms" / "scale-1134.toml"
+TRACE = HERE.parent / "tests" / "data" / "scale-1002.swf"  # python benchmarks/scale_trace.py
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=500)
+    parser.add_argument("--shrink", type=float, default=0.99)
+    parser.add_argument("--platform", type=Path, default=PLATFORM)
+    parser.add_argument("--trace", type=Path, default=TRACE)
+    parser.add_argument("--name", default="bbscale")
+    parser.add_argument("--policy", default="slurm-backfill-1")
+    args = parser.parse_args()
+
+    platform = load_platform(args.platform)
+    backend = DockerCluster(name=args.name, platform=platform)
+    backend.down()
+    try:
+        up = backend.up(progress=print)
+        print(f"{platform.node_count} nodes idle in {up.seconds_to_idle:.1f} s")
+        opts = RunOptions(WorkloadSpec(trace=args.trace, shrink=args.shrink, first_n=args.jobs),
+                          ClusterSpec(name=args.name, platform=str(args.platform)),
+                          ReplaySpec(policy=args.policy, timeout=600), runs_dir=HERE / "out" / "scale",
+                          quiet=True)  # fmt: skip
+        start = time.monotonic()
+        run_dir = Experiment(opts, progress=print).execute()
+        wall = time.monotonic() - start
+    finally:
+        backend.down()
+    report(run_dir, wall, args.jobs)
+
+
+def report(run_dir: Path, wall: float, jobs: int) -> None:
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    results = pd.read_parquet(run_dir / "results.parquet")
+    print(f"run directory: {run_dir}")
+    print(f"replay + collection wall time: {wall:.0f} s; complete: {manifest['complete']}")
+    print(
+        f"jobs in results: {len(results)} of {jobs}; statuses: {results['status'].value_counts().to_dict()}"
+    )
+    print(f"widest job: {results['nodes'].max()} nodes")
+    print(f"submission: {json.dumps(metrics['submission'])}")
+    check = metrics["cross_check"]
+    print(f"cross-check sigsleep vs Slurm: compared {check['compared']}, ok {check['ok']}")
+    keys = [k for k in metrics if isinstance(metrics[k], int | float)]
+    print("metrics: " + ", ".join(f"{k} {metrics[k]:.4g}" for k in keys))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""The accounting container of a Docker cluster: MariaDB (unix socket only) and slurmdbd on
+127.0.0.1:``dbd_port``, host networking, started before slurmctld so that the cluster, the
+account and the submitting user's association exist when slurmctld registers.
+
+Its files come from the cluster's state directory (``ClusterState.dbd_mounts``): the
+generated password never enters an image, the database lives in ``state/db``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import docker.errors
+
+from harness.cluster.base import ClusterError
+
+if TYPE_CHECKING:
+    from harness.cluster.docker import DockerCluster
+
+READY_FILE = "/run/slurm/dbd-ready"
+DBD_READY_TIMEOUT_S = 60.0
+
+
+def dbd_container_name(cluster_name: str) -> str:
+    return f"{cluster_name}-dbd"
+
+
+def accounting_enabled(cluster: DockerCluster) -> bool:
+    return cluster.platform.deployment.accounting.enabled
+
+
+def start_dbd(cluster: DockerCluster, tag: str, user: str) -> None:
+    """Start the dbd container and wait until slurmdbd answers with the cluster registered."""
+    account = cluster.platform.deployment.accounting.account
+    ctr = cluster.run_container(
+        tag, dbd_container_name(cluster.name), ["dbd", account, user], cluster.state.dbd_mounts()
+    )
+    deadline = time.monotonic() + DBD_READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if ctr.exec_run(["test", "-e", READY_FILE]).exit_code == 0:
+            return
+        ctr.reload()
+        if ctr.status == "exited":
+            break
+        time.sleep(0.1)
+    raise ClusterError(
+        f"slurmdbd of '{cluster.name}' not ready within {DBD_READY_TIMEOUT_S:.0f} s. Last log lines:\n"
+        + cluster.tail(cluster.state.log / "slurmdbd.log", 10)
+        + "\n--- mariadb.log\n"
+        + cluster.tail(cluster.state.log / "mariadb.log", 10)
+        + "\nContainer output:\n"
+        + ctr.logs(tail=15).decode(errors="replace")
+    )
+
+
+def restart_dbd(cluster: DockerCluster) -> None:
+    """Restart the dbd container (MariaDB and slurmdbd); the database is kept."""
+    try:
+        ctr = cluster.client.containers.get(dbd_container_name(cluster.name))
+    except docker.errors.NotFound:
+        raise ClusterError(f"cluster '{cluster.name}' has no accounting container") from None
+    ctr.restart(timeout=20)
+    deadline = time.monotonic() + DBD_READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if ctr.exec_run(["test", "-e", READY_FILE]).exit_code == 0:
+            return
+        time.sleep(0.1)
+    raise ClusterError(f"slurmdbd of '{cluster.name}' not ready again after a restart")

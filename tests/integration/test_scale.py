@@ -1,0 +1,65 @@
+"""Scale on one host: 504 compute + 63 burst-buffer nodes (567 slurmd in 4 containers) come
+up idle, then the first 100 jobs of a synthetic 1,002-node trace replay at shrink 0.99 with
+every job accounted for. About 2 minutes. The 1,134-node figures come from
+benchmarks/cluster_up.py and benchmarks/scale_replay.py (docs/cluster.md).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from harness.cluster.docker import DockerCluster
+from harness.emulation.run import Experiment
+from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
+from harness.platform import load_platform
+from tests.platforms import platform_toml
+
+CLUSTER = "bbscale1"
+TRACE = Path(__file__).resolve().parents[1] / "data" / "scale-1002.swf"
+JOBS = 100
+UP_LIMIT_S = 60.0
+
+
+def scale_platform(tmp: Path) -> Path:
+    """63 chassis of 8 compute + 1 BB node; ports 11501-12067 and 6901 (below the ephemeral range)."""
+    text = platform_toml(name="scale-567", controller_port=6901, slurmd_base_port=11501,
+                         chassis_per_group=63, compute_digits=3, bb_digits=2, node_containers=4)  # fmt: skip
+    path = tmp / "scale-567.toml"
+    path.write_text(text)
+    return path
+
+
+def test_567_nodes_come_up_idle_and_replay_100_jobs(tmp_path: Path) -> None:
+    platform_file = scale_platform(tmp_path)
+    platform = load_platform(platform_file)
+    assert (platform.compute_count, platform.bb_count) == (504, 63)
+    backend = DockerCluster(name=CLUSTER, platform=platform)
+    backend.down()
+    try:
+        start = time.monotonic()
+        up = backend.up(progress=print)
+        print(f"{platform.node_count} nodes idle in {up.seconds_to_idle:.1f} s "
+              f"(with the image: {time.monotonic() - start:.1f} s)")  # fmt: skip
+        assert up.seconds_to_idle <= UP_LIMIT_S
+        opts = RunOptions(WorkloadSpec(trace=TRACE, shrink=0.99, first_n=JOBS),
+                          ClusterSpec(name=CLUSTER, platform=str(platform_file)),
+                          ReplaySpec(policy="slurm-backfill-1", timeout=120), runs_dir=tmp_path / "runs",
+                          quiet=True)  # fmt: skip
+        run_dir = Experiment(opts, progress=print).execute()
+    finally:
+        backend.down()
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    results = pd.read_parquet(run_dir / "results.parquet")
+    assert manifest["complete"], manifest["incomplete_reason"]
+    assert len(results) == JOBS and results["job_id"].is_unique
+    assert results["slurm_job_id"].notna().all()
+    assert set(results["status"]) <= {"completed", "timeout"}
+    assert metrics["submission"]["submitted"] == JOBS
+    check = metrics["cross_check"]
+    assert check["compared"] == JOBS and check["ok"], check
+    assert results["nodes"].max() > 64  # wide jobs of the big machine ran
