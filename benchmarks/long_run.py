@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from harness.cluster.base import ClusterError
 from harness.cluster.docker import DockerCluster
 from harness.emulation.runs import RUNNING, run_state
 from harness.model.jsonio import read_json
@@ -83,7 +84,10 @@ def tree_rss_kb(pid: int) -> int:
 
 def head_rss_kb(backend: DockerCluster) -> tuple[int, int]:
     """(replay + agent, slurmctld) resident memory in the controller container."""
-    res = backend.exec(["ps", "-eo", "rss=,args="], timeout=30)
+    try:
+        res = backend.exec(["ps", "-eo", "rss=,args="], timeout=30)
+    except ClusterError:  # recreated by the run (its image was older than the sources)
+        return 0, 0
     replay = ctld = 0
     for line in res.stdout.splitlines():
         rss, _, args = line.strip().partition(" ")

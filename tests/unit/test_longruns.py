@@ -245,3 +245,36 @@ def test_log_rotates(tmp_path: Path) -> None:
     assert (tmp_path / "run.log").stat().st_size <= 100 + 8
     assert (tmp_path / "run.log").read_text().endswith("line 29\n")
     assert time.time()  # the streams stay usable
+
+
+# -- interim results ------------------------------------------------------------------------
+
+
+def test_interim_results_cover_the_finished_jobs(tmp_path: Path) -> None:
+    from harness.emulation.observe import write_interim
+    from harness.platform import load_platform
+
+    plan = pd.DataFrame(
+        {
+            "job_id": [1, 2, 3],
+            "submit": [0.0, 1.0, 2.0],
+            "runtime": [5.0, 5.0, 5.0],
+            "walltime": [10.0] * 3,
+            "nodes": [1, 2, 4],
+            "bb_per_node_mb": [100, 100, 100],
+        }
+    )
+    t0 = 1000.0
+    subs = [{"job_id": j, "slurm_job_id": 10 + j, "lag": 0.01, "actual": t0 + j - 1} for j in (1, 2, 3)]
+    records = [
+        {"job_id": 1, "start": t0 + 0.5, "end": t0 + 5.5, "running": 5.0, "reason": "completed"},
+        {"job_id": 3, "start": t0 + 2.5, "end": t0 + 7.5, "running": 5.0, "reason": "completed"},
+    ]
+    metrics = write_interim(tmp_path, plan, subs, records, t0, load_platform(), 0.5)
+    assert metrics["jobs"] == 2
+    assert metrics["mean_wait"] == 1.0  # 0.5 s and 0.5 s of shrunk wait, x2 in original time
+    stored = json.loads((tmp_path / "interim" / "metrics.json").read_text())
+    assert stored.pop("interim")["finished"] == 2 and stored == pytest.approx(metrics)
+    assert list(pd.read_parquet(tmp_path / "interim" / "results.parquet")["job_id"]) == [1, 3]
+    report = (tmp_path / "interim" / "report.md").read_text()
+    assert report.startswith("# INTERIM report") and "2 of 3 jobs finished (66.7%)" in report
