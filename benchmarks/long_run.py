@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy.stats import theilslopes
 
 from harness.cluster.base import ClusterError
 from harness.cluster.docker import DockerCluster
@@ -132,12 +133,14 @@ SERIES = (
 
 
 def slopes(samples: list[dict[str, float]]) -> dict[str, float]:
-    """Per series: bytes (or kB) per job finished, fitted over the second half of the run."""
+    """Per series: bytes (or kB) per job finished, fitted over the second half of the replay
+    (not the collection after it, when the replay is gone and the run directory fills)."""
     df = pd.DataFrame(samples)
-    df = df[df["finished"] >= df["finished"].max() / 2]
+    df = df[(df["finished"] >= df["finished"].max() / 2) & (df["replay_rss_kb"] > 0)]
     if df["finished"].nunique() < 2:
         return {}
-    return {name: float(np.polyfit(df["finished"], df[name], 1)[0]) for name in SERIES}
+    # Theil-Sen: robust to a sample that caught the replay mid-fork (an sbatch child, same RSS)
+    return {name: float(theilslopes(df[name], df["finished"])[0]) for name in SERIES}
 
 
 def plot(samples: list[dict[str, float]], path: Path) -> None:
