@@ -5,6 +5,10 @@ PSS of all slurmd processes, slurmctld's RSS, the threads of the cluster and its
 a window. Goals (issue 14): 1,128+ nodes idle in <= 60 s and <= 3 GB of PSS.
 
     python benchmarks/cluster_up.py [--platform FILE] [--name bbscale] [--repeat 3] [--idle-window 10]
+                                    [--accounting DBD_PORT]
+
+``--accounting 7151`` turns on slurmdbd + MariaDB (``[deployment.accounting]``) on that port:
+the figures then include the dbd container's memory (goal, issue 21: +<= 5 s, +<= 300 MB).
 
 The platform's ports must be free; the cluster (default name 'bbbench') is removed at the end.
 """
@@ -19,15 +23,18 @@ import time
 from pathlib import Path
 
 from harness.cluster.docker import DockerCluster
-from harness.platform import load_platform
+from harness.platform import Accounting, load_platform
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def cluster_pids(cluster: DockerCluster) -> dict[int, str]:
-    """Host pid -> command name of every process in the cluster's containers."""
+def cluster_pids(cluster: DockerCluster, suffix: str = "") -> dict[int, str]:
+    """Host pid -> command name of every process in the cluster's containers (whose name ends
+    with ``suffix``)."""
     pids: dict[int, str] = {}
     for ctr in cluster.containers():
+        if not ctr.name.endswith(suffix):
+            continue
         top = ctr.top(ps_args="-eo pid,comm")
         for pid, comm in top["Processes"]:
             pids[int(pid)] = comm
@@ -60,9 +67,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--idle-window", type=float, default=10.0)
     parser.add_argument("--json", type=Path, default=None, help="also write the figures to this file")
+    parser.add_argument("--accounting", type=int, default=None, metavar="DBD_PORT", help="slurmdbd + MariaDB")
     args = parser.parse_args()
 
-    cluster = DockerCluster(name=args.name, platform=load_platform(args.platform))
+    platform = load_platform(args.platform)
+    if args.accounting:
+        platform = platform.redeployed(accounting=Accounting(enabled=True, dbd_port=args.accounting))
+    cluster = DockerCluster(name=args.name, platform=platform)
     cluster.down()
     cluster.ensure_image(print)
     times = []
@@ -85,6 +96,7 @@ def report(cluster: DockerCluster, times: list[float], window: float) -> dict[st
     slurmd = [p for p, comm in pids.items() if comm == "slurmd"]
     mem = [memory_kb(p) for p in slurmd]
     ctld = [memory_kb(p) for p, comm in pids.items() if comm == "slurmctld"]
+    dbd = [memory_kb(p) for p in cluster_pids(cluster, "-dbd")]
     before = {p: cpu_ticks(p) for p in pids}
     time.sleep(window)
     used = sum(cpu_ticks(p) - t for p, t in before.items() if Path(f"/proc/{p}").exists())
@@ -96,6 +108,8 @@ def report(cluster: DockerCluster, times: list[float], window: float) -> dict[st
         "slurmd_rss_mb": sum(r for r, _ in mem) / 1024,
         "slurmd_pss_mb": sum(p for _, p in mem) / 1024,
         "slurmctld_rss_mb": sum(r for r, _ in ctld) / 1024,
+        "dbd_pss_mb": sum(p for _, p in dbd) / 1024,  # MariaDB + slurmdbd (accounting on)
+        "cluster_pss_mb": sum(memory_kb(p)[1] for p in pids if Path(f"/proc/{p}").exists()) / 1024,
         "threads": sum(threads(p) for p in pids if Path(f"/proc/{p}").exists()),
         "idle_cpu_pct": 100 * used / CLK_TCK / window,
     }
@@ -104,6 +118,8 @@ def report(cluster: DockerCluster, times: list[float], window: float) -> dict[st
     print(f"slurmd total RSS: {figures['slurmd_rss_mb']:.0f} MB")
     print(f"slurmd total PSS: {figures['slurmd_pss_mb']:.0f} MB (real footprint, shared pages split)")
     print(f"slurmctld RSS: {figures['slurmctld_rss_mb']:.1f} MB")
+    print(f"dbd container PSS (MariaDB + slurmdbd): {figures['dbd_pss_mb']:.1f} MB")
+    print(f"whole cluster PSS: {figures['cluster_pss_mb']:.0f} MB")
     print(f"idle CPU of the whole cluster: {figures['idle_cpu_pct']:.2f} % of one core over {window:.0f} s")
     return figures
 

@@ -55,8 +55,12 @@ run_dbd() {
   local cnf=/cluster/dbd/mariadb.cnf
   if [[ ! -d /var/lib/mysql/mysql ]]; then
     log "initialising the database"
-    mariadb-install-db --defaults-file="$cnf" --skip-test-db --auth-root-authentication-method=socket \
-      >/var/log/slurm/mariadb-install.log 2>&1
+    if [[ -d /usr/share/harness/mysql-template/mysql ]]; then
+      cp -a /usr/share/harness/mysql-template/. /var/lib/mysql/
+    else
+      mariadb-install-db --defaults-file="$cnf" --skip-test-db --auth-root-authentication-method=socket \
+        >/var/log/slurm/mariadb-install.log 2>&1
+    fi
   fi
   mariadbd --defaults-file="$cnf" &
   local db_pid=$! dbd_pid=""

@@ -136,12 +136,19 @@ def resolve_baseline(baseline: int | str, summaries: Sequence[dict[str, Any]], l
 
 
 def compare_runs(
-    run_dirs: Sequence[Path], baseline: int | str = 0, metrics: Sequence[str] = DEFAULT_METRICS
+    run_dirs: Sequence[Path],
+    baseline: int | str = 0,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    *,
+    strict: bool = False,
 ) -> pd.DataFrame:
-    """Rows = metrics, columns = ``(run label, value|c95|ratio)``; see the module docstring."""
+    """Rows = metrics, columns = ``(run label, value|c95|ratio)``; see the module docstring.
+    ``strict``: a metric that no run has (a typo) is an error instead of a row of n/a."""
     if not run_dirs:
         raise ValueError("no runs to compare")
     summaries = [run_summary(Path(d)) for d in run_dirs]
+    if strict:
+        _check_metrics(metrics, summaries)
     labels = run_labels(summaries)
     base = resolve_baseline(baseline, summaries, labels)
     base_values = summaries[base]["values"]
@@ -161,6 +168,15 @@ def compare_runs(
         for label, s in zip(labels, summaries, strict=True)
     ]
     return df
+
+
+def _check_metrics(metrics: Sequence[str], summaries: list[dict[str, Any]]) -> None:
+    known = sorted({m for s in summaries for m in s["values"]})
+    unknown = [m for m in metrics if m not in known]
+    if unknown:
+        raise ValueError(
+            f"--metric {', '.join(unknown)}: no run has this metric; known: {', '.join(known) or 'none'}"
+        )
 
 
 def _ratio(value: float, base: float) -> float:

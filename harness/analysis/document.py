@@ -213,9 +213,10 @@ def _cross_check_section(check: dict[str, Any]) -> Section:
         banner = Banner(
             f"Slurm and sigsleep disagree: {n_bad} job(s) beyond tolerance, or records missing.", ok=False
         )
-    rows = [[k, _summarise(v)] for k, v in check.items() if k != "disagreements"]
+    rows = [[k, _summarise(v)] for k, v in check.items() if k not in ("disagreements", "mismatches")]
     blocks: list[Block] = [
-        "Start and end of every job as seen by sigsleep (the job itself) and by Slurm's jobcomp log.",
+        "Start and end of every job as seen by sigsleep (the job itself) and by Slurm "
+        f"({'sacct, its accounting database' if check.get('source') == 'sacct' else 'its jobcomp log'}).",
         banner,
         Table(["figure", "value"], rows),
     ]

@@ -10,6 +10,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from harness.analysis.formatting import HOUR
+from harness.model.atomic import atomic_savefig
 
 CAPTION = (
     "Share of the PFS link's and of the BB nodes' bandwidth carried by transfers over time; "
@@ -43,5 +44,5 @@ def plot_bandwidth(
         ax.grid(True, alpha=0.3)
     axes[0].set_title(title or "Bandwidth in use")
     axes[1].set_xlabel("time (hours, original trace time)")
-    fig.savefig(out, dpi=110)
+    atomic_savefig(fig, out)
     return out

@@ -21,6 +21,7 @@ from harness.analysis.formatting import HOUR, format_metric
 from harness.analysis.metrics import LETTER_VALUE_QUANTILES, quantiles
 from harness.analysis.rundata import RunData
 from harness.analysis.series import gantt_layout, queue_series, usage_series
+from harness.model.atomic import atomic_savefig
 from harness.model.metric_names import HIGHER_IS_BETTER, metric_spec
 from harness.model.rundir import PLOTS_DIR
 
@@ -83,7 +84,7 @@ def plot_gantt(run: RunData, jobs: pd.DataFrame, out: Path) -> Path:
     ax.set_title(_title(run, "Gantt chart"))
     _time_axis(ax)
     _status_legend(ax, set(layout["status"]))
-    fig.savefig(out, dpi=110)
+    atomic_savefig(fig, out)
     return out
 
 
@@ -110,7 +111,7 @@ def plot_utilisation(run: RunData, jobs: pd.DataFrame, out: Path) -> Path:
         ax.grid(True, alpha=0.3)
     axes[0].set_title(_title(run, "Utilisation"))
     _time_axis(axes[1])
-    fig.savefig(out, dpi=110)
+    atomic_savefig(fig, out)
     return out
 
 
@@ -141,7 +142,7 @@ def plot_queue(run: RunData, jobs: pd.DataFrame, out: Path) -> Path:
         axes[1].legend(loc="upper right", fontsize="small")
     axes[0].set_title(_title(run, "Queue"))
     _time_axis(axes[1])
-    fig.savefig(out, dpi=110)
+    atomic_savefig(fig, out)
     return out
 
 
@@ -190,7 +191,7 @@ def plot_waits(run: RunData, jobs: pd.DataFrame, out: Path) -> Path:
     ax.grid(True, which="both", alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="lower right", fontsize="small")
-    fig.savefig(out, dpi=110)
+    atomic_savefig(fig, out)
     return out
 
 
@@ -242,7 +243,7 @@ def plot_comparison(df: pd.DataFrame, out: Path) -> Path:
     ax.set_title(f"Metrics relative to the baseline run: {df.attrs.get('baseline', runs[0])}")
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize="small")
-    fig.savefig(out, dpi=110)
+    atomic_savefig(fig, out)
     return Path(out)
 
 
@@ -289,7 +290,7 @@ def plot_boxen(values: dict[str, np.ndarray], label: str, out: Path, title: str,
     ax.set_ylabel(f"{label} (log scale; values < {floor:g} drawn at {floor:g})")
     ax.set_title(title)
     ax.grid(True, axis="y", which="both", alpha=0.3)
-    fig.savefig(out, dpi=110)
+    atomic_savefig(fig, out)
     return out
 
 
@@ -313,7 +314,7 @@ def plot_ratio_boxes(ratios: dict[str, np.ndarray], baseline: str, label: str, o
     ax.set_title(title)
     ax.legend(loc="upper right", fontsize="small")
     ax.grid(True, axis="y", alpha=0.3)
-    fig.savefig(out, dpi=110)
+    atomic_savefig(fig, out)
     return out
 
 
@@ -347,5 +348,5 @@ def plot_against(points: pd.DataFrame, x: str, label: str, out: Path, title: str
     ax.set_title(title)
     ax.legend(fontsize="small", ncols=min(len(series), 4))
     ax.grid(True, axis="y", alpha=0.3)
-    fig.savefig(out, dpi=110)
+    atomic_savefig(fig, out)
     return out

@@ -21,6 +21,7 @@ from harness.analysis.document import build_document
 from harness.analysis.plots import write_plots
 from harness.analysis.render import render_html, render_markdown
 from harness.analysis.rundata import load_run
+from harness.model.atomic import atomic_write_text
 from harness.model.rundir import REPORT_HTML, REPORT_MD
 
 
@@ -30,7 +31,7 @@ def write_report(run_dir: Path) -> list[Path]:
     plots = write_plots(run)
     title, sections = build_document(run, plots)
     md = run.run_dir / REPORT_MD
-    md.write_text(render_markdown(title, sections), encoding="utf-8")
+    atomic_write_text(md, render_markdown(title, sections))
     page = run.run_dir / REPORT_HTML
-    page.write_text(render_html(title, sections), encoding="utf-8")
+    atomic_write_text(page, render_html(title, sections))
     return [*plots, md, page]

@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cluster": ("harness.cli.cluster", "cluster"),
     "compare": ("harness.cli.compare", "compare_command"),
     "experiment": ("harness.cli.experiment", "experiment"),
+    "platform": ("harness.cli.platform", "platform_group"),
     "policies": ("harness.cli.policies", "policies_command"),
     "replay": ("harness.cli.run", "replay_command"),
     "run": ("harness.cli.run", "run_command"),

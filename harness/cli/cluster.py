@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from harness.cli.options import platform_option
+from harness.cli.options import platform_option, user_errors
 from harness.cluster.base import ClusterError
+from harness.model.atomic import atomic_write_text
 from harness.platform import PlatformError, load_platform
 from harness.slurm.config import SchedulerConfig, SchedulerMode
 
@@ -107,7 +108,8 @@ def status(name: str) -> None:
     "--daemon",
     default="slurmctld",
     show_default=True,
-    help="'slurmctld', a node name (e.g. c001), 'slurmd' for every node, or 'all'.",
+    help="'slurmctld', 'slurmdbd' or 'mariadb' (accounting), a node name (e.g. c001), "
+    "'slurmd' for every node, or 'all'.",
 )
 def logs(name: str, follow: bool, lines: int, daemon: str) -> None:
     """Tail the daemons' log files."""
@@ -125,8 +127,8 @@ def _log_files(log_dir: Path, daemon: str) -> list[Path]:
         return sorted(log_dir.glob("*.log"))
     if daemon == "slurmd":
         return sorted(log_dir.glob("slurmd-*.log"))
-    if daemon == "slurmctld":
-        return [p for p in [log_dir / "slurmctld.log"] if p.exists()]
+    if daemon in ("slurmctld", "slurmdbd", "mariadb"):
+        return [p for p in [log_dir / f"{daemon}.log"] if p.exists()]
     return [p for p in [log_dir / f"slurmd-{daemon}.log"] if p.exists()]
 
 
@@ -156,6 +158,7 @@ def down(name: str, keep_state: bool) -> None:
     "--scheduler", type=click.Choice(["backfill", "builtin"]), default="backfill", show_default=True
 )
 @click.option("--image", default="harness-slurm:latest", show_default=True)
+@user_errors(ClusterError, OSError)
 def render(name: str, platform_file: str, state_dir: Path, scheduler: SchedulerMode, image: str) -> None:
     """Render every Slurm file, a munge key and compose.yaml for `docker-compose` users."""
     from harness.cluster.state import ClusterState, render_compose
@@ -165,7 +168,7 @@ def render(name: str, platform_file: str, state_dir: Path, scheduler: SchedulerM
     state.create()
     state.render(platform, SchedulerConfig(mode=scheduler))
     compose = state_dir / "compose.yaml"
-    compose.write_text(render_compose(platform, name, image, str(state.root)))
+    atomic_write_text(compose, render_compose(platform, name, image, str(state.root)))
     click.echo(f"rendered {state.etc} and {compose}; run: docker-compose -f {compose} up -d")
 
 

@@ -44,7 +44,9 @@ def compare_command(
     from harness.analysis.compare import DEFAULT_METRICS, compare_runs, comparison_to_dict, format_table
 
     try:
-        df = compare_runs(list(runs), baseline=baseline, metrics=metrics or DEFAULT_METRICS)
+        df = compare_runs(
+            list(runs), baseline=baseline, metrics=metrics or DEFAULT_METRICS, strict=bool(metrics)
+        )
     except (ValueError, json.JSONDecodeError) as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:
@@ -53,7 +55,11 @@ def compare_command(
         click.echo(format_table(df))
     if plot_path is not None:
         from harness.analysis.plots import plot_comparison
+        from harness.model.atomic import OutputError
 
-        plot_comparison(df, plot_path)
+        try:
+            plot_comparison(df, plot_path)
+        except OutputError as exc:
+            raise click.ClickException(str(exc)) from None
         # stderr keeps --json output parseable.
         click.echo(f"plot written to {plot_path}", err=True)

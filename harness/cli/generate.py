@@ -8,6 +8,8 @@ from pathlib import Path
 import click
 import pandas as pd
 
+from harness.cli.options import NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_NUMBER, POSITIVE_SECONDS, SEED
+from harness.model.atomic import OutputError, atomic_write_text
 from harness.workload import plan
 from harness.workload.feitelson96 import Feitelson96
 from harness.workload.herbein_model import HerbeinModelError
@@ -20,31 +22,48 @@ def generate() -> None:
     """Generate a job plan from a workload model of the source documents."""
 
 
-def _written(output: str, df: pd.DataFrame, manifest: dict) -> None:
-    side = plan.save_plan(df, manifest, output)
+def _written(output: str, df: pd.DataFrame, manifest: dict, inputs: tuple[Path, ...] = ()) -> None:
+    try:
+        plan.save_plan(df, manifest, output, inputs=inputs)
+    except OutputError as exc:
+        raise click.ClickException(str(exc)) from None
     span, seed = manifest["span_s"], manifest["seed"]
-    click.echo(f"{output}: {len(df):,} jobs, span {span:,.0f} s, seed {seed}; manifest {side}")
+    click.echo(f"{output}: {len(df):,} jobs, span {span:,.0f} s, seed {seed}")
 
 
 @generate.command("feitelson96")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Plan file (.parquet).")
-@click.option("--seed", type=int, default=1, show_default=True, help="Random seed (one workload per seed).")
-@click.option("--jobs", type=int, default=500, show_default=True, help="Jobs (Lackner Table I: 500).")
-@click.option("--nodes", "machine_nodes", type=int, default=128, show_default=True, help="Machine size.")
-@click.option("--max-repetitions", type=int, default=2, show_default=True, help="Runs of one job at most.")
+@click.option("--seed", type=SEED, default=1, show_default=True, help="Random seed (one workload per seed).")
 @click.option(
-    "--arrival-factor", type=float, default=500.0, show_default=True, help="Mean gap between new jobs, s."
+    "--jobs", type=POSITIVE_INT, default=500, show_default=True, help="Jobs (Lackner Table I: 500)."
 )
-@click.option("--shortest", type=float, default=1_800.0, show_default=True, help="Shortest runtime, s.")
-@click.option("--longest", type=float, default=86_400.0, show_default=True, help="Longest runtime, s.")
+@click.option(
+    "--nodes", "machine_nodes", type=POSITIVE_INT, default=128, show_default=True, help="Machine size."
+)
+@click.option(
+    "--max-repetitions", type=POSITIVE_INT, default=2, show_default=True, help="Runs of one job at most."
+)
+@click.option(
+    "--arrival-factor",
+    type=POSITIVE_SECONDS,
+    default=500.0,
+    show_default=True,
+    help="Mean gap between new jobs, s.",
+)
+@click.option(
+    "--shortest", type=POSITIVE_SECONDS, default=1_800.0, show_default=True, help="Shortest runtime, s."
+)
+@click.option(
+    "--longest", type=POSITIVE_SECONDS, default=86_400.0, show_default=True, help="Longest runtime, s."
+)
 @click.option(
     "--bb-per-node-mb",
-    type=int,
+    type=NON_NEGATIVE_INT,
     default=NODE_MEMORY_MB,
     show_default=True,
     help="BB request per node (Lackner: a checkpoint of the node's 16 GB).",
 )
-@click.option("--walltime-factor", type=float, default=1.0, show_default=True,
+@click.option("--walltime-factor", type=POSITIVE_NUMBER, default=1.0, show_default=True,
               help="walltime = runtime x factor (Lackner: accurate estimates).")  # fmt: skip
 def feitelson96_command(
     output: str, seed: int, walltime_factor: float, bb_per_node_mb: int, **kw: float
@@ -65,26 +84,26 @@ def feitelson96_command(
 @generate.command("herbein")
 @click.argument("trace")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Plan file (.parquet).")
-@click.option("--seed", type=int, default=1, show_default=True, help="Random seed.")
-@click.option("--jobs", type=int, default=2_500, show_default=True, help="Jobs (Herbein: 2,500).")
+@click.option("--seed", type=SEED, default=1, show_default=True, help="Random seed.")
+@click.option("--jobs", type=POSITIVE_INT, default=2_500, show_default=True, help="Jobs (Herbein: 2,500).")
 @click.option(
     "--nodes",
     "machine_nodes",
-    type=int,
+    type=POSITIVE_INT,
     default=3_888,
     show_default=True,
     help="Machine size (Herbein's CTS-1: 3,888).",
 )
 @click.option(
     "--size-scale",
-    type=float,
+    type=POSITIVE_NUMBER,
     default=1.0,
     show_default=True,
     help="Multiply the sampled sizes (extrapolation to a larger machine).",
 )
 @click.option(
     "--procs-per-node",
-    type=int,
+    type=POSITIVE_INT,
     default=1,
     show_default=True,
     help="The trace's processors per node (sizes are in nodes).",
@@ -100,6 +119,12 @@ def herbein_command(trace: str, output: str, seed: int, jobs: int, machine_nodes
         )
     except (HerbeinModelError, SwfError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
+    source = plan.resolve_input(trace)
     if model_out:
-        Path(model_out).write_text(json.dumps(model.summary(), indent=2) + "\n")
-    _written(output, df, manifest)
+        try:
+            atomic_write_text(
+                model_out, json.dumps(model.summary(), indent=2) + "\n", inputs=[source, output]
+            )
+        except OutputError as exc:
+            raise click.ClickException(str(exc)) from None
+    _written(output, df, manifest, inputs=(source,))

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -39,6 +41,57 @@ class PeriodType(click.ParamType):
         return i - 1, k
 
 
+class NumberType(click.ParamType):
+    """A finite float in a range: ``low``/``high`` None for unbounded, ``*_open`` excludes the
+    bound. Unlike click.FloatRange, nan and inf are refused (nan passes every comparison)."""
+
+    def __init__(
+        self,
+        name: str,
+        low: float | None = None,
+        high: float | None = None,
+        *,
+        low_open: bool = False,
+        high_open: bool = False,
+    ) -> None:
+        self.name = name
+        self.low, self.high, self.low_open, self.high_open = low, high, low_open, high_open
+
+    def describe(self) -> str:
+        left = "-inf" if self.low is None else f"{self.low:g}"
+        right = "inf" if self.high is None else f"{self.high:g}"
+        lb = "(" if self.low is None or self.low_open else "["
+        rb = ")" if self.high is None or self.high_open else "]"
+        return f"a finite number in {lb}{left}, {right}{rb}"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"expected {self.describe()}, got {value!r}", param, ctx)
+        too_low = self.low is not None and (number <= self.low if self.low_open else number < self.low)
+        too_high = self.high is not None and (number >= self.high if self.high_open else number > self.high)
+        if not math.isfinite(number) or too_low or too_high:
+            self.fail(f"expected {self.describe()}, got {value!r}", param, ctx)
+        return number
+
+
+# The shared types: every option of one kind is checked the same way, naming the option.
+PROBABILITY = NumberType("probability", 0.0, 1.0)
+RATIO = NumberType("ratio", 1.0)  # a sampling ratio s_p = N_orig / N_work: >= 1
+SHRINK = NumberType("shrink", 0.0, 1.0, high_open=True)  # [0, 1), as harness.model.timescale
+TAU = NumberType("seconds", 0.0, low_open=True)  # bounded-slowdown threshold: > 0
+TIME_LIMIT = NumberType("seconds", 0.0, low_open=True)
+SAMPLE_WINDOW = NumberType("seconds", 0.0, low_open=True)
+POSITIVE_SECONDS = NumberType("seconds", 0.0, low_open=True)
+POSITIVE_NUMBER = NumberType("number", 0.0, low_open=True)
+NON_NEGATIVE_SECONDS = NumberType("seconds", 0.0)
+POSITIVE_INT = click.IntRange(min=1)
+NON_NEGATIVE_INT = click.IntRange(min=0)
+REPEAT = POSITIVE_INT
+SEED = click.IntRange(min=0, max=2**63 - 1)  # numpy's generators take any non-negative integer
+
+
 def platform_option(func: F) -> F:
     return click.option(
         "--platform", "platform_file", default=DEFAULT_PLATFORM, show_default=True, help=PLATFORM_HELP
@@ -47,13 +100,14 @@ def platform_option(func: F) -> F:
 
 def shrink_option(default: float | None, help_extra: str = "") -> Callable[[F], F]:
     text = "Time-shrink factor s in [0, 1): every time is multiplied by 1 - s." + help_extra
-    # the range is checked where the shrink is used (harness.model.timescale): one check
-    return click.option("--shrink", type=float, default=default, show_default=default is not None,
+    return click.option("--shrink", type=SHRINK, default=default, show_default=default is not None,
                         help=text)  # fmt: skip
 
 
 def seed_option(default: int | None, help_text: str = "Seed of the burst-buffer model.") -> Callable[[F], F]:
-    return click.option("--seed", type=int, default=default, show_default=default is not None, help=help_text)
+    return click.option(
+        "--seed", type=SEED, default=default, show_default=default is not None, help=help_text
+    )
 
 
 def first_n_option(func: F) -> F:
@@ -71,3 +125,22 @@ def period_option(func: F) -> F:
 def policy_option(default: str | None, help_text: str) -> Callable[[F], F]:
     return click.option("--policy", "-p", "policy", default=default, show_default=default is not None,
                         help=help_text)  # fmt: skip
+
+
+def user_errors(*errors: type[BaseException]) -> Callable[[F], F]:
+    """Bad input is the user's to fix: a ValueError (every named error of the harness is one:
+    PlatformError, PlanError, SchemaError, OutputError, ...) or one of ``errors`` becomes one
+    clear line and exit status 1, not a traceback."""
+    caught: tuple[type[BaseException], ...] = (ValueError, *errors)
+
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return func(*args, **kwargs)
+            except caught as exc:
+                raise click.ClickException(str(exc)) from None
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

@@ -11,8 +11,19 @@ from typing import Any
 import click
 
 from harness.cli.longrun import LONG_RUN_OPTIONS, gate, long_run_options, with_long_run_options
-from harness.cli.options import platform_option, policy_option, seed_option, shrink_option
+from harness.cli.options import (
+    NON_NEGATIVE_SECONDS,
+    POSITIVE_SECONDS,
+    REPEAT,
+    TIME_LIMIT,
+    platform_option,
+    policy_option,
+    seed_option,
+    shrink_option,
+    user_errors,
+)
 from harness.cli.workload_options import selection_kwargs, selection_options, trace_kwargs, trace_options
+from harness.slurm.client import SlurmCommandError
 
 
 @click.command("run")
@@ -34,26 +45,35 @@ from harness.cli.workload_options import selection_kwargs, selection_options, tr
 @click.option(
     "--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True
 )
-@click.option("--warmup", type=float, default=2.0, show_default=True, help="Seconds before t0.")
+@click.option(
+    "--warmup", type=NON_NEGATIVE_SECONDS, default=2.0, show_default=True, help="Seconds before t0."
+)
 @click.option(
     "--drift",
-    type=float,
+    type=NON_NEGATIVE_SECONDS,
     default=0.0,
     show_default=True,
     help="Seconds added per job to submission instants (Barberato's drift correction).",
 )
 @click.option(
-    "--timeout", type=float, default=None, help="Give up this many seconds after the last submission."
+    "--timeout",
+    type=POSITIVE_SECONDS,
+    default=None,
+    help="Give up this many seconds after the last submission.",
 )
 @click.option("--keep-jobs", is_flag=True, help="On interruption, leave submitted jobs in Slurm.")
 @click.option("-q", "--quiet", is_flag=True, help="A progress line every 30 s instead of a live display.")
 @click.option(
-    "--repeat", type=int, default=1, show_default=True,
+    "--repeat", type=REPEAT, default=1, show_default=True,
     help="Run N times (with --shuffle: N submission orders); AVE/SSD/RSD/C95 per metric.",
 )  # fmt: skip
 @click.option(
     "--compare-sim", is_flag=True, help="Also simulate the plan with the same policy and report the gap."
 )
+@click.option(
+    "--model", type=click.Choice(["alloc-only", "io-aware"]), default="alloc-only", show_default=True,
+    help="io-aware: jobs stage their data in and out through Slurm's burst_buffer/lua (docs/io-live.md).",
+)  # fmt: skip
 @long_run_options
 def run_command(
     trace: Path | None,
@@ -71,6 +91,7 @@ def run_command(
     quiet: bool,
     repeat: int,
     compare_sim: bool,
+    model: str,
     **workload_opts: Any,
 ) -> None:
     """Replay TRACE (default: the bundled KTH slice) on the emulated Slurm; write a run directory.
@@ -89,7 +110,7 @@ def run_command(
     selection = selection_kwargs(workload_opts)
     opts = RunOptions(
         workload=WorkloadSpec(trace=trace, shrink=shrink, seed=seed, shuffle=shuffle, prepare=prepare,
-                              **selection),
+                              model=model, **selection),
         cluster=ClusterSpec(backend=cluster, name=cluster_name, platform=platform_file),
         replay=ReplaySpec(policy=policy, warmup=warmup, drift=drift, timeout=timeout, keep_jobs=keep_jobs,
                           compare_sim=compare_sim),
@@ -119,8 +140,8 @@ def run_command(
 @click.argument("plan", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), required=True)
 @click.option("--run-id", required=True)
-@click.option("--warmup", type=float, default=2.0, show_default=True)
-@click.option("--drift", type=float, default=0.0, show_default=True)
+@click.option("--warmup", type=NON_NEGATIVE_SECONDS, default=2.0, show_default=True)
+@click.option("--drift", type=NON_NEGATIVE_SECONDS, default=0.0, show_default=True)
 @click.option("--bb-license", default="bb", show_default=True)
 @click.option("--partition", default="compute", show_default=True)
 @click.option("--sigsleep", default="/usr/local/bin/sigsleep", show_default=True)
@@ -130,6 +151,7 @@ def run_command(
     default=None,
     help="Concurrent sbatch processes at most (1: strictly in plan order). [default: ReplayOptions']",
 )
+@user_errors(OSError)
 def replay_command(
     plan: Path,
     run_dir: Path,
@@ -174,11 +196,13 @@ def replay_command(
     default=None,
     help="Write decisions.jsonl here; stop when a STOP file appears.",
 )
-@click.option("--poll", type=float, default=0.1, show_default=True, help="Seconds between looks at Slurm.")
+@click.option(
+    "--poll", type=POSITIVE_SECONDS, default=0.1, show_default=True, help="Seconds between looks at Slurm."
+)
 @click.option("--user", default="emu", show_default=True, help="Manage this user's jobs.")
 @click.option(
     "--time-limit",
-    type=float,
+    type=TIME_LIMIT,
     default=0.4,
     show_default=True,
     help="Wall-clock limit of one plan search: a live scheduler must answer promptly.",
@@ -186,6 +210,7 @@ def replay_command(
 @click.option(
     "--release-all", is_flag=True, help="Release every held job (hand the queue back to Slurm) and exit."
 )
+@user_errors(SlurmCommandError)
 def agent_command(
     policy: str | None,
     platform_file: str,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from harness.analysis.formatting import format_terse
-from harness.cli.options import policy_option, shrink_option
+from harness.cli.options import SEED, TAU, TIME_LIMIT, policy_option, shrink_option
 from harness.cli.workload_options import (
     given,
     selection_kwargs,
@@ -51,23 +51,42 @@ def _text_table(results: dict[str, dict[str, Any]], io: bool = False) -> str:
     return "\n".join(lines)
 
 
+def _jobs_target(output: Path, policy: str, several: bool) -> Path:
+    return output.with_name(f"{output.stem}.{policy}{output.suffix}") if several else output
+
+
 def _write_jobs(jobs: pd.DataFrame, output: Path, policy: str, several: bool) -> Path:
-    target = output
-    if several:
-        target = output.with_name(f"{output.stem}.{policy}{output.suffix}")
-    if target.suffix == ".csv":
-        jobs.to_csv(target, index=False)
-    else:
-        jobs.to_parquet(target, index=False)
-    return target
+    from harness.model.atomic import OutputError, atomic_write_csv, atomic_write_parquet
+
+    target = _jobs_target(output, policy, several)
+    write = atomic_write_csv if target.suffix == ".csv" else atomic_write_parquet
+    try:
+        return write(target, jobs)
+    except OutputError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _check_outputs(output: Path | None, names: list[str], workload: str) -> None:
+    """Refuse an unusable --output before simulating (a directory, a device, the input)."""
+    from harness.model.atomic import OutputError, check_target
+    from harness.workload.plan import resolve_input
+
+    if output is None:
+        return
+    try:
+        for name in names:
+            check_target(_jobs_target(output, name, len(names) > 1), inputs=[resolve_input(workload)])
+    except OutputError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, scale: float) -> Path:
     """Beside the per-job results of an io-aware run: the bandwidth timeline and its plot."""
     from harness.analysis.io_plots import plot_bandwidth
+    from harness.model.atomic import atomic_write_csv
 
     assert result.bandwidth is not None
-    result.bandwidth.to_csv(jobs_path.with_suffix(".bandwidth.csv"), index=False)
+    atomic_write_csv(jobs_path.with_suffix(".bandwidth.csv"), result.bandwidth)
     per_s = 1e6 / scale  # MB/s of original time -> bytes per plan second
     capacity = {
         "pfs": platform.io.pfs_capacity_mbps(platform.compute_count) * per_s,
@@ -86,14 +105,14 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, scale: float) 
 @trace_options
 @selection_options
 @shrink_option(None, " A trace only: a plan keeps its own.")
-@click.option("--policy-seed", type=int, default=0, show_default=True, help="Seed of randomised policies.")
+@click.option("--policy-seed", type=SEED, default=0, show_default=True, help="Seed of randomised policies.")
 @click.option(
     "--time-limit",
-    type=float,
+    type=TIME_LIMIT,
     default=None,
     help="Wall-clock limit (s) of one plan search; results then depend on the machine's speed.",
 )
-@click.option("--tau", type=float, default=600.0, show_default=True, help="Bounded slowdown threshold (s).")
+@click.option("--tau", type=TAU, default=600.0, show_default=True, help="Bounded slowdown threshold (s).")
 @click.option("--ci", is_flag=True, help="Add bootstrap 95% intervals of mean wait and mean bsld.")
 @click.option(
     "--output",
@@ -136,6 +155,7 @@ def simulate_command(
         platform = load_platform(platform_file)
     except (UnknownPolicyError, PlatformError) as exc:
         raise click.ClickException(str(exc)) from None
+    _check_outputs(output, names, workload)
     try:
         plan, manifest = _load_workload(workload, platform, shrink, opts)
     except (OSError, ValueError) as exc:

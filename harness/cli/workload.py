@@ -11,8 +11,9 @@ from typing import Any
 import click
 
 from harness.cli.generate import generate
-from harness.cli.options import shrink_option
+from harness.cli.options import POSITIVE_INT, shrink_option
 from harness.cli.workload_options import selection_kwargs, selection_options, trace_kwargs, trace_options
+from harness.model.atomic import OutputError, check_target
 from harness.model.jsonio import to_json
 from harness.model.timescale import ShrinkError
 from harness.platform import PlatformError, load_platform
@@ -33,6 +34,7 @@ _USER_ERRORS = (
     SchemaError,
     ShrinkError,
     NodeSizeError,
+    OutputError,
 )
 
 
@@ -183,13 +185,15 @@ def _bb_lines(bb: dict[str, Any], model: str, seed: int, jobs: int) -> list[str]
 @_shuffle_option
 @_friendly
 def prepare(trace: str, output: str, **opts: Any) -> None:
-    """Turn TRACE into a job plan (parquet) with a sidecar manifest."""
-    df, manifest = plan.prepare(plan.resolve_input(trace), **_prepare_kwargs(opts))
+    """Turn TRACE into a job plan: one parquet file, its manifest in the parquet metadata."""
+    source = plan.resolve_input(trace)
+    check_target(output, inputs=[source])
+    df, manifest = plan.prepare(source, **_prepare_kwargs(opts))
     _report_skipped(manifest["input"])
-    side = plan.save_plan(df, manifest, output)
+    plan.save_plan(df, manifest, output, inputs=(source,))
     click.echo(
         f"{output}: {len(df):,} jobs, span {manifest['span_s']:,.0f} s (shrink {manifest['shrink']}, "
-        f"speed-up {manifest['speedup']:g}), seed {manifest['seed']}; manifest {side}"
+        f"speed-up {manifest['speedup']:g}), seed {manifest['seed']}"
     )
 
 
@@ -198,7 +202,7 @@ def prepare(trace: str, output: str, **opts: Any) -> None:
 
 @workload.command()
 @click.argument("trace")
-@click.option("-k", "--parts", default=16, show_default=True, help="Number of equal periods.")
+@click.option("-k", "--parts", type=POSITIVE_INT, default=16, show_default=True, help="Periods (K).")
 @click.option("-o", "--output-dir", required=True, type=click.Path(file_okay=False), help="Directory.")
 @click.option("--format", "fmt", type=click.Choice(["plan", "swf"]), default="plan", show_default=True,
               help="plan: prepared parquet parts; swf: the trace's own records, uncleaned.")  # fmt: skip
@@ -225,7 +229,7 @@ def split(trace: str, parts: int, output_dir: str, fmt: str, **opts: Any) -> Non
         if part is None:
             click.echo(f"{target.name}: empty period, not written")
             continue
-        plan.save_plan(part[0], part[1], target)
+        plan.save_plan(part[0], part[1], target, inputs=(source,))
         click.echo(f"{target}: {len(part[0]):,} jobs")
 
 
@@ -233,6 +237,8 @@ def _split_swf(source: Path, k: int, out: Path, stem: str, lenient: bool) -> Non
     trace: SwfTrace = read_swf(source, lenient=lenient)
     table = trace_to_table(trace)
     idx = transforms.period_index(table, k)
+    if (idx < 0).any():
+        click.echo(f"{int((idx < 0).sum()):,} record(s) of unknown submit time are in no period", err=True)
     for i in range(k):
         rows = trace.records[idx == i]
         target = out / f"{stem}.part{i:02d}of{k:02d}.swf"

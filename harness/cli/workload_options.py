@@ -5,12 +5,23 @@ take them from here, so a trace is prepared the same way whichever command reads
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
-from harness.cli.options import first_n_option, period_option, platform_option, seed_option
+from harness.cli.options import (
+    NON_NEGATIVE_INT,
+    POSITIVE_INT,
+    POSITIVE_NUMBER,
+    RATIO,
+    SAMPLE_WINDOW,
+    first_n_option,
+    period_option,
+    platform_option,
+    seed_option,
+)
 from harness.workload import bbmodel, plan
 from harness.workload.cleaning import ACTIONS, DEFAULT_ACTIONS, DEFAULT_WALLTIME_FACTOR
 
@@ -46,7 +57,10 @@ class WindowType(click.ParamType):
         try:
             if not sep:
                 raise ValueError
-            return float(start) if start else 0.0, float(end) if end else None
+            window = float(start) if start else 0.0, float(end) if end else None
+            if not math.isfinite(window[0]) or window[0] < 0 or not math.isfinite(window[1] or 0.0):
+                raise ValueError
+            return window
         except ValueError:
             self.fail(f"expected START:END in seconds such as 0:86400 or 3600:, got {value!r}", param, ctx)
 
@@ -64,7 +78,8 @@ def trace_options(func: F) -> F:
             "--bb-model", type=click.Choice(bbmodel.MODELS), default="lognormal", show_default=True,
             help="Burst-buffer request source: Kopański's log-normal, a constant, or a trace column.",
         ),
-        click.option("--bb-constant", type=int, default=None, help="MB per node for --bb-model constant."),
+        click.option("--bb-constant", type=NON_NEGATIVE_INT, default=None,
+                     help="MB per node for --bb-model constant."),
         click.option("--bb-column", default=None,
                      help="Job-table column for --bb-model column (e.g. mem_req_kb)."),
         *(
@@ -72,8 +87,8 @@ def trace_options(func: F) -> F:
                          default=DEFAULT_ACTIONS[name], show_default=True, help=_CLEANING_HELP[name])
             for name in CLEANING_OPTIONS
         ),
-        click.option("--walltime-factor", type=float, default=DEFAULT_WALLTIME_FACTOR, show_default=True,
-                     help="--unknown-walltime factor: walltime = runtime x this."),
+        click.option("--walltime-factor", type=POSITIVE_NUMBER, default=DEFAULT_WALLTIME_FACTOR,
+                     show_default=True, help="--unknown-walltime factor: walltime = runtime x this."),
     ]  # fmt: skip
     return _apply(func, options)
 
@@ -87,10 +102,12 @@ def selection_options(func: F) -> F:
                      help="START:END, seconds after the first submission (half-open; END may be empty)."),
         click.option("--sample", type=click.Choice(plan.SAMPLING_METHODS), default=None,
                      help="Barberato sampling: 'ordered' (ratio, offset) or 'su' (service-unit balanced)."),
-        click.option("--sample-n", type=int, default=None, help="Jobs to keep when sampling."),
-        click.option("--sample-ratio", type=float, default=None, help="Sampling ratio s_p (instead of -n)."),
-        click.option("--sample-offset", type=int, default=0, show_default=True, help="Offset o_f (ordered)."),
-        click.option("--sample-window", type=float, default=60.0, show_default=True,
+        click.option("--sample-n", type=POSITIVE_INT, default=None, help="Jobs to keep when sampling."),
+        click.option("--sample-ratio", type=RATIO, default=None,
+                     help="Sampling ratio s_p >= 1 (instead of -n)."),
+        click.option("--sample-offset", type=NON_NEGATIVE_INT, default=0, show_default=True,
+                     help="Offset o_f (ordered)."),
+        click.option("--sample-window", type=SAMPLE_WINDOW, default=60.0, show_default=True,
                      help="Requested-time window, s (su)."),
     ]  # fmt: skip
     return _apply(func, options)

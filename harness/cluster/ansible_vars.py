@@ -11,6 +11,8 @@ writes everything host-specific into one directory, and the playbook copies it:
                         where ``harness run --cluster ssh://...`` reads it)
     platform.toml       the platform description (installed as /etc/harness/platform.toml)
     munge.key           generated once, kept across runs (one key for every host)
+    dbd/                with accounting: slurmdbd.conf, mariadb.cnf, the database password
+                        (``harness.cluster.ansible_dbd``)
     harness-src.tar.gz  the harness sources for the head node's venv (reproducible bytes)
 
 Files are rewritten only when their content changes, so a second playbook run sees no change.
@@ -24,10 +26,12 @@ import json
 import os
 import tarfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.cluster.ansible_dbd import render_dbd_dir
+from harness.model.atomic import atomic_write
 from harness.model.hostlist import compress_hostlist
 from harness.platform import Platform, bundled_platform_file
 from harness.slurm.config import LOOPBACK, SchedulerConfig, render_slurm_files
@@ -87,6 +91,7 @@ class Layout:
             "platform": platform.name,
             "node_count": platform.node_count,
             "shared_dir": SHARED_DIR,
+            "accounting": asdict(platform.deployment.accounting),
             "head": {
                 "name": self.head.name,
                 "address": self.head.address,
@@ -245,10 +250,12 @@ def write_if_changed(path: Path, data: bytes, mode: int = 0o644) -> bool:
         if path.stat().st_mode & 0o777 != mode:
             path.chmod(mode)
         return False
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.chmod(mode)
-    tmp.replace(path)
+
+    def fill(tmp: Path) -> None:
+        tmp.write_bytes(data)
+        tmp.chmod(mode)
+
+    atomic_write(path, fill)
     return True
 
 
@@ -285,6 +292,9 @@ def render_ansible(
             changed.append(rel)
     if ensure_munge_key(out / MUNGE_KEY):
         changed.append(MUNGE_KEY)
+    changed += render_dbd_dir(
+        out, platform, LOOPBACK if layout.is_loopback else layout.head.address, cluster_name
+    )
     return RenderResult(out=out, changed=tuple(changed), layout=layout)
 
 

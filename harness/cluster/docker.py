@@ -22,12 +22,16 @@ from harness.cluster.dbd import accounting_enabled, start_dbd
 from harness.cluster.image import IMAGE_REPO, image_tag, write_build_context
 from harness.cluster.ports import check_ports
 from harness.cluster.state import CONTROLLER_CPU_SHARES, SUBMIT_USER, ClusterState, render_compose
+from harness.model.atomic import atomic_write_text
 from harness.model.commands import CommandResult
 from harness.platform import Platform, load_platform
 from harness.slurm.config import SchedulerConfig
 
 LABEL = "harness.cluster"
 IDLE_TIMEOUT_S = 120.0
+IDLE_S_PER_NODE = 0.15
+# A busy Docker engine sometimes garbles a multiplexed exec stream: retried this often.
+EXEC_ATTEMPTS = 3
 
 Progress = Callable[[str], None]
 
@@ -108,7 +112,14 @@ class DockerCluster:
     # -- commands ---------------------------------------------------------------
     def exec(self, cmd: list[str], user: str | None = None, timeout: float | None = None) -> CommandResult:
         argv = ["timeout", f"{timeout:g}", *cmd] if timeout else cmd
-        result = self._controller().exec_run(argv, user=user or "root", demux=True)
+        controller = self._controller()
+        for attempt in range(EXEC_ATTEMPTS):
+            try:
+                result = controller.exec_run(argv, user=user or "root", demux=True)
+                break
+            except ValueError:  # docker-py misread the stream's framing ("10 is not a valid stream")
+                if attempt == EXEC_ATTEMPTS - 1:
+                    raise ClusterError(f"`{' '.join(cmd)}`: the Docker engine garbled its output") from None
         out, err = result.output if result.output else (b"", b"")
         return CommandResult(result.exit_code or 0, (out or b"").decode(), (err or b"").decode())
 
@@ -231,7 +242,7 @@ class DockerCluster:
         self._wait_controller(timeout=30)
         self._start_node_groups(tag)
         progress(f"waiting for {self.platform.node_count} nodes to become idle")
-        self._wait_nodes_idle(IDLE_TIMEOUT_S)
+        self._wait_nodes_idle(self.idle_timeout)
         return UpResult(already_up=False, seconds_to_idle=time.monotonic() - start, built_image=built)
 
     def _prepare_state(self, tag: str) -> None:
@@ -242,8 +253,9 @@ class DockerCluster:
                 _clear_dir(path)
         self.state.create()
         self.state.render(self.platform, self.sched)
-        (self.state.root / "compose.yaml").write_text(
-            render_compose(self.platform, self.name, tag, str(self.state.root))
+        atomic_write_text(
+            self.state.root / "compose.yaml",
+            render_compose(self.platform, self.name, tag, str(self.state.root)),
         )
 
     def run_container(
@@ -290,6 +302,11 @@ class DockerCluster:
             + self._controller().logs(tail=15).decode(errors="replace")
         )
 
+    @property
+    def idle_timeout(self) -> float:
+        """120 s, or 0.15 s per node on bigger platforms (1,134 slurmd start on two cores)."""
+        return max(IDLE_TIMEOUT_S, IDLE_S_PER_NODE * self.platform.node_count)
+
     def _wait_nodes_idle(self, timeout: float) -> None:
         _, missing = wait_for_idle(self, self.platform.all_nodes(), timeout)
         if not missing:
@@ -302,8 +319,26 @@ class DockerCluster:
         raise ClusterError(
             f"{len(missing)} of {self.platform.node_count} nodes not idle after {timeout:.0f} s "
             f"({', '.join(details)}{' ...' if len(names) > 10 else ''}).\n{logs}\n"
-            f"--- slurmctld.log\n{self.tail(self.state.log / 'slurmctld.log', 10)}"
+            f"--- slurmctld.log\n{self.tail(self.state.log / 'slurmctld.log', 10)}\n"
+            + self._node_container_output(names[:3])
         )
+
+    def _node_container_output(self, nodes: list[str]) -> str:
+        """The supervisor's last lines and the slurmd processes of the containers of ``nodes``."""
+        groups = self.platform.node_groups()
+        indices = sorted({i for i, group in enumerate(groups) for n in nodes if n in group})
+        pattern = " ".join(f"-e {n}" for n in nodes)
+        parts = []
+        for index in indices:
+            try:
+                ctr = self.client.containers.get(f"{self.name}-nodes{index}")
+                ps = ctr.exec_run(["sh", "-c", f"ps -o pid,stat,etime,args -C slurmd | grep -w {pattern}"])
+                output = ctr.logs(tail=8).decode(errors="replace")
+                procs = ps.output.decode(errors="replace")
+                parts.append(f"--- {ctr.name} ({ctr.status}):\n{output}slurmd of {nodes}:\n{procs}")
+            except docker.errors.DockerException as exc:
+                parts.append(f"--- {self.name}-nodes{index}: {exc}")
+        return "\n".join(parts)
 
     @staticmethod
     def tail(path: Path, lines: int) -> str:
@@ -319,7 +354,7 @@ class DockerCluster:
         progress(f"restarting slurmctld with scheduler {sched.mode} ({sched.scheduler_parameters})")
         self._controller().restart(timeout=10)
         self._wait_controller(timeout=30)
-        self._wait_nodes_idle(IDLE_TIMEOUT_S)
+        self._wait_nodes_idle(self.idle_timeout)
 
     def down(self, keep_state: bool = False) -> int:
         """Remove every container of the cluster (and its state unless ``keep_state``); idempotent."""

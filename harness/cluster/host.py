@@ -42,6 +42,7 @@ from harness.cluster.runners import (
     read_script,
     with_timeout,
 )
+from harness.model.atomic import atomic_write_bytes
 from harness.model.commands import CommandResult
 from harness.platform import Platform, PlatformError, load_platform, platform_from_dict
 from harness.slurm.config import SLURM_FILES, SchedulerConfig
@@ -179,7 +180,7 @@ class HostCluster:
         data = self.read_bytes(self.shared_path(rel))
         if data is None:
             return False
-        local.write_bytes(data)
+        atomic_write_bytes(local, data)
         return True
 
     def read_text(self, rel: str) -> str | None:
@@ -194,13 +195,13 @@ class HostCluster:
         for name in SLURM_FILES:
             data = self.read_bytes(f"{SLURM_ETC}/{name}")
             if data is not None:
-                (target / "etc" / name).write_bytes(data)
+                atomic_write_bytes(target / "etc" / name, data)
         conf = (target / "etc" / "slurm.conf").read_text() if (target / "etc" / "slurm.conf").exists() else ""
         for key, default in DEFAULT_LOGS.items():
             path = conf_value(conf, key) or default
             data = self.read_bytes(path)
             if data is not None:
-                (target / PurePosixPath(path).name).write_bytes(data)
+                atomic_write_bytes(target / PurePosixPath(path).name, data)
 
     # -- prepare ----------------------------------------------------------------------------
     def describe_cluster(self) -> dict:

@@ -22,6 +22,7 @@ from pathlib import Path
 import jinja2
 
 from harness import __version__
+from harness.model.atomic import atomic_write_text, write_private
 from harness.model.paths import resource_path, state_root
 from harness.platform import Platform
 from harness.slurm.config import SchedulerConfig, render_slurm_files, write_slurm_files
@@ -100,8 +101,9 @@ class ClusterState:
         write_slurm_files(self.etc, files)
         if platform.deployment.accounting.enabled:
             self._render_dbd(platform)
-        (self.root / "experiment.json").write_text(
-            json.dumps({"platform": platform.as_dict(), "scheduler": sched.__dict__}, indent=2) + "\n"
+        atomic_write_text(
+            self.root / "experiment.json",
+            json.dumps({"platform": platform.as_dict(), "scheduler": sched.__dict__}, indent=2) + "\n",
         )
         return files
 
@@ -114,9 +116,7 @@ class ClusterState:
             secret.touch(mode=0o600)
             secret.write_text(new_storage_password())
         for name, text in render_dbd_files(platform, self.name, secret.read_text().strip()).items():
-            path = self.dbd / name
-            path.touch(mode=0o600)
-            path.write_text(text)
+            write_private(self.dbd / name, text)
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)

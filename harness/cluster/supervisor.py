@@ -25,6 +25,7 @@ SLURMD = "/usr/sbin/slurmd"
 SPOOL = Path("/var/spool/slurm/d")
 RESTART_DELAY_S = 1.0
 STOP_GRACE_S = 10.0
+START_ATTEMPTS = 10
 
 
 def log(message: str) -> None:
@@ -43,8 +44,15 @@ class Supervisor:
     def start(self, node: str) -> None:
         if self.spool is not None:
             (self.spool / node).mkdir(parents=True, exist_ok=True)
-        proc = subprocess.Popen([self.command, "-D", "-N", node], stdin=subprocess.DEVNULL)
-        self.children[proc.pid] = node
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                proc = subprocess.Popen([self.command, "-D", "-N", node], stdin=subprocess.DEVNULL)
+            except OSError as exc:  # e.g. EAGAIN: the host is out of processes for a moment
+                log(f"{node}: cannot start ({exc}); attempt {attempt} of {START_ATTEMPTS}")
+                time.sleep(RESTART_DELAY_S)
+                continue
+            self.children[proc.pid] = node
+            return
 
     def stop(self, _signum: int = signal.SIGTERM, _frame: object = None) -> None:
         """Signal handler: stop restarting, pass SIGTERM to every daemon (SIGKILL after a grace)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -28,14 +29,18 @@ class CrossCheck:
     disagreements: list[dict] = field(default_factory=list)
     max_start_diff: float = 0.0
     max_end_diff: float = 0.0
+    max_submit_diff: float = 0.0
+    mismatches: list[dict] = field(default_factory=list)  # node list, licenses, submit time
+    source: str = "jobcomp"  # where Slurm's records came from: sacct or jobcomp
 
     @property
     def ok(self) -> bool:
-        return not (self.missing_in_slurm or self.missing_in_log or self.disagreements)
+        return not (self.missing_in_slurm or self.missing_in_log or self.disagreements or self.mismatches)
 
     def as_dict(self) -> dict:
         return {
             "ok": self.ok,
+            "source": self.source,
             "compared": self.compared,
             "missing_in_slurm": self.missing_in_slurm,
             "missing_in_log": self.missing_in_log,
@@ -43,6 +48,9 @@ class CrossCheck:
             "n_disagreements": len(self.disagreements),
             "max_start_diff_s": round(self.max_start_diff, 6),
             "max_end_diff_s": round(self.max_end_diff, 6),
+            "max_submit_diff_s": round(self.max_submit_diff, 6),
+            "mismatches": self.mismatches[:50],
+            "n_mismatches": len(self.mismatches),
             "tolerance_s": AGREEMENT_S,
         }
 
@@ -101,9 +109,12 @@ def finished(results: pd.DataFrame) -> pd.DataFrame:
     return results[results["start"].notna() & results["end"].notna()].reset_index(drop=True)
 
 
-def cross_check(results: pd.DataFrame, slurm_jobs: dict[int, dict], t0: float) -> CrossCheck:
-    """Compare every job's sigsleep start/end with Slurm's (jobcomp) start/end."""
-    check = CrossCheck()
+def cross_check(
+    results: pd.DataFrame, slurm_jobs: dict[int, dict], t0: float, source: str = "jobcomp"
+) -> CrossCheck:
+    """Compare every job's sigsleep start/end with Slurm's (sacct or jobcomp) start/end; where
+    Slurm's record has them, also its submit time, node list and licenses."""
+    check = CrossCheck(source=source)
     for row in results.itertuples(index=False):
         if pd.isna(row.slurm_job_id):
             continue
@@ -117,6 +128,7 @@ def cross_check(results: pd.DataFrame, slurm_jobs: dict[int, dict], t0: float) -
         check.compared += 1
         d_start = (row.start + t0) - slurm["start"]
         d_end = (row.end + t0) - slurm["end"]
+        check.mismatches += _field_mismatches(row, slurm, t0, check)
         check.max_start_diff = max(check.max_start_diff, abs(d_start))
         check.max_end_diff = max(check.max_end_diff, abs(d_end))
         # Slurm truncates to the second: sigsleep may read up to 1 s later than Slurm's stamp.
@@ -130,6 +142,28 @@ def cross_check(results: pd.DataFrame, slurm_jobs: dict[int, dict], t0: float) -
                 }
             )
     return check
+
+
+def _field_mismatches(row: Any, slurm: dict, t0: float, check: CrossCheck) -> list[dict]:
+    """Submit time (the replay's clock vs Slurm's whole second), node list, license count."""
+    found = []
+    if slurm.get("submit") is not None and not pd.isna(row.submit):
+        d_submit = (row.submit + t0) - slurm["submit"]
+        check.max_submit_diff = max(check.max_submit_diff, abs(d_submit))
+        if not -AGREEMENT_S <= d_submit <= AGREEMENT_S + 1.0:
+            found.append({"field": "submit", "sigsleep": round(row.submit + t0, 3), "slurm": slurm["submit"]})
+    if slurm.get("nodelist") and row.nodelist and slurm["nodelist"] != row.nodelist:
+        found.append({"field": "nodelist", "sigsleep": row.nodelist, "slurm": slurm["nodelist"]})
+    if "licenses" in slurm:
+        expected = int(row.nodes) * int(row.bb_per_node_mb)
+        if license_count(slurm["licenses"]) != expected:
+            found.append({"field": "licenses", "plan": expected, "slurm": slurm["licenses"]})
+    return [{"job_id": int(row.job_id), **f} for f in found]
+
+
+def license_count(text: str) -> int:
+    """The total count of a Slurm license string: ``bb:4800`` -> 4800, ``""`` -> 0."""
+    return sum(int(item.rsplit(":", 1)[1]) if ":" in item else 1 for item in text.split(",") if item)
 
 
 def lag_stats(submissions: list[dict]) -> dict[str, float]:

@@ -37,7 +37,9 @@ from typing import TextIO
 
 import pandas as pd
 
+from harness.emulation.staging import directive_line
 from harness.model.rundir import SIGSLEEP_LOG, STATUS, STOP_FILE, SUBMISSIONS
+from harness.slurm.config import BANDWIDTH_LICENSE
 from harness.slurm.jobspec import encode_comment
 
 DEFAULT_SIGSLEEP = "/usr/local/bin/sigsleep"
@@ -101,11 +103,31 @@ def sbatch_command(job: dict, opts: ReplayOptions, intended: float) -> list[str]
         # the ordering agent reads the exact walltime and per-node BB request from here
         "--comment=" + encode_comment(job["job_id"], job["walltime"], job["bb_per_node_mb"]),
     ]  # fmt: skip
-    if bb_total > 0:
-        cmd.append(f"--licenses={opts.bb_license}:{bb_total}")
+    io = io_directives(job, opts.bb_license)
+    licenses = [f"{opts.bb_license}:{bb_total}"] if bb_total > 0 and not io else []
+    if "pfs_mbps_per_node" in job:  # the PFS bandwidth as a license (slurm-backfill-io-aware-D)
+        mbps = math.ceil(int(job["nodes"]) * float(job["pfs_mbps_per_node"]) - 1e-9)
+        licenses += [f"{BANDWIDTH_LICENSE}:{mbps}"] if mbps > 0 else []
+    if licenses:
+        cmd.append("--licenses=" + ",".join(licenses))
     cmd += list(opts.extra_sbatch)
-    cmd.append("--wrap=exec " + shlex.join(sigsleep))
+    cmd.append("--wrap=" + "".join(line + "\n" for line in io) + "exec " + shlex.join(sigsleep))
     return cmd
+
+
+def io_directives(job: dict, pool: str) -> list[str]:
+    """Under the io-aware model (a plan with I/O columns): the job script's burst-buffer lines.
+
+    ``#BB_LUA`` asks Slurm's burst_buffer/lua pool for the job's whole BB request (instead
+    of the license); ``#HARNESS_IO`` gives the staging command the job's volumes in MB.
+    """
+    if "io_stage_in_mb" not in job:
+        return []
+    nodes = int(job["nodes"])
+    bb_total = nodes * int(job["bb_per_node_mb"])
+    lines = [f"#BB_LUA pool={pool} capacity={bb_total}"] if bb_total > 0 else []
+    volumes = (nodes * float(job["io_stage_in_mb"]), nodes * float(job["io_stage_out_mb"]))
+    return [*lines, directive_line(nodes, *volumes, float(job.get("io_time_scale", 1.0)))]
 
 
 def submit(cmd: list[str]) -> tuple[int | None, str]:

@@ -11,6 +11,7 @@ directory with ``resume=True`` skips them.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -68,6 +69,8 @@ class Experiment:
         self.opts = opts
         self.say = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
         self.sched = scheduler_for_run(opts.replay.policy)
+        if opts.workload.model == "io-aware":  # Slurm's burst-buffer life cycle, not the license
+            self.sched = replace(self.sched, burst_buffer="lua")
         self.backend = make_backend(opts.cluster)
 
     def run_dir(self) -> tuple[Path, str]:

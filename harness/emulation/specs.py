@@ -11,6 +11,8 @@ from typing import Any
 
 from harness.workload.plan import DEFAULT_SEED, Sampling, bundled_slice_path
 
+MODELS = ("alloc-only", "io-aware")  # the simulator's models (harness.sim.engine.MODELS)
+
 
 @dataclass(frozen=True)
 class WorkloadSpec:
@@ -26,6 +28,13 @@ class WorkloadSpec:
     # the rest of plan.prepare's keywords (procs_per_node, cleaning, walltime_factor, bb_model, ...),
     # as the shared workload options give them (harness.cli.workload_options.trace_kwargs)
     prepare: dict[str, Any] = field(default_factory=dict)
+    # alloc-only: a job holds its BB license from start to end; io-aware: Kopański's I/O
+    # columns, staged in and out through Slurm's burst_buffer/lua (harness/emulation/staging.py)
+    model: str = "alloc-only"
+
+    def __post_init__(self) -> None:
+        if self.model not in MODELS:
+            raise ValueError(f"unknown model {self.model!r}: use one of {', '.join(MODELS)}")
 
     @property
     def source(self) -> Path:

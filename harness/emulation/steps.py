@@ -18,16 +18,19 @@ from harness import __version__
 from harness.analysis.metrics import summary
 from harness.cluster.base import ClusterBackend, ClusterError
 from harness.emulation.collect import build_results, cross_check, decision_stats, finished, lag_stats
+from harness.emulation.collect_io import add_staging, staging_stats
 from harness.emulation.fidelity import compare_with_simulation, simulator_twin
 from harness.emulation.launch import SUBMIT_USER, HeadRun
 from harness.emulation.observe import RunObserver
+from harness.emulation.slurm_view import slurm_records
 from harness.emulation.specs import RunOptions, WorkloadSpec
+from harness.emulation.staging import RECORDS
 from harness.model import rundir
 from harness.model.jsonio import read_json, read_jsonl, write_json
 from harness.model.timescale import shrink_table, time_scale_of
 from harness.platform import Platform
 from harness.slurm.config import SchedulerConfig
-from harness.slurm.jobcomp import read_jobcomp
+from harness.workload.io import HerbeinIO, KopanskiIO
 from harness.workload.plan import PlanError, is_plan_file, load_plan, prepare, save_plan
 
 Progress = Callable[[str], None]
@@ -74,6 +77,10 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
     """The plan to replay: a trace prepared now, or a stored unshrunk plan shrunk now."""
     spec = ctx.opts.workload
     plan, manifest = plan_for(spec, ctx.backend.platform)
+    if spec.model == "io-aware":
+        plan, manifest = with_io_columns(plan, spec.seed, spec.shrink), {**manifest, "model": spec.model}
+    if ctx.sched.bandwidth_license:  # each job's PFS drain rate, held as a license
+        plan = HerbeinIO().apply(plan, seed=spec.seed)
     save_plan(plan, manifest, ctx.run_dir / rundir.PLAN)
     ctx.say(f"run {ctx.run_id}: {len(plan)} jobs, shrink {spec.shrink:g}, policy {ctx.opts.replay.policy}")
     return {"jobs": len(plan)}
@@ -87,11 +94,20 @@ def plan_for(spec: WorkloadSpec, platform: Platform) -> tuple[pd.DataFrame, dict
         if float(manifest.get("shrink", 0.0)) != 0.0:
             raise PlanError(f"{source}: give an unshrunk plan; --shrink applies the shrink")
         return shrink_table(plan, spec.shrink), {**manifest, "shrink": spec.shrink}
+    # Cleaned for the cluster's machine: jobs wider than the default 96 nodes stay on a bigger one.
     return prepare(
         source, platform=platform, shrink=spec.shrink, seed=spec.seed, shuffle=spec.shuffle,
         shuffle_seed=spec.shuffle_seed, first_n=spec.first_n, period=spec.period, window=spec.window,
         sampling=spec.sampling, **spec.prepare,
     )  # fmt: skip
+
+
+def with_io_columns(plan: pd.DataFrame, seed: int, shrink: float) -> pd.DataFrame:
+    """Kopański's I/O columns (drawn as the simulator draws them) and the run's time scale,
+    which the staging command applies to the platform's bandwidths."""
+    out = KopanskiIO().apply(plan, seed=seed, shrink=shrink)
+    out["io_time_scale"] = time_scale_of(shrink)
+    return out
 
 
 def bring_up_cluster(ctx: RunContext) -> dict[str, Any]:
@@ -120,12 +136,19 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     t0 = float(read_json(raw / rundir.STATUS).get("t0", 0.0))
     submissions = read_jsonl(raw / rundir.SUBMISSIONS)
     results = build_results(ctx.plan()[0], submissions, read_jsonl(raw / rundir.SIGSLEEP_LOG), t0)
+    staged = ctx.sched.burst_buffer == "lua"
+    if staged:  # the staging records of every run on the cluster: keep this run's jobs
+        ctx.backend.get(f"{ctx.sched.staging_dir.removeprefix('/shared/')}/{RECORDS}", raw / RECORDS)
+        results = add_staging(results, read_jsonl(raw / RECORDS), t0)
     results.to_parquet(ctx.run_dir / rundir.RESULTS, index=False)
     results.to_csv(ctx.run_dir / rundir.RESULTS_CSV, index=False)
-    check = cross_check(results, read_jobcomp(ctx.run_dir / rundir.SLURM_DIR / rundir.JOBCOMP_LOG), t0)
+    slurm_jobs, source = slurm_records(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, submissions)
+    check = cross_check(results, slurm_jobs, t0, source)
     sections: dict[str, Any] = {"submission": lag_stats(submissions), "cross_check": check.as_dict()}
     if ctx.uses_agent:
         sections["agent"] = decision_stats(read_jsonl(raw / rundir.DECISIONS))
+    if staged:
+        sections["staging"] = staging_stats(results)
     counts = results["status"].value_counts()
     return {"t0": t0, "missing": int(counts.get("missing", 0)), "rejected": int(counts.get("rejected", 0)),
             "sections": sections}  # fmt: skip
@@ -139,7 +162,7 @@ def fidelity(ctx: RunContext) -> dict[str, Any]:
     twin = simulator_twin(ctx.opts.replay.policy)
     spec = ctx.opts.workload
     found, simulated = compare_with_simulation(
-        ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, seed=spec.seed
+        ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, seed=spec.seed, model=spec.model
     )
     (ctx.run_dir / rundir.SIMULATION_DIR).mkdir(exist_ok=True)
     simulated.to_parquet(ctx.run_dir / rundir.SIMULATION_DIR / rundir.RESULTS, index=False)

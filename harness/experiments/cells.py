@@ -23,8 +23,8 @@ from typing import Any
 import pandas as pd
 
 from harness import __version__
-from harness.experiments.files import atomic_write_parquet, atomic_write_text
 from harness.experiments.grid import Cell
+from harness.model.atomic import atomic_write_parquet, atomic_write_text
 from harness.model.jsonio import to_json
 
 CELLS_DIR = "cells"
@@ -60,7 +60,7 @@ def run_cell(cell: Cell, exp_dir: str) -> CellResult:
     try:
         jobs, metrics, time_scale = _simulate(cell)
     except Exception as exc:  # a cell's failure is data for the runner, not a crash
-        (folder / ERROR_FILE).write_text(traceback.format_exc())
+        atomic_write_text(folder / ERROR_FILE, traceback.format_exc())
         return CellResult(cell.key, False, seconds=_since(began), host=socket.gethostname(),
                           error=f"{type(exc).__name__}: {exc}")  # fmt: skip
     atomic_write_parquet(folder / JOBS_FILE, jobs)

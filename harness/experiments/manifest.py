@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
-from harness.experiments.files import atomic_write_text
 from harness.experiments.spec import ExperimentSpec
+from harness.model.atomic import atomic_write_text
 from harness.model.jsonio import to_json
 
 MANIFEST_FILE = "manifest.json"

@@ -20,6 +20,7 @@ from harness.analysis.render import render_html, render_markdown
 from harness.experiments.report_data import ExperimentData, load_experiment
 from harness.experiments.report_tables import header_section, table_sections
 from harness.experiments.stats import match_axes, ratios
+from harness.model.atomic import atomic_write_text
 from harness.model.metric_names import metric_spec
 from harness.model.rundir import PLOTS_DIR, REPORT_HTML, REPORT_MD
 
@@ -37,9 +38,9 @@ def write_experiment_report(exp_dir: Path) -> list[Path]:
     title = f"Experiment {data.manifest.get('name', data.exp_dir.name)}"
     sections = [header_section(data), *table_sections(data), _figures_section(data, figures)]
     md = data.exp_dir / REPORT_MD
-    md.write_text(render_markdown(title, sections), encoding="utf-8")
+    atomic_write_text(md, render_markdown(title, sections))
     page = data.exp_dir / REPORT_HTML
-    page.write_text(render_html(title, sections), encoding="utf-8")
+    atomic_write_text(page, render_html(title, sections))
     return [*figures, md, page]
 
 

@@ -16,8 +16,8 @@ from typing import Any
 import pandas as pd
 
 from harness.experiments.cells import JOBS_FILE, CellResult, cell_dir, read_cell_result
-from harness.experiments.files import atomic_write_parquet, atomic_write_text
 from harness.experiments.grid import Cell
+from harness.model.atomic import atomic_write_parquet, atomic_write_text
 
 TABLE_FILE = "results.parquet"
 FAILED_FILE = "failed.json"

@@ -25,12 +25,12 @@ from pathlib import Path
 
 from harness.experiments.cells import read_cell_result
 from harness.experiments.executors import Executor
-from harness.experiments.files import atomic_write_text
 from harness.experiments.grid import Cell, describe, expand
 from harness.experiments.manifest import record_session
 from harness.experiments.progress import Progress
 from harness.experiments.results import ResultTable
 from harness.experiments.spec import ExperimentSpec
+from harness.model.atomic import atomic_write_text
 from harness.model.jsonio import json_default
 
 SPEC_COPY = "experiment.toml"

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.model.atomic import atomic_write_text
+
 
 def json_default(value: Any) -> Any:
     """``json.dumps(default=...)``: numpy scalars become Python numbers, paths strings."""
@@ -23,9 +25,8 @@ def to_json(data: Any) -> str:
 
 
 def write_json(path: Path, data: Any) -> Path:
-    """Write ``data`` as indented JSON with a final newline; returns ``path``."""
-    path.write_text(to_json(data) + "\n")
-    return path
+    """Write ``data`` as indented JSON with a final newline, atomically; returns ``path``."""
+    return atomic_write_text(path, to_json(data) + "\n")
 
 
 def read_json(path: Path) -> dict[str, Any]:

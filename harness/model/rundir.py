@@ -7,7 +7,8 @@
         results.parquet, results.csv   per-job results (sigsleep times, Slurm ids)
         metrics.json    summary in original time (same keys as `harness simulate --json`)
         raw/            submissions.jsonl, jobs.jsonl (sigsleep), replay.json, decisions.jsonl
-        slurm/          the rendered Slurm files of the run, daemon logs, jobcomp.log
+        slurm/          the rendered Slurm files of the run, daemon logs, jobcomp.log,
+                        sacct.json (accounting on), jobs.json (Slurm's record of every job)
         simulation/     results.parquet of the simulator twin (with --compare-sim)
         repetitions/NN/ one run directory per repetition (with --repeat)
         plots/, report.md, report.html
@@ -21,7 +22,6 @@ the cluster's shared directory (``runs/<run id>/`` there); the host copies them 
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,8 @@ RAW_FILES = (SUBMISSIONS, SIGSLEEP_LOG, STATUS, DECISIONS)
 
 SHARED_RUNS = "runs"  # the folder of run directories inside the shared directory
 JOBCOMP_LOG = "jobcomp.log"
+SACCT_JSON = "sacct.json"  # in slurm/: `sacct --json` of the run's jobs, as Slurm gave them
+SLURM_JOBS = "jobs.json"  # in slurm/: Slurm's record of every job (from sacct or jobcomp)
 
 
 def repetition_name(index: int) -> str:
@@ -78,5 +80,4 @@ def record_step(run_dir: Path, name: str, info: dict[str, Any]) -> None:
     steps = [s for s in done_steps(run_dir).values() if s["name"] != name]
     stamp = datetime.now().astimezone().isoformat(timespec="seconds")
     steps.append({"name": name, "done_at": stamp, "info": info})
-    tmp = write_json(run_dir / f".{STEPS}.tmp", {"steps": steps})
-    os.replace(tmp, run_dir / STEPS)
+    write_json(run_dir / STEPS, {"steps": steps})

@@ -7,6 +7,7 @@ from harness.platform.loading import (
     bundled_platform_file,
     load_platform,
     platform_from_dict,
+    platform_text,
 )
 from harness.platform.machine import Machine, NodeKind, PlatformError
 from harness.platform.platform import Platform
@@ -22,4 +23,5 @@ __all__ = [
     "bundled_platform_file",
     "load_platform",
     "platform_from_dict",
+    "platform_text",
 ]

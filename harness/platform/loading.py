@@ -4,7 +4,8 @@ compose file and the Ansible variables are rendered.
 The format (``harness/platform/default.toml`` is the study's machine)::
 
     [platform]              name, description
-    [machine.topology]      groups, chassis_per_group, compute_per_chassis
+    [machine.topology]      groups, chassis_per_group, compute_per_chassis, compute_total
+                            (optional: fewer nodes than the chassis hold, the last one partial)
     [machine.compute]       prefix, digits, cpus, real_memory_mb, partition
     [machine.burst_buffer]  the same, capacity_mb, per_chassis (BB nodes in a chassis, default 1)
     [machine.io]            bandwidths and storage tiers (optional; see platform/bandwidths.py)
@@ -19,6 +20,7 @@ Files of the first format (tables ``[topology] [compute] [burst_buffer] [network
 
 from __future__ import annotations
 
+import re
 import tomllib
 from importlib import resources
 from importlib.abc import Traversable
@@ -26,11 +28,23 @@ from pathlib import Path
 from typing import Any
 
 from harness.platform.bandwidths import bandwidths_from_dict
-from harness.platform.deployment import DEFAULT_DBD_PORT, Accounting, Deployment
+from harness.platform.deployment import DEFAULT_DBD_PORT, MAX_PORT, Accounting, Deployment
 from harness.platform.machine import Machine, NodeKind, PlatformError
 from harness.platform.platform import Platform
 
 DEFAULT_PLATFORM = "default"
+# Names written into slurm.conf / gres / licenses: no spaces, '=', ',', '#', quotes or newlines.
+SLURM_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
+HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}")
+_SLURM_NAMES = {
+    "prefix": SLURM_NAME,
+    "partition": SLURM_NAME,
+    "bb_license": SLURM_NAME,
+    "controller_host": HOST_NAME,
+}
+MAX_LICENSES = 2**32 - 2  # a Slurm license count is a 32-bit field
+MAX_SIZE = 2**31 - 1  # Slurm keeps counts, CPUs and memory (MB) in 32-bit fields
+_MAX_INT = {"controller_port": MAX_PORT, "slurmd_base_port": MAX_PORT, "dbd_port": MAX_PORT, "digits": 9}
 BUILT_IN_SOURCE = "<built-in default>"
 
 
@@ -45,12 +59,37 @@ def load_platform(path: str | Path | None = None) -> Platform:
         return platform_from_dict(tomllib.loads(bundled_platform_file().read_text()), source=BUILT_IN_SOURCE)
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text())
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise PlatformError(f"{p}: no such platform file") from None
+    except IsADirectoryError:
+        raise PlatformError(f"{p}: is a directory, not a platform file") from None
+    except OSError as exc:
+        raise PlatformError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise PlatformError(f"{p}: not UTF-8 text (TOML must be UTF-8): byte {exc.start}") from None
     except tomllib.TOMLDecodeError as exc:
         raise PlatformError(f"{p}: not valid TOML: {exc}") from None
     return platform_from_dict(data, source=str(p))
+
+
+def platform_text(platform: Platform) -> str:
+    """The TOML text ``platform`` was loaded from (for processes that must read the same machine).
+
+    A platform built in code has no text: an error. The deployment may have been changed
+    since loading (``redeployed``); the machine may not.
+    """
+    if platform.source == BUILT_IN_SOURCE:
+        text = bundled_platform_file().read_text()
+    else:
+        try:
+            text = Path(platform.source).read_text()
+        except OSError:
+            where = f"platform '{platform.name}' ({platform.source})"
+            raise PlatformError(f"{where} was not loaded from a file") from None
+    if platform_from_dict(tomllib.loads(text), platform.source).machine != platform.machine:
+        raise PlatformError(f"{platform.source}: the file changed since the platform was loaded")
+    return text
 
 
 def platform_from_dict(data: dict[str, Any], source: str = "<dict>") -> Platform:
@@ -73,7 +112,14 @@ def platform_from_dict(data: dict[str, Any], source: str = "<dict>") -> Platform
             bb_capacity_mb=_require(bb, "capacity_mb", int, "machine.burst_buffer"),
             bb_per_chassis=_require({"per_chassis": 1, **bb}, "per_chassis", int, "machine.burst_buffer"),
             io=bandwidths_from_dict(machine_data.get("io", {}), source),
+            compute_total=_optional_int(topo, "compute_total", "machine.topology"),
         )
+        total = machine.bb_count * machine.bb_capacity_mb
+        if total > MAX_LICENSES:
+            raise PlatformError(
+                f"machine.burst_buffer.capacity_mb: {machine.bb_count} BB nodes x {machine.bb_capacity_mb} MB"
+                f" = {total} exceeds Slurm's license count limit {MAX_LICENSES}"
+            )
         return Platform.of(machine, _deployment(deployment), source=source)
     except PlatformError as exc:
         raise PlatformError(f"{source}: {exc}") from None
@@ -138,6 +184,10 @@ def _table(data: dict[str, Any], name: str, source: str, parent: str = "") -> di
     return table
 
 
+def _optional_int(table: dict[str, Any], key: str, where: str) -> int | None:
+    return _require(table, key, int, where) if key in table else None
+
+
 def _require(table: dict[str, Any], key: str, kind: type, where: str) -> Any:
     if key not in table:
         raise PlatformError(f"{where}: missing '{key}'")
@@ -148,6 +198,15 @@ def _require(table: dict[str, Any], key: str, kind: type, where: str) -> Any:
         raise PlatformError(f"{where}.{key}: expected true or false, got {value!r}")
     if kind is str and not isinstance(value, str):
         raise PlatformError(f"{where}.{key}: expected a string, got {value!r}")
-    if kind is int and value <= 0 and key != "slurmd_base_port":
+    if kind is int and value <= 0:
         raise PlatformError(f"{where}.{key}: must be positive, got {value}")
+    if kind is int and value > _MAX_INT.get(key, MAX_SIZE):
+        raise PlatformError(f"{where}.{key}: must be at most {_MAX_INT.get(key, MAX_SIZE)}, got {value}")
+    if kind is str and key in _SLURM_NAMES and not _SLURM_NAMES[key].fullmatch(value):
+        rule = (
+            "letters, digits, '.' or '-'"
+            if key == "controller_host"
+            else "a letter, then letters, digits, '_' or '-'"
+        )
+        raise PlatformError(f"{where}.{key}: {value!r} is not a name Slurm's config can hold ({rule})")
     return value

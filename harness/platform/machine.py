@@ -44,8 +44,20 @@ class Machine:
     bb_capacity_mb: int
     bb_per_chassis: int = 1  # the BB placement rule: this many BB nodes in every chassis
     io: Bandwidths = field(default_factory=Bandwidths)  # links, BB nodes, PFS, tiers ([machine.io])
+    # Total compute nodes when the last chassis is partial (a traced machine of 1,002 nodes in
+    # chassis of 8: 126 chassis, the last with 2); None: every chassis is full.
+    compute_total: int | None = None
 
     def __post_init__(self) -> None:
+        full = self.chassis * self.compute_per_chassis
+        if (
+            self.compute_total is not None
+            and not full - self.compute_per_chassis < self.compute_total <= full
+        ):
+            raise PlatformError(
+                f"topology.compute_total must be in ({full - self.compute_per_chassis}, {full}] "
+                f"(a partial last chassis only), got {self.compute_total}"
+            )
         if self.compute.prefix == self.bb.prefix:
             raise PlatformError("compute and burst_buffer prefixes must differ")
         if self.bb_per_chassis < 1:
@@ -61,6 +73,8 @@ class Machine:
 
     @property
     def compute_count(self) -> int:
+        if self.compute_total is not None:
+            return self.compute_total
         return self.chassis * self.compute_per_chassis
 
     @property

@@ -79,7 +79,8 @@ FAMILIES: tuple[Family, ...] = (
     ),
     Family(
         "window-N-D", re.compile(rf"window-(?P<n>\d+)-{_D}"), WindowPolicy.description,
-        lambda name, m, o: WindowPolicy(name, int(m["n"]), int(m["d"])), ("window-10-1",),
+        lambda name, m, o: WindowPolicy(name, _at_least_one(name, "N", m["n"]), int(m["d"])),
+        ("window-10-1",),
     ),
     Family(
         "plan-{sum,square,cube,start}-D",
@@ -111,6 +112,12 @@ THESIS_POLICIES: tuple[str, ...] = (
     "plan-sum-0", "plan-square-0", "plan-cube-0", "plan-start-0",
     "plan-sum-1", "plan-square-1", "plan-start-1",
 )  # fmt: skip
+
+
+def _at_least_one(name: str, what: str, text: str) -> int:
+    if int(text) < 1:
+        raise UnknownPolicyError(f"policy {name!r}: {what} must be >= 1, got {text}")
+    return int(text)
 
 
 def get_policy(name: str, seed: int = 0, time_limit_s: float | None = None) -> Policy:

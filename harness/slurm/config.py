@@ -14,14 +14,23 @@ from typing import Literal
 import jinja2
 
 from harness import __version__
+from harness.model.atomic import atomic_write_text
 from harness.model.hostlist import compress_hostlist
 from harness.model.paths import templates_dir
-from harness.platform import Platform
+from harness.platform import Platform, platform_text
 
 LOOPBACK = "127.0.0.1"
 SLURM_FILES = ("slurm.conf", "gres.conf", "cgroup.conf", "job_submit.lua")
+# With burst_buffer/lua: the plugin's files, and the platform file the staging command reads.
+BB_LUA_FILES = ("burst_buffer.conf", "burst_buffer.lua")
+PLATFORM_FILE = "platform.toml"
+STAGING_MODULE = "harness.emulation.staging"
+# The PFS bandwidth as a license in MB/s (Herbein's I/O-aware scheduling done by Slurm):
+# a job holds nodes x its per-node drain rate; with bf_licenses backfill reserves it too.
+BANDWIDTH_LICENSE = "pfsbw"
 
 SchedulerMode = Literal["builtin", "backfill"]
+BurstBufferMode = Literal["licenses", "lua"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +47,12 @@ class SchedulerConfig:
     bf_licenses: bool = True  # reserve licenses (burst buffers) for blocked jobs
     reserve_depth: int | None = None  # bf_job_part_count_reserve; None = Slurm default (all)
     external_ordering: bool = False  # the harness agent decides the order (job_submit holds)
+    # 'licenses': the BB is a license held from start to end (Alloc-Only); 'lua': Slurm's
+    # burst-buffer life cycle (burst_buffer/lua: pool, stage-in before start, stage-out after)
+    burst_buffer: BurstBufferMode = "licenses"
+    bandwidth_license: bool = False  # declare the PFS bandwidth as the license BANDWIDTH_LICENSE
+    staging_dir: str = "/shared/io"  # where the staging processes meet (burst_buffer/lua)
+    python: str = "/opt/harness/bin/python"  # the harness's interpreter beside slurmctld
     # Preemption by suspension: an 'urgent' partition over the compute nodes whose jobs
     # suspend the compute partition's jobs (PreemptMode=SUSPEND,GANG); used to check that
     # sigsleep's running time survives Slurm's own preemption, not only scontrol suspend.
@@ -54,6 +69,16 @@ class SchedulerConfig:
             raise ValueError(f"scheduler mode must be 'builtin' or 'backfill', not {self.mode!r}")
         if self.reserve_depth is not None and self.reserve_depth < 0:
             raise ValueError("reserve_depth must be >= 0")
+        if self.burst_buffer not in ("licenses", "lua"):
+            raise ValueError(f"burst_buffer must be 'licenses' or 'lua', not {self.burst_buffer!r}")
+
+    @property
+    def staging_command(self) -> str:
+        """What burst_buffer.lua runs for a stage-in/out (kind, job id and script appended)."""
+        return (
+            f"{self.python} -m {STAGING_MODULE} --platform /etc/slurm/{PLATFORM_FILE} "
+            f"--dir {self.staging_dir}"
+        )
 
     @property
     def scheduler_parameters(self) -> str:
@@ -157,6 +182,8 @@ def template_context(
         "bb_nodes": node_lines(platform.bb_nodes(), ports, addresses),
         "compute_hostlist": compress_hostlist(platform.compute_nodes()),
         "bb_hostlist": compress_hostlist(platform.bb_nodes()),
+        "bandwidth_license": BANDWIDTH_LICENSE,
+        "pfs_mbps": int(platform.io.pfs_capacity_mbps(platform.compute_count)),
     }
 
 
@@ -169,18 +196,21 @@ def render_slurm_files(
 ) -> dict[str, str]:
     """File name -> content for every Slurm file of the cluster."""
     env = _environment()
-    ctx = template_context(
-        platform, sched or SchedulerConfig(), cluster_name, node_addresses, controller_addr
-    )
-    return {name: env.get_template(f"{name}.j2").render(ctx) for name in SLURM_FILES}
+    sched = sched or SchedulerConfig()
+    ctx = template_context(platform, sched, cluster_name, node_addresses, controller_addr)
+    ctx["staging_command"] = sched.staging_command
+    names = SLURM_FILES + (BB_LUA_FILES if sched.burst_buffer == "lua" else ())
+    files = {name: env.get_template(f"{name}.j2").render(ctx) for name in names}
+    if sched.burst_buffer == "lua":
+        files[PLATFORM_FILE] = platform_text(platform)
+    return files
 
 
 def write_slurm_files(directory: Path, files: dict[str, str]) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in files.items():
-        path = directory / name
-        path.write_text(text)
+        path = atomic_write_text(directory / name, text)
         path.chmod(0o644)
         written.append(path)
     return written

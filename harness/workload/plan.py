@@ -1,9 +1,10 @@
 """The job plan: ``prepare`` turns a trace into it; ``save_plan``/``load_plan`` store it.
 
-A plan is a parquet file of the PLAN_COLUMNS (plus PLAN_EXTRA_COLUMNS) and a JSON
-sidecar manifest ``<name>.manifest.json`` holding every parameter, the counts of
-every cleaning rule and the input checksum. The manifest is also embedded in the
-parquet metadata, so a plan whose sidecar got lost still loads.
+A plan is one parquet file of the PLAN_COLUMNS (plus PLAN_EXTRA_COLUMNS); its JSON
+manifest (every parameter, the counts of every cleaning rule, the input checksum) is
+stored in the parquet's own key-value metadata, so plan and manifest cannot disagree.
+Plans written before kept a sidecar copy ``<name>.manifest.json`` as well; it is
+ignored (the embedded copy, which those plans have too, is read).
 
 Pipeline order of ``prepare`` (each step documented in its module):
 read (swf) -> table -> clean -> BB requests (drawn by job number) ->
@@ -13,7 +14,6 @@ The BB model uses the unshrunk walltime (its 120 s rule is about real jobs).
 
 from __future__ import annotations
 
-import json
 import warnings
 from dataclasses import dataclass
 from importlib import resources
@@ -21,31 +21,30 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from harness import __version__
 from harness.model.columns import PLAN_COLUMNS
-from harness.model.jsonio import to_json
 from harness.model.timescale import check_shrink, shrink_table, time_scale_of, unshrink
 from harness.platform import Machine, load_platform
 from harness.workload import bbmodel, transforms
 from harness.workload.cleaning import DEFAULT_WALLTIME_FACTOR, CleaningReport, clean
 from harness.workload.nodes import resolve_node_size
+from harness.workload.planfile import (  # noqa: F401 (the storage is part of this module's API)
+    MANIFEST_FORMAT,
+    PlanError,
+    is_plan_file,
+    load_plan,
+    manifest_path,
+    save_plan,
+)
 from harness.workload.schema import PLAN_DTYPES, PLAN_EXTRA_COLUMNS, validate_plan
 from harness.workload.swf import SwfTrace, read_swf
 from harness.workload.table import trace_to_table
 
 DEFAULT_SEED = 2020  # the year of Kopański's study; recorded in every manifest
-MANIFEST_FORMAT = "harness-plan"
 MANIFEST_VERSION = 1
 SAMPLING_METHODS = ("ordered", "su")
 BUNDLED = "bundled"  # the name that stands for bundled_slice_path() wherever a trace is taken
-_PARQUET_KEY = b"harness.manifest"
-
-
-class PlanError(ValueError):
-    """A plan file is missing, unreadable or inconsistent with what was asked."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +130,9 @@ def _load_base(
         trace_path, platform=platform, lenient=lenient, cleaning=cleaning,
         procs_per_node=procs_per_node, walltime_factor=walltime_factor,
     )  # fmt: skip
+    if table.empty:
+        dropped = ", ".join(f"{r.name} {r.count:,}" for r in report.results if r.count and r.action == "drop")
+        raise PlanError(f"{trace.path}: cleaning left no jobs of {report.records:,} records ({dropped})")
     table, bb_counts = bbmodel.apply_model(
         table, model, bb_count=platform.bb_count, capacity_mb=platform.bb_capacity_mb, seed=seed
     )
@@ -265,10 +267,7 @@ def _select(
     period: tuple[int, int] | None,
 ) -> pd.DataFrame:
     if period is not None:
-        i, k = period
-        if not 0 <= i < k:
-            raise transforms.TransformError(f"period index must be in [0, {k}), got {i}")
-        df = transforms.split_periods(df, k)[i]
+        df = transforms.period_part(df, period[1], period[0])
     if window is not None:
         df = transforms.time_window(df, window[0], window[1])
     if first_n is not None:
@@ -316,64 +315,6 @@ def _manifest(
         "span_s_unshrunk": float(unshrink(plan["submit"].max(), s)) if len(plan) else 0.0,
         "columns": list(plan.columns),
     }
-
-
-# -- storage ----------------------------------------------------------------------------
-
-
-def manifest_path(plan_path: str | Path) -> Path:
-    """``plan.parquet`` -> ``plan.manifest.json``."""
-    p = Path(plan_path)
-    base = p.stem if p.suffix == ".parquet" else p.name
-    return p.with_name(base + ".manifest.json")
-
-
-def save_plan(df: pd.DataFrame, manifest: dict[str, Any], path: str | Path) -> Path:
-    """Write the plan (parquet) and its sidecar manifest; returns the manifest's path."""
-    validate_plan(df, where=str(path))
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    text = to_json(manifest)
-    table = pa.Table.from_pandas(df, preserve_index=False)
-    meta = dict(table.schema.metadata or {})
-    meta[_PARQUET_KEY] = text.encode()
-    pq.write_table(table.replace_schema_metadata(meta), str(path))
-    side = manifest_path(path)
-    side.write_text(text + "\n")
-    return side
-
-
-def load_plan(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Read a plan and its manifest (the sidecar wins over the embedded copy)."""
-    p = Path(path)
-    try:
-        table = pq.read_table(str(p))
-    except FileNotFoundError:
-        raise PlanError(f"{p}: no such plan file") from None
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise PlanError(f"{p}: not a readable parquet plan: {exc}") from None
-    df = table.to_pandas()
-    validate_plan(df, where=str(p))
-    return df, _read_manifest(p, table)
-
-
-def _read_manifest(p: Path, table: pa.Table) -> dict[str, Any]:
-    side = manifest_path(p)
-    try:
-        text = side.read_text() if side.exists() else (table.schema.metadata or {})[_PARQUET_KEY].decode()
-        manifest = json.loads(text)
-    except KeyError:
-        raise PlanError(f"{p}: no manifest ({side.name} missing and none embedded)") from None
-    except json.JSONDecodeError as exc:
-        raise PlanError(f"{side}: manifest is not valid JSON: {exc}") from None
-    if manifest.get("format") != MANIFEST_FORMAT or "shrink" not in manifest:
-        raise PlanError(f"{side}: not a harness plan manifest (format/shrink missing)")
-    return manifest
-
-
-def is_plan_file(path: str | Path) -> bool:
-    """Parquet files start with the magic bytes PAR1."""
-    with open(path, "rb") as fh:
-        return fh.read(4) == b"PAR1"
 
 
 def load_plan_or_trace(path: str | Path, **prepare_kwargs: Any) -> tuple[pd.DataFrame, dict[str, Any]]:

@@ -8,13 +8,14 @@ submit is 0. ``-1`` is never used inside a job table: unknown values are NA
 named cleaning rule (see ``harness.workload.cleaning``).
 
 The *job plan* written by ``harness workload prepare`` is a job table with at
-least the PLAN_COLUMNS of ``harness.model.columns`` (no NA anywhere), stored as parquet with a JSON
-sidecar manifest. Simulator and replay consume exactly this. If the manifest's
+least the PLAN_COLUMNS of ``harness.model.columns`` (no NA anywhere), stored as parquet with its JSON
+manifest in the parquet metadata. Simulator and replay consume exactly this. If the manifest's
 ``shrink`` is s > 0, every time in the plan is already multiplied by 1 - s.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from harness.model.columns import PLAN_COLUMNS
@@ -104,6 +105,10 @@ def validate_plan(df: pd.DataFrame, where: str = "plan") -> None:
             raise SchemaError(f"{where}: column '{col}' has dtype {df[col].dtype}, expected {want}")
         if df[col].isna().any():
             raise SchemaError(f"{where}: column '{col}' has {int(df[col].isna().sum())} missing value(s)")
+    if len(df) == 0:
+        raise SchemaError(f"{where}: the plan has no jobs (at least one is needed)")
+    for col in ("submit", "runtime", "walltime"):
+        _check_finite(df, col, where)
     _check_min(df, "nodes", 1, where)
     for col in ("submit", "runtime", "bb_per_node_mb"):
         _check_min(df, col, 0, where)
@@ -117,11 +122,27 @@ def validate_plan(df: pd.DataFrame, where: str = "plan") -> None:
         )
 
 
+def _plain(value: object) -> object:
+    """A numpy scalar as the Python number it holds (``inf``, not ``np.float64(inf)``)."""
+    item = getattr(value, "item", None)
+    return item() if callable(item) else value
+
+
+def _check_finite(df: pd.DataFrame, col: str, where: str) -> None:
+    bad = ~np.isfinite(df[col].to_numpy(np.float64))
+    if bad.any():
+        first = df.index[bad][0]
+        raise SchemaError(
+            f"{where}: column '{col}' must be finite; row {first} has {_plain(df.at[first, col])!r}"
+            f" ({int(bad.sum())} row(s) bad)"
+        )
+
+
 def _check_min(df: pd.DataFrame, col: str, low: float, where: str) -> None:
     bad = df[col] < low
     if bad.any():
         first = df.index[bad.to_numpy()][0]
         raise SchemaError(
-            f"{where}: column '{col}' must be >= {low}; row {first} has {df.at[first, col]!r}"
+            f"{where}: column '{col}' must be >= {low}; row {first} has {_plain(df.at[first, col])!r}"
             f" ({int(bad.sum())} row(s) bad)"
         )

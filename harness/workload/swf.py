@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.model.atomic import atomic_write_bytes
+
 N_FIELDS = 18
 
 # (name, meaning, integer-only, minimum allowed value other than -1). In SWF, -1 means
@@ -51,6 +53,10 @@ _FIELD_SPEC: tuple[tuple[str, str, bool, float], ...] = (
 )
 FIELD_NAMES: tuple[str, ...] = tuple(spec[0] for spec in _FIELD_SPEC)
 FIELD_MEANINGS: tuple[str, ...] = tuple(spec[1] for spec in _FIELD_SPEC)
+
+# The largest magnitude a field may have: every integer up to it is exact in the reader's
+# float64 and fits the job table's int64 (job numbers and sizes beyond it would wrap or round).
+MAX_FIELD = 2**53
 
 _HEADER_KEY = re.compile(r"^;\s{0,3}([A-Za-z][A-Za-z0-9_ ]*?):(?:\s+(.*))?$")
 _FIELD_TOKEN = re.compile(r"\s*\S+")
@@ -284,11 +290,14 @@ def _check_domains(
     for k, (_, _, integer, minimum) in enumerate(_FIELD_SPEC):
         col = values[:, k]
         in_range = (col == -1) | (col >= minimum)
-        bad[:, k] = ~in_range | (integer & (col != np.floor(col)))
+        bad[:, k] = ~in_range | (integer & (col != np.floor(col))) | (np.abs(col) > MAX_FIELD)
     for row in np.flatnonzero(bad.any(axis=1)):
         k = int(np.flatnonzero(bad[row])[0])
         i = good[row]
-        problems[i] = SkippedRecord(numbers[i], k + 1, f"expected {_expectation(k)}, got {tokens[i][k]!r}")
+        want = "at most 2**53 (beyond it integers are not exact)" if abs(values[row, k]) > MAX_FIELD else ""
+        problems[i] = SkippedRecord(
+            numbers[i], k + 1, f"expected {want or _expectation(k)}, got {tokens[i][k]!r}"
+        )
 
 
 def _expectation(k: int) -> str:
@@ -343,7 +352,7 @@ def write_swf(
         with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0, filename="") as gz:
             gz.write(data)
         data = buf.getvalue()
-    target.write_bytes(data)
+    atomic_write_bytes(target, data)
 
 
 def write_trace(path: str | Path, trace: SwfTrace) -> None:

@@ -121,6 +121,26 @@ def test_whole_machine_job_with_all_bb_completes(deployed: HostCluster) -> None:
     assert "NodeCnt=96" in line and "JobState=COMPLETED" in line
 
 
+def test_sacct_on_the_head_lists_jobs_of_the_submit_user(deployed: HostCluster) -> None:
+    """The slurmdbd role: MariaDB without TCP, slurmdbd on the head, the association of 'emu'."""
+    job = sbatch(deployed, "--nodes=2", "--licenses=bb:100", "--time=1", "--wrap=true")
+    assert wait_done(deployed, job, 60) == "COMPLETED"
+    fields = ""
+    for _ in range(40):  # the record reaches slurmdbd asynchronously
+        res = deployed.exec(
+            ["sacct", "-n", "-P", "-X", "-j", str(job), "-o", "State,User,Account,NNodes"], timeout=30
+        )
+        fields = res.stdout.strip()
+        if fields.startswith("COMPLETED"):
+            break
+        time.sleep(0.5)
+    assert fields == "COMPLETED|emu|harness|2", fields
+    listeners = subprocess.run(
+        ["ss", "-Hltnp"], capture_output=True, text=True, check=True
+    ).stdout  # host network
+    assert "mariadbd" not in listeners and "127.0.0.1:7152" in listeners, listeners
+
+
 def test_job_on_a_worker_writes_to_shared(deployed: HostCluster, standins: StandIns) -> None:
     # sigsleep (built on the head, installed on the workers) runs on a worker node and its
     # output reaches the head through /shared.

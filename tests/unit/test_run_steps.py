@@ -90,3 +90,27 @@ def test_the_replay_verdict_reaches_the_manifest(tmp_path: Path) -> None:
     run_steps(ctx, rundir.done_steps(ctx.run_dir))
     manifest = json.loads((ctx.run_dir / rundir.MANIFEST).read_text())
     assert not manifest["complete"] and manifest["incomplete_reason"] == "the replay stopped early (exit 3)"
+
+
+def test_plan_step_takes_the_workload_options_and_the_run_platform(tmp_path: Path) -> None:
+    """`harness run --procs-per-node/--window/...`: the plan is prepared for the cluster's platform."""
+    from harness.emulation.steps import make_plan
+    from harness.workload.platforms import sized_platform
+
+    class SizedBackend:
+        name = "sized"
+        platform = sized_platform(4)  # 4 compute nodes
+
+    trace = Path(__file__).resolve().parents[1] / "data" / "eight_per_node.swf"
+    spec = WorkloadSpec(trace=trace, shrink=0.0, window=(0.0, 45.0), prepare={"procs_per_node": 16})
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    ctx = RunContext(RunOptions(spec), run_dir, "r1", SizedBackend(), scheduler_for_run("slurm-fcfs"),  # type: ignore[arg-type]
+                     lambda _: None, "2026-01-01T00:00:00")  # fmt: skip
+    # 16, 8, 12, 24 and 64 processors at 16 per node: 1, 1, 1, 2 and 4 nodes, all within 4 nodes;
+    # the window [0, 45) s leaves out job 6 (submitted at 50)
+    assert make_plan(ctx) == {"jobs": 5}
+    plan, manifest = ctx.plan()
+    assert plan["nodes"].tolist() == [1, 1, 1, 2, 4]
+    assert manifest["cleaning"]["node_size"]["source"] == "option"
+    assert manifest["platform"]["compute_count"] == 4 and manifest["cleaning"]["rules"]["too_large"] == 0

@@ -109,7 +109,7 @@ def test_prepare_writes_plan_and_manifest(tmp_path):
     df, m = load_plan(target)
     assert df["submit"].tolist() == pytest.approx([0.0, 10.0, 30.0])
     assert (m["shrink"], m["seed"]) == (0.9, 7)
-    assert (tmp_path / "out" / "plan.manifest.json").exists()
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["plan.parquet"]
     assert "3 jobs" in result.stdout
 
 
@@ -132,7 +132,7 @@ def test_prepare_options_reach_the_pipeline(tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--shrink", "1"], "shrink factor must be in [0, 1), got 1.0"),
+        (["--shrink", "1"], "--shrink': expected a finite number in [0, 1), got '1'"),
         (["--sample-n", "3"], "--sample-n/--sample-ratio need --sample"),
         (["--period", "3/2"], "period I must be in 1..K"),
         (["--bb-model", "constant"], "needs constant_mb"),

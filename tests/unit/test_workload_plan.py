@@ -64,19 +64,22 @@ def test_default_seed_is_recorded():
 def test_save_and_load_round_trip(three, tmp_path):
     df, m = three
     target = tmp_path / "plan.parquet"
-    side = wp.save_plan(df, m, target)
-    assert side == tmp_path / "plan.manifest.json"
-    assert json.loads(side.read_text())["shrink"] == 0.9
+    assert wp.save_plan(df, m, target) == target
+    assert [p.name for p in tmp_path.iterdir()] == ["plan.parquet"]  # no sidecar, no temporary
     df2, m2 = wp.load_plan(target)
     pd.testing.assert_frame_equal(df2, df)
     assert m2 == json.loads(json.dumps(m))
 
 
-def test_manifest_embedded_when_sidecar_lost(three, tmp_path):
+def test_stale_sidecar_of_an_old_plan_is_ignored_and_removed(three, tmp_path):
     df, m = three
     target = tmp_path / "plan.parquet"
-    wp.save_plan(df, m, target).unlink()
-    assert wp.load_plan(target)[1]["shrink"] == 0.9
+    side = tmp_path / "plan.manifest.json"
+    wp.save_plan(df, m, target)
+    side.write_text(json.dumps({**m, "shrink": 0.5}))  # an old plan's sidecar, now stale
+    assert wp.load_plan(target)[1]["shrink"] == 0.9  # the embedded manifest is the one read
+    wp.save_plan(df, m, target)
+    assert not side.exists()
 
 
 def test_load_plan_errors(three, tmp_path):
@@ -85,10 +88,12 @@ def test_load_plan_errors(three, tmp_path):
     (tmp_path / "bad.parquet").write_text("not parquet")
     with pytest.raises(wp.PlanError, match="not a readable parquet plan"):
         wp.load_plan(tmp_path / "bad.parquet")
-    df, m = three
-    wp.save_plan(df, m, tmp_path / "p.parquet")
-    (tmp_path / "p.manifest.json").write_text("{")
-    with pytest.raises(wp.PlanError, match="manifest is not valid JSON"):
+    df = three[0]
+    df.to_parquet(tmp_path / "p.parquet", index=False)
+    with pytest.raises(wp.PlanError, match="no manifest embedded"):
+        wp.load_plan(tmp_path / "p.parquet")
+    (tmp_path / "p.manifest.json").write_text("{}")
+    with pytest.raises(wp.PlanError, match=r"an old plan whose manifest is only in p.manifest.json"):
         wp.load_plan(tmp_path / "p.parquet")
 
 

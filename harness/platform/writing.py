@@ -1,0 +1,61 @@
+"""A platform back to TOML (the format :mod:`harness.platform.loading` reads): what
+``harness platform from-trace`` writes. ``load_platform`` of the text gives the same platform."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from harness.platform.machine import NodeKind
+from harness.platform.platform import Platform
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    return json.dumps(str(value), ensure_ascii=False)  # a TOML basic string
+
+
+def _table(name: str, values: dict[str, Any]) -> list[str]:
+    return [f"[{name}]", *(f"{key} = {_value(v)}" for key, v in values.items() if v is not None), ""]
+
+
+def _kind(kind: NodeKind) -> dict[str, Any]:
+    return asdict(kind)
+
+
+def platform_to_toml(platform: Platform, comment: str = "") -> str:
+    """The TOML text of a platform, with ``comment`` lines first."""
+    p = platform
+    topology = {
+        "groups": p.groups,
+        "chassis_per_group": p.chassis_per_group,
+        "compute_per_chassis": p.compute_per_chassis,
+        "compute_total": p.compute_total,
+    }
+    bb = {**_kind(p.bb), "per_chassis": p.bb_per_chassis, "capacity_mb": p.bb_capacity_mb}
+    io = p.io
+    io_plain = {
+        "compute_link_mbps": io.compute_link_mbps,
+        "bb_node_mbps": io.bb_node_mbps,
+        "pfs_mbps": io.pfs_mbps,
+    }
+    lines = [f"# {line}" if line else "#" for line in comment.splitlines()]
+    lines += [""] if lines else []
+    lines += _table("platform", {"name": p.name, "description": p.description})
+    lines += _table("machine.topology", topology)
+    lines += _table("machine.compute", _kind(p.compute))
+    lines += _table("machine.burst_buffer", bb)
+    lines += _table("machine.io", io_plain)
+    if io.hierarchy is not None:
+        lines += _table("machine.io.hierarchy", asdict(io.hierarchy))
+    lines += _table("machine.io.tiers", asdict(io.tiers))
+    deployment = asdict(p.deployment)
+    accounting = deployment.pop("accounting", None)
+    lines += _table("deployment", deployment)
+    if accounting is not None:
+        lines += _table("deployment.accounting", accounting)
+    return "\n".join(lines)
