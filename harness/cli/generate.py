@@ -104,14 +104,14 @@ def feitelson96_command(
 @click.option(
     "--procs-per-node",
     type=POSITIVE_INT,
-    default=1,
-    show_default=True,
-    help="The trace's processors per node (sizes are in nodes).",
+    default=None,
+    help="The trace's processors per node (sizes are in nodes) [default: MaxProcs / MaxNodes of "
+    "the header, else 1].",
 )
 @click.option("--model-out", type=click.Path(dir_okay=False), default=None,
               help="Also write the fitted model's summary as JSON.")  # fmt: skip
 def herbein_command(trace: str, output: str, seed: int, jobs: int, machine_nodes: int, size_scale: float,
-                    procs_per_node: int, model_out: str | None) -> None:  # fmt: skip
+                    procs_per_node: int | None, model_out: str | None) -> None:  # fmt: skip
     """Herbein's model fitted from TRACE (user arrivals, four Poisson ranges, size bins, limit/elapsed)."""
     try:
         df, manifest, model = herbein_plan(

@@ -105,3 +105,27 @@ def gate(opts: RunOptions, repeat: int, long: dict[str, Any]) -> bool:
     if not click.confirm(f"Start a run of at least {human_duration(est.wall_s)}?", default=False, err=True):
         raise click.ClickException("not started")
     return True
+
+
+def launch(opts: RunOptions, repeat: int, long: dict[str, Any]) -> None:
+    """After the estimate (:func:`gate`): start the run detached, or run each policy in turn
+    (``--repeat`` times each), printing each run directory."""
+    from harness.emulation.estimate import policies_of
+    from harness.emulation.repetitions import run_repetitions
+    from harness.emulation.run import Experiment
+
+    if not gate(opts, repeat, long):
+        return
+    policies = policies_of(opts.replay.policy)
+    if long["detach"]:
+        from harness.emulation.detach import start_detached
+
+        if len(policies) > 1:
+            raise click.UsageError("--detach runs one policy: start one detached run per policy")
+        path = start_detached(opts, repeat)
+        click.echo(f"detached; follow with `harness runs watch {path}`", err=True)
+        click.echo(str(path))
+        return
+    for one in policies:  # several policies: one run after the other
+        opts = replace(opts, replay=replace(opts.replay, policy=one))
+        click.echo(str(run_repetitions(opts, repeat) if repeat > 1 else Experiment(opts).execute()))

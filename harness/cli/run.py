@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 
-from harness.cli.longrun import LONG_RUN_OPTIONS, gate, long_run_options, with_long_run_options
+from harness.cli.longrun import LONG_RUN_OPTIONS, launch, long_run_options, with_long_run_options
 from harness.cli.options import (
     NON_NEGATIVE_SECONDS,
     POSITIVE_SECONDS,
@@ -71,6 +70,11 @@ from harness.slurm.client import SlurmCommandError
     "--compare-sim", is_flag=True, help="Also simulate the plan with the same policy and report the gap."
 )
 @click.option(
+    "--resume", "resume_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+    help="Take up the run in RUN_DIR after its last completed step (e.g. the replay was killed): "
+    "its recorded options are used, jobs already submitted are not submitted again.",
+)  # fmt: skip
+@click.option(
     "--model", type=click.Choice(["alloc-only", "io-aware"]), default="alloc-only", show_default=True,
     help="io-aware: jobs stage their data in and out through Slurm's burst_buffer/lua (docs/io-live.md).",
 )  # fmt: skip
@@ -91,6 +95,7 @@ def run_command(
     quiet: bool,
     repeat: int,
     compare_sim: bool,
+    resume_dir: Path | None,
     model: str,
     **workload_opts: Any,
 ) -> None:
@@ -99,9 +104,7 @@ def run_command(
     The run directory's path is the last line printed.
     """
     from harness.cluster.base import ClusterError
-    from harness.emulation.estimate import policies_of
-    from harness.emulation.repetitions import run_repetitions
-    from harness.emulation.run import Experiment, RunError
+    from harness.emulation.run import Experiment, RunError, resume_options
     from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
 
     long = {name: workload_opts.pop(name) for name in LONG_RUN_OPTIONS}
@@ -118,20 +121,10 @@ def run_command(
     )  # fmt: skip
     opts = with_long_run_options(opts, long)
     try:
-        if not gate(opts, repeat, long):
+        if resume_dir is not None:  # confirmed when it started
+            click.echo(str(Experiment(resume_options(resume_dir)).execute(resume=True)))
             return
-        if long["detach"]:
-            from harness.emulation.detach import start_detached
-
-            if len(policies_of(policy)) > 1:
-                raise click.UsageError("--detach runs one policy: start one detached run per policy")
-            click.echo(f"detached; follow with `harness runs watch {(path := start_detached(opts, repeat))}`",
-                       err=True)  # fmt: skip
-            click.echo(str(path))
-            return
-        for one in policies_of(policy):  # several policies: one run after the other
-            opts = replace(opts, replay=replace(opts.replay, policy=one))
-            click.echo(str(run_repetitions(opts, repeat) if repeat > 1 else Experiment(opts).execute()))
+        launch(opts, repeat, long)
     except (RunError, ClusterError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -151,6 +144,9 @@ def run_command(
     default=None,
     help="Concurrent sbatch processes at most (1: strictly in plan order). [default: ReplayOptions']",
 )
+@click.option(
+    "--resume", is_flag=True, help="Continue the replay in RUN_DIR (same t0; nothing submitted twice)."
+)
 @user_errors(OSError)
 def replay_command(
     plan: Path,
@@ -162,9 +158,10 @@ def replay_command(
     partition: str,
     sigsleep: str,
     workers: int | None,
+    resume: bool,
 ) -> None:
     """Submit PLAN's jobs at their wall-clock instants (run this next to slurmctld)."""
-    from harness.emulation.replay import DEFAULT_WORKERS, ReplayOptions, replay_plan
+    from harness.emulation.replay import DEFAULT_WORKERS, ReplayError, ReplayOptions, replay_plan
     from harness.workload.plan import load_plan
 
     df, _ = load_plan(plan)
@@ -177,8 +174,12 @@ def replay_command(
         bb_license=bb_license,
         sigsleep=sigsleep,
         workers=workers or DEFAULT_WORKERS,
+        resume=resume,
     )
-    status = replay_plan(df, opts)
+    try:
+        status = replay_plan(df, opts)
+    except ReplayError as exc:
+        raise click.ClickException(str(exc)) from None
     click.echo(
         f"replay {run_id}: submitted {status.submitted}, rejected {status.failed}, "
         f"max lag {status.max_lag * 1000:.1f} ms{', STOPPED' if status.stopped else ''}"

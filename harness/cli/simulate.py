@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from harness.analysis.formatting import format_terse
-from harness.cli.options import SEED, TAU, TIME_LIMIT, policy_option, shrink_option
+from harness.cli.options import (
+    NON_NEGATIVE_SECONDS,
+    SEED,
+    TAU,
+    TIME_LIMIT,
+    policy_option,
+    shrink_option,
+)
 from harness.cli.workload_options import (
     given,
     selection_kwargs,
@@ -129,6 +136,20 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, scale: float) 
     show_default=True,
     help="Job model: resources held for the trace runtime, or I/O phases sharing bandwidth.",
 )
+@click.option(
+    "--tick",
+    type=NON_NEGATIVE_SECONDS,
+    default=0.0,
+    show_default=True,
+    help="Tick-aware twin: the policy runs only every TICK plan seconds (1: Slurm's one-second pass).",
+)
+@click.option(
+    "--launch-delay",
+    type=NON_NEGATIVE_SECONDS,
+    default=0.0,
+    show_default=True,
+    help="Tick-aware twin: plan seconds from a start decision to the job's start (alloc-only).",
+)
 def simulate_command(
     workload: str,
     policy: str,
@@ -142,6 +163,8 @@ def simulate_command(
     output: Path | None,
     check: bool,
     model: str,
+    tick: float,
+    launch_delay: float,
     **opts: Any,
 ) -> None:
     """Run policies on WORKLOAD (a prepared plan or an SWF trace) in the simulator.
@@ -168,7 +191,7 @@ def simulate_command(
             name,
             plan,
             platform,
-            model,
+            (model, tick, launch_delay),
             shrink_used,
             io_seed,
             policy_seed,
@@ -189,7 +212,7 @@ def _simulate_one(
     name: str,
     plan: Any,
     platform: Any,
-    model: str,
+    twin: tuple[str, float, float],
     shrink_used: float,
     io_seed: int,
     policy_seed: int,
@@ -208,10 +231,12 @@ def _simulate_one(
     from harness.sim.checks import check_schedule
     from harness.sim.engine import simulate
 
+    model, tick, delay = twin  # the job model and the tick-aware twin's settings
     scale = time_scale_of(shrink_used)
     scheduler = get_policy(name, seed=policy_seed, time_limit_s=time_limit)
     try:
-        result = simulate(plan, scheduler, platform, model=model, io_seed=io_seed, shrink=shrink_used)
+        result = simulate(plan, scheduler, platform, model=model, io_seed=io_seed, shrink=shrink_used,
+                          tick=tick, launch_delay=delay)  # fmt: skip
     except ValueError as exc:
         raise click.ClickException(f"{name}: {exc}") from None
     if check:

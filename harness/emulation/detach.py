@@ -18,12 +18,10 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec, run_id_for
+from harness.emulation.specs import RunOptions, options_from_dict, run_id_for
 from harness.model import rundir
 from harness.model.jsonio import read_json, write_json
-from harness.workload.plan import Sampling
 
 LOG_MAX_BYTES = 5 * 1024 * 1024
 DETACH_LOG = "detach.log"  # what the detached process prints outside Python's streams (a crash)
@@ -47,20 +45,6 @@ def start_detached(opts: RunOptions, repeat: int = 1) -> Path:
 
 def _package_root() -> str:
     return str(Path(__file__).resolve().parents[2])
-
-
-def options_from_dict(data: dict[str, Any]) -> RunOptions:
-    """The inverse of :meth:`RunOptions.as_dict` (JSON lists back to tuples, strings to paths)."""
-    work = dict(data["workload"])
-    work["trace"] = Path(work["trace"]) if work.get("trace") not in (None, "None") else None
-    for key in ("period", "window"):
-        work[key] = tuple(work[key]) if work.get(key) else None
-    work["sampling"] = Sampling(**work["sampling"]) if work.get("sampling") else None
-    top = {k: v for k, v in data.items() if k not in ("workload", "cluster", "replay")}
-    top["runs_dir"] = Path(top["runs_dir"])
-    top["run_dir"] = Path(top["run_dir"]) if top.get("run_dir") not in (None, "None") else None
-    return RunOptions(workload=WorkloadSpec(**work), cluster=ClusterSpec(**data["cluster"]),
-                      replay=ReplaySpec(**data["replay"]), **top)  # fmt: skip
 
 
 class RotatingLog(io.TextIOBase):

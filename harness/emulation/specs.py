@@ -75,6 +75,22 @@ class RunOptions:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in _flat_paths(asdict(self)).items()}
 
 
+def options_from_dict(data: dict[str, Any]) -> RunOptions:
+    """The inverse of :meth:`RunOptions.as_dict` (a run's recorded options)."""
+    work = dict(data["workload"])
+    work["trace"] = Path(work["trace"]) if work.get("trace") not in (None, "None") else None
+    work["period"] = tuple(work["period"]) if work.get("period") else None
+    work["window"] = tuple(work["window"]) if work.get("window") else None
+    work["sampling"] = Sampling(**work["sampling"]) if isinstance(work.get("sampling"), dict) else None
+    run_dir = data.get("run_dir")
+    return RunOptions(
+        workload=WorkloadSpec(**work), cluster=ClusterSpec(**data["cluster"]),
+        replay=ReplaySpec(**data["replay"]),
+        runs_dir=Path(data["runs_dir"]), run_dir=Path(run_dir) if run_dir not in (None, "None") else None,
+        label=data.get("label", ""), quiet=bool(data.get("quiet", False)),
+    )  # fmt: skip
+
+
 def run_id_for(opts: RunOptions, now: datetime | None = None) -> str:
     """``<time>-<trace>-<policy>-s<shrink>[-label]``."""
     stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")

@@ -19,6 +19,7 @@ from harness.analysis.metrics import summary
 from harness.cluster.base import ClusterBackend, ClusterError
 from harness.emulation.collect import build_results, cross_check, decision_stats, finished, lag_stats
 from harness.emulation.collect_io import add_staging, staging_stats
+from harness.emulation.faultlog import fault_section
 from harness.emulation.fidelity import compare_with_simulation, simulator_twin
 from harness.emulation.launch import SUBMIT_USER, HeadRun
 from harness.emulation.observe import RunObserver
@@ -83,7 +84,8 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
         plan = HerbeinIO().apply(plan, seed=spec.seed)
     save_plan(plan, manifest, ctx.run_dir / rundir.PLAN)
     ctx.say(f"run {ctx.run_id}: {len(plan)} jobs, shrink {spec.shrink:g}, policy {ctx.opts.replay.policy}")
-    return {"jobs": len(plan)}
+    # what `harness run --resume` needs to take the run up again
+    return {"jobs": len(plan), "run_id": ctx.run_id, "options": ctx.opts.as_dict()}
 
 
 def plan_for(spec: WorkloadSpec, platform: Platform) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -123,7 +125,7 @@ def replay(ctx: RunContext) -> dict[str, Any]:
     head.observer = RunObserver(ctx.run_dir, plan, ctx.backend.platform, ctx.opts.workload.shrink,
                                 ctx.opts.replay.interim_every)  # fmt: skip
     complete, reason = head.run(plan)
-    return {"complete": complete, "reason": reason}
+    return {"complete": complete, "reason": reason, "fault_events": head.monitor.events}
 
 
 def collect(ctx: RunContext) -> dict[str, Any]:
@@ -135,16 +137,20 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     ctx.backend.collect_slurm_files(ctx.run_dir / rundir.SLURM_DIR)
     t0 = float(read_json(raw / rundir.STATUS).get("t0", 0.0))
     submissions = read_jsonl(raw / rundir.SUBMISSIONS)
-    results = build_results(ctx.plan()[0], submissions, read_jsonl(raw / rundir.SIGSLEEP_LOG), t0)
+    slurm_jobs, source = slurm_records(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, submissions)
+    results = build_results(ctx.plan()[0], submissions, read_jsonl(raw / rundir.SIGSLEEP_LOG), t0, slurm_jobs)
     staged = ctx.sched.burst_buffer == "lua"
     if staged:  # the staging records of every run on the cluster: keep this run's jobs
         ctx.backend.get(f"{ctx.sched.staging_dir.removeprefix('/shared/')}/{RECORDS}", raw / RECORDS)
         results = add_staging(results, read_jsonl(raw / RECORDS), t0)
     results.to_parquet(ctx.run_dir / rundir.RESULTS, index=False)
     results.to_csv(ctx.run_dir / rundir.RESULTS_CSV, index=False)
-    slurm_jobs, source = slurm_records(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, submissions)
     check = cross_check(results, slurm_jobs, t0, source)
     sections: dict[str, Any] = {"submission": lag_stats(submissions), "cross_check": check.as_dict()}
+    events = ctx.found("replay").get("fault_events", [])
+    faults = fault_section(results, submissions, events, read_json(raw / rundir.STATUS), t0, slurm_jobs)
+    if events or faults["n_affected"] or faults["resumes"]:
+        sections["faults"] = faults
     if ctx.uses_agent:
         sections["agent"] = decision_stats(read_jsonl(raw / rundir.DECISIONS))
     if staged:

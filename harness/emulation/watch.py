@@ -102,6 +102,7 @@ class Watcher:
         now = time.monotonic()
         if fresh or self._queue_at is None or now - self._queue_at >= self.QUEUE_POLL_S:
             counts = self.head.queue_counts()
+            self.head.observe_faults(counts is not None)
             self._queue_known = counts is not None
             self._queue = counts or self._queue
             self._queue_at = now
@@ -125,6 +126,8 @@ class Watcher:
             return False, f"the replay stopped early (exit {proc.returncode}): {output.strip()[-500:]}"
         if replay_done and records >= accepted:
             return True, ""
+        if replay_done and queued == 0 and records + self._ended_early(subs) >= accepted:
+            return True, ""  # the others were ended by Slurm (a node failed): collect accounts for them
         if replay_done and queued == 0:
             self._empty_since = self._empty_since or time.monotonic()
             if time.monotonic() - self._empty_since > self.GRACE_S:
@@ -136,13 +139,21 @@ class Watcher:
             return False, f"timed out {timeout:g} s after the last submission instant"
         return None
 
+    def _ended_early(self, subs: list[dict]) -> int:
+        """Jobs Slurm ended without a sigsleep record (asked only once the queue is empty)."""
+        done = self.finished_ids
+        waiting = {
+            int(s["slurm_job_id"]) for s in subs if s.get("slurm_job_id") and s.get("job_id") not in done
+        }
+        return self.head.ended_early(waiting) if waiting else 0
+
     def _show(self, status: dict, subs: list[dict], records: int, pending: int, running: int) -> None:
         now = time.monotonic()
         every = 0.0 if self.tty else (30.0 if self.quiet else 10.0)
         if now - self._last_line < every:
             return
         self._last_line = now
-        lags = np.array([s["lag"] for s in subs], dtype=float) * 1000
+        lags = np.array([s["lag"] for s in subs if s.get("lag") is not None], dtype=float) * 1000
         p50, p99 = (np.percentile(lags, 50), np.percentile(lags, 99)) if lags.size else (0.0, 0.0)
         elapsed = now - self.started
         line = (

@@ -32,7 +32,7 @@ def test_ephemeral_range_is_read_from_the_kernel_file(tmp_path: Path) -> None:
 
 
 def test_listen_ports_are_the_controller_then_one_per_node() -> None:
-    assert listen_ports(small(12001)) == [6905, *range(12001, 12010)]
+    assert listen_ports(small(12901)) == [6905, *range(12901, 12910)]
 
 
 def test_a_slurmd_port_in_the_ephemeral_range_is_refused_with_the_file_named() -> None:
@@ -51,7 +51,7 @@ def test_a_port_in_use_is_refused() -> None:
         sock.listen()
         port = sock.getsockname()[1]
         with pytest.raises(ClusterError, match=rf"ports already in use: \[{port}\]"):
-            check_ports(small(12001, controller=port), ephemeral=range(60000, 60001))
+            check_ports(small(12901, controller=port), ephemeral=range(60000, 60001))
 
 
 FAKE_SLURMD = """#!/bin/sh

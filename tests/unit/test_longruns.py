@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.emulation.detach import RotatingLog, options_from_dict
+from harness.emulation.detach import RotatingLog
 from harness.emulation.estimate import (
     OVERHEAD_S,
     Decision,
@@ -27,7 +27,7 @@ from harness.emulation.estimate import (
     suggestions,
 )
 from harness.emulation.runs import COMPLETE, INCOMPLETE, RUNNING, list_runs, run_state
-from harness.emulation.specs import ReplaySpec, RunOptions, WorkloadSpec
+from harness.emulation.specs import ReplaySpec, RunOptions, WorkloadSpec, options_from_dict
 from harness.workload.plan import Sampling
 
 SMALL = Path(__file__).parents[1] / "data" / "small.swf"  # 6 jobs kept; 3090 s first submission to last end
