@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "policies": ("harness.cli.policies", "policies_command"),
     "replay": ("harness.cli.run", "replay_command"),
     "run": ("harness.cli.run", "run_command"),
+    "runs": ("harness.cli.runs", "runs_group"),
     "shrink-limit": ("harness.cli.shrink_limit", "shrink_limit_command"),
     "simulate": ("harness.cli.simulate", "simulate_command"),
     "workload": ("harness.cli.workload", "workload"),

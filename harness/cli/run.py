@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from harness.cli.longrun import LONG_RUN_OPTIONS, launch, long_run_options, with_long_run_options
 from harness.cli.options import (
     NON_NEGATIVE_SECONDS,
     POSITIVE_SECONDS,
@@ -89,6 +90,16 @@ RUN_POLICY_HELP = (
 @click.option(
     "--compare-sim", is_flag=True, help="Also simulate the plan with the same policy and report the gap."
 )
+@click.option(
+    "--resume", "resume_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+    help="Take up the run in RUN_DIR after its last completed step (e.g. the replay was killed): "
+    "its recorded options are used, jobs already submitted are not submitted again.",
+)  # fmt: skip
+@click.option(
+    "--model", type=click.Choice(["alloc-only", "io-aware"]), default="alloc-only", show_default=True,
+    help="io-aware: jobs stage their data in and out through Slurm's burst_buffer/lua (docs/io-live.md).",
+)  # fmt: skip
+@long_run_options
 def run_command(trace: Path | None, **kw: Any) -> None:
     """Replay TRACE (default: the bundled KTH slice) on the emulated Slurm; write a run directory.
 
@@ -97,24 +108,17 @@ def run_command(trace: Path | None, **kw: Any) -> None:
     130 interrupted by Ctrl-C (docs/cli.md).
     """
     from harness.cluster.base import ClusterError
-    from harness.emulation.repetitions import run_repetitions
-    from harness.emulation.run import Experiment, RunError
-    from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
+    from harness.emulation.run import Experiment, RunError, resume_options
 
-    prepare = trace_kwargs(kw)
-    seed = prepare.pop("seed")
-    opts = RunOptions(
-        workload=WorkloadSpec(trace=trace, shrink=kw["shrink"], seed=seed, shuffle=kw["shuffle"],
-                              prepare=prepare, **selection_kwargs(kw)),
-        cluster=ClusterSpec(backend=kw["cluster"], name=kw["cluster_name"], platform=kw["platform_file"]),
-        replay=ReplaySpec(policy=kw["policy"], policy_seed=kw["policy_seed"], warmup=kw["warmup"],
-                          drift=kw["drift"], timeout=kw["timeout"], keep_jobs=kw["keep_jobs"],
-                          compare_sim=kw["compare_sim"]),
-        runs_dir=kw["output"], quiet=kw["quiet"] or bool(os.environ.get("CI")), verbose=kw["verbose"],
-    )  # fmt: skip
+    long = {name: kw.pop(name) for name in LONG_RUN_OPTIONS}
+    opts = with_long_run_options(_run_options(trace, kw), long)
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        run_dir = run_repetitions(opts, kw["repeat"]) if kw["repeat"] > 1 else Experiment(opts).execute()
+        if kw["resume_dir"] is not None:  # confirmed when it started
+            opts = resume_options(kw["resume_dir"])
+            run_dirs = [Experiment(opts).execute(resume=True)]
+        else:
+            run_dirs = launch(opts, kw["repeat"], long)
     except (RunError, ClusterError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     except KeyboardInterrupt as exc:
@@ -122,7 +126,24 @@ def run_command(trace: Path | None, **kw: Any) -> None:
         sys.exit(EXIT_INCOMPLETE if isinstance(exc, Terminated) else EXIT_INTERRUPTED)
     finally:
         signal.signal(signal.SIGTERM, previous)
-    sys.exit(_finish(run_dir, opts.cluster, kw["as_json"]))
+    if run_dirs:  # none after --dry-run or --detach
+        sys.exit(max(_finish(run_dir, opts.cluster, kw["as_json"]) for run_dir in run_dirs))
+
+
+def _run_options(trace: Path | None, kw: dict[str, Any]) -> Any:
+    from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
+
+    prepare = trace_kwargs(kw)
+    seed = prepare.pop("seed")
+    return RunOptions(
+        workload=WorkloadSpec(trace=trace, shrink=kw["shrink"], seed=seed, shuffle=kw["shuffle"],
+                              prepare=prepare, model=kw["model"], **selection_kwargs(kw)),
+        cluster=ClusterSpec(backend=kw["cluster"], name=kw["cluster_name"], platform=kw["platform_file"]),
+        replay=ReplaySpec(policy=kw["policy"], policy_seed=kw["policy_seed"], warmup=kw["warmup"],
+                          drift=kw["drift"], timeout=kw["timeout"], keep_jobs=kw["keep_jobs"],
+                          compare_sim=kw["compare_sim"]),
+        runs_dir=kw["output"], quiet=kw["quiet"] or bool(os.environ.get("CI")), verbose=kw["verbose"],
+    )  # fmt: skip
 
 
 def _terminate(signum: int, frame: Any) -> None:

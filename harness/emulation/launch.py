@@ -19,6 +19,7 @@ import pandas as pd
 
 from harness.cluster.base import ClusterBackend, node_states
 from harness.emulation.faultlog import FaultMonitor
+from harness.emulation.observe import RunObserver
 from harness.emulation.specs import ReplaySpec
 from harness.emulation.watch import Watcher
 from harness.model import rundir
@@ -59,6 +60,7 @@ class HeadRun:
         self.verbose = verbose
         self.running_since: dict[int, float] = {}  # plan job id -> start (epoch s), from squeue
         self.shared = f"{rundir.SHARED_RUNS}/{run_id}"
+        self.observer: RunObserver | None = None  # writes progress and interim results as the run goes
         self.monitor = FaultMonitor()
         self.resume = False
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness.analysis.compare import aggregate_repetitions
 from harness.emulation.run import Experiment
+from harness.emulation.runs import mark_process
 from harness.emulation.specs import RunOptions, run_id_for
 from harness.emulation.steps import Progress
 from harness.model import rundir
@@ -15,15 +16,20 @@ from harness.model.exitcodes import INTERRUPTED
 from harness.model.jsonio import read_json, write_json
 
 
-def run_repetitions(opts: RunOptions, repeat: int, progress: Progress | None = None) -> Path:
+def run_repetitions(
+    opts: RunOptions, repeat: int, progress: Progress | None = None, parent: Path | None = None
+) -> Path:
     """``repeat`` runs of the same plan (shuffled differently with ``--shuffle``) under one
-    directory: ``repetitions/NN/`` each, and AVE/SSD/RSD/C95 per metric at the top."""
-    parent = opts.runs_dir / run_id_for(opts)
-    parent.mkdir(parents=True, exist_ok=False)
+    directory (``parent``, made here if not given): ``repetitions/NN/`` each, and
+    AVE/SSD/RSD/C95 per metric at the top."""
+    given = parent is not None
+    parent = parent or opts.runs_dir / run_id_for(opts)
+    parent.mkdir(parents=True, exist_ok=given)
+    mark_process(parent)
     metrics, complete = [], True
     for i in range(repeat):
         workload = replace(opts.workload, shuffle_seed=opts.workload.seed + i)
-        rep_opts = replace(opts, run_dir=parent / rundir.repetition_name(i), workload=workload)
+        rep_opts = replace(opts, run_dir=parent / rundir.repetition_name(i), run_id="", workload=workload)
         rep_dir = Experiment(rep_opts, progress).execute()
         metrics.append(read_json(rep_dir / rundir.METRICS))
         rep_manifest = read_json(rep_dir / rundir.MANIFEST)

@@ -57,6 +57,7 @@ class ReplaySpec:
     timeout: float | None = None  # seconds of wall time after the last submission
     keep_jobs: bool = False  # on interruption, leave the submitted jobs in Slurm
     compare_sim: bool = False  # also simulate the plan with the same policy; report the difference
+    interim_every: float = 900.0  # seconds of wall time between interim results (0: none)
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class RunOptions:
     replay: ReplaySpec = field(default_factory=ReplaySpec)
     runs_dir: Path = Path("runs")
     run_dir: Path | None = None  # exact run directory (repetitions); default runs_dir/<run id>
+    run_id: str = ""  # with run_dir: the run's id (default: <parent's parent>-<name>, a repetition's)
     label: str = ""
     quiet: bool = False  # a progress line every 30 s instead of a live display
     verbose: bool = False  # a progress line every second (without a terminal: every 10 s)

@@ -22,12 +22,14 @@ from harness.emulation.collect_io import add_staging, staging_stats, wait_for_st
 from harness.emulation.faultlog import fault_section
 from harness.emulation.fidelity import compare_with_simulation, simulator_twin
 from harness.emulation.launch import SUBMIT_USER, HeadRun
+from harness.emulation.observe import RunObserver
 from harness.emulation.slurm_view import slurm_records
-from harness.emulation.specs import RunOptions
+from harness.emulation.specs import RunOptions, WorkloadSpec
 from harness.emulation.staging import RECORDS
 from harness.model import rundir
 from harness.model.jsonio import read_json, read_jsonl, write_json
 from harness.model.timescale import shrink_table, time_scale_of
+from harness.platform import Platform
 from harness.slurm.config import SchedulerConfig
 from harness.workload.io import HerbeinIO, KopanskiIO
 from harness.workload.plan import PlanError, is_plan_file, load_plan, prepare, save_plan
@@ -75,19 +77,7 @@ class RunContext:
 def make_plan(ctx: RunContext) -> dict[str, Any]:
     """The plan to replay: a trace prepared now, or a stored unshrunk plan shrunk now."""
     spec = ctx.opts.workload
-    source = spec.source
-    if is_plan_file(source):
-        plan, manifest = load_plan(source)
-        if float(manifest.get("shrink", 0.0)) != 0.0:
-            raise PlanError(f"{source}: give an unshrunk plan; --shrink applies the shrink")
-        plan, manifest = shrink_table(plan, spec.shrink), {**manifest, "shrink": spec.shrink}
-    else:
-        # Cleaned for the cluster's machine: jobs wider than the default 96 nodes stay on a bigger one.
-        plan, manifest = prepare(
-            source, platform=ctx.backend.platform, shrink=spec.shrink, seed=spec.seed, shuffle=spec.shuffle,
-            shuffle_seed=spec.shuffle_seed, first_n=spec.first_n, period=spec.period, window=spec.window,
-            sampling=spec.sampling, **spec.prepare,
-        )  # fmt: skip
+    plan, manifest = plan_for(spec, ctx.backend.platform)
     if spec.model == "io-aware":
         plan, manifest = with_io_columns(plan, spec.seed, spec.shrink), {**manifest, "model": spec.model}
     if ctx.sched.bandwidth_license:  # each job's PFS drain rate, held as a license
@@ -96,6 +86,22 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
     ctx.say(f"run {ctx.run_id}: {len(plan)} jobs, shrink {spec.shrink:g}, policy {ctx.opts.replay.policy}")
     # what `harness run --resume` needs to take the run up again
     return {"jobs": len(plan), "run_id": ctx.run_id, "options": ctx.opts.as_dict()}
+
+
+def plan_for(spec: WorkloadSpec, platform: Platform) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The shrunk plan of ``spec`` and its manifest (also what ``harness run`` estimates from)."""
+    source = spec.source
+    if is_plan_file(source):
+        plan, manifest = load_plan(source)
+        if float(manifest.get("shrink", 0.0)) != 0.0:
+            raise PlanError(f"{source}: give an unshrunk plan; --shrink applies the shrink")
+        return shrink_table(plan, spec.shrink), {**manifest, "shrink": spec.shrink}
+    # Cleaned for the cluster's machine: jobs wider than the default 96 nodes stay on a bigger one.
+    return prepare(
+        source, platform=platform, shrink=spec.shrink, seed=spec.seed, shuffle=spec.shuffle,
+        shuffle_seed=spec.shuffle_seed, first_n=spec.first_n, period=spec.period, window=spec.window,
+        sampling=spec.sampling, **spec.prepare,
+    )  # fmt: skip
 
 
 def with_io_columns(plan: pd.DataFrame, seed: int, shrink: float) -> pd.DataFrame:
@@ -115,7 +121,10 @@ def replay(ctx: RunContext) -> dict[str, Any]:
     head = HeadRun(ctx.backend, ctx.run_id, ctx.opts.replay, ctx.opts.workload.seed, ctx.uses_agent, ctx.say,
                    quiet=ctx.opts.quiet, verbose=ctx.opts.verbose)  # fmt: skip
     ctx.backend.put(ctx.run_dir / rundir.PLAN, f"{head.shared}/{rundir.PLAN}")
-    complete, reason = head.run(ctx.plan()[0])
+    plan = ctx.plan()[0]
+    head.observer = RunObserver(ctx.run_dir, plan, ctx.backend.platform, ctx.opts.workload.shrink,
+                                ctx.opts.replay.interim_every)  # fmt: skip
+    complete, reason = head.run(plan)
     return {"complete": complete, "reason": reason, "fault_events": head.monitor.events}
 
 

@@ -90,6 +90,8 @@ class Watcher:
             # once every job is submitted, the verdict needs the queue at every look
             counts = self._queue_counts(fresh=bool(status.get("done")))
             self._show(status, subs, done_records, *self._queue)
+            if self.head.observer is not None:  # progress.json and interim/ in the run directory
+                self.head.observer.observe(status, subs, records, self._queue, self._eta(status))
             queued = None if counts is None else sum(counts)
             verdict = self._agent_verdict(agent) or self._verdict(proc, status, subs, done_records, queued)
             if verdict is not None:
