@@ -9,14 +9,13 @@ import click
 from harness.cli.options import HarnessCommand, json_option
 from harness.policies.registry import FAMILIES, THESIS_POLICIES
 
-# Slurm's own schedulers, configured in slurmctld by `harness run --policy` (harness.slurm.native)
-SLURM_NATIVE = (
-    ("slurm-fcfs", "Slurm's sched/builtin: first come, first served (harness run only)", "slurm-fcfs"),
-    ("slurm-backfill-D", "Slurm's sched/backfill reserving BB licenses, depth D (harness run only)",
-     "slurm-backfill-1"),
-    ("slurm-backfill-no-future-D", "Slurm's backfill without burst-buffer reservations (harness run only)",
-     "slurm-backfill-no-future-1"),
-)  # fmt: skip
+
+def _slurm_native_rows() -> list[tuple[str, str, str]]:
+    """Slurm's own schedulers, configured in slurmctld by `harness run --policy` (harness.slurm.native)."""
+    from harness.slurm.native import NATIVE_POLICY_HELP
+
+    return [(name, f"{text} (harness run only)", name.replace("-D", "-1"))
+            for name, text in NATIVE_POLICY_HELP.items()]  # fmt: skip
 
 
 @click.command(
@@ -35,7 +34,7 @@ def policies_command(thesis: bool, as_json: bool) -> None:
     if thesis:
         click.echo(json.dumps(list(THESIS_POLICIES)) if as_json else "\n".join(THESIS_POLICIES))
         return
-    rows = [(f.usage, f.description, ", ".join(f.examples)) for f in FAMILIES] + list(SLURM_NATIVE)
+    rows = [(f.usage, f.description, ", ".join(f.examples)) for f in FAMILIES] + _slurm_native_rows()
     if as_json:
         click.echo(
             json.dumps([{"usage": u, "description": d, "examples": e.split(", ")} for u, d, e in rows])
