@@ -21,11 +21,27 @@ start_munge() {
 prepare_dirs() {
   mkdir -p /run/slurm /var/spool/slurm/ctld /var/spool/slurm/d /var/log/slurm /shared/log /shared/jobs
   chmod 1777 /shared/log /shared/jobs
+  # a container stopped and started again keeps its files: forget the last stop
+  rm -f /run/slurm/stopping "$CTLD_HOLD" /run/slurm/hold-*
 }
 
+# slurmctld is supervised like the slurmd: when it dies (or is killed to emulate a crash,
+# harness.cluster.faults) it starts again from its saved state (StateSaveLocation), and the
+# replay running beside it in this container lives on. While $CTLD_HOLD exists it stays down.
+CTLD_HOLD=/run/slurm/ctld-hold
 run_controller() {
-  log "starting slurmctld"
-  exec /usr/sbin/slurmctld -D -i
+  local ctld=""
+  trap 'touch /run/slurm/stopping; [[ -n "$ctld" ]] && kill -TERM "$ctld" 2>/dev/null; wait' TERM INT
+  while true; do
+    while [[ -f "$CTLD_HOLD" ]]; do sleep 0.2; done
+    log "starting slurmctld"
+    /usr/sbin/slurmctld -D -i &
+    ctld=$!
+    wait "$ctld" || true
+    [[ -f /run/slurm/stopping ]] && return
+    log "slurmctld exited; restarting"
+    sleep 0.5
+  done
 }
 
 run_nodes() {

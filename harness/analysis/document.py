@@ -17,7 +17,7 @@ from harness.analysis.rundata import RunData
 from harness.model.metric_names import metric_spec
 
 # Sections of metrics.json that get their own part of the report, not a table row.
-SECTION_KEYS = ("cross_check", "submission", "repetitions")
+SECTION_KEYS = ("cross_check", "submission", "repetitions", "faults")
 
 
 @dataclass
@@ -87,14 +87,19 @@ def _header_section(run: RunData) -> Section:
     return Section("Run", blocks)
 
 
+def status_counts(results: pd.DataFrame) -> dict[str, int]:
+    """Jobs per status (completed, timeout, missing, ...), most frequent first: the report's
+    Jobs table and the summary at the end of ``harness run`` both show these."""
+    status = results["status"] if "status" in results else pd.Series(["unknown"] * len(results))
+    return {str(s): int(c) for s, c in status.astype(str).value_counts().items()}
+
+
 def _jobs_section(run: RunData) -> Section:
     if run.results is None:
         return Section("Jobs", ["No per-job results."])
     res = run.results
     ran = int((res["start"].notna() & res["end"].notna()).sum())
-    status = res["status"] if "status" in res else pd.Series(["unknown"] * len(res))
-    counts = status.astype(str).value_counts()
-    rows = [[str(s), str(int(c))] for s, c in counts.items()]
+    rows = [[s, str(c)] for s, c in status_counts(res).items()]
     text = (
         f"{len(res)} jobs in the plan, {ran} ran; {len(res) - ran} never started "
         "(left out of the metrics and plots)."
@@ -159,7 +164,33 @@ def _optional_sections(run: RunData) -> list[Section]:
     fidelity = run.metrics.get("fidelity")
     if isinstance(fidelity, dict):
         sections.append(_fidelity_section(fidelity))
+    faults = run.metrics.get("faults")
+    if isinstance(faults, dict):
+        sections.append(_faults_section(faults))
     return sections
+
+
+def _faults_section(faults: dict[str, Any]) -> Section:
+    """Daemon faults seen during the run and every job they touched."""
+    outcomes = faults.get("outcomes") or {}
+    counts = ", ".join(f"{n} {k}" for k, n in outcomes.items())
+    blocks: list[Block] = [
+        f"Every job of the plan: {counts}. Submission retries while slurmctld did not answer: "
+        f"{faults.get('submission_retries', 0)} (over {faults.get('retried_jobs', 0)} job(s)); "
+        f"replay resumed {faults.get('resumes', 0)} time(s), {faults.get('adopted_at_resume', 0)} job(s) "
+        "found already submitted.",
+        Banner(f"{faults.get('n_affected', 0)} job(s) affected by faults.", ok=not faults.get("n_affected")),
+    ]
+    events = [e for e in faults.get("events") or [] if isinstance(e, dict)]
+    if events:
+        rows = [[_plain(e.get(k, "")) for k in ("at", "until", "event")] + [",".join(e.get("nodes", []))]
+                for e in events]  # fmt: skip
+        blocks += ["Faults seen (seconds since t0):", Table(["at (s)", "until (s)", "event", "nodes"], rows)]
+    jobs = [j for j in faults.get("affected_jobs") or [] if isinstance(j, dict)]
+    if jobs:
+        headers = ["job_id", "slurm_job_id", "outcome", "what"]
+        blocks += ["Jobs affected:", Table(headers, [[_plain(j.get(h)) for h in headers] for j in jobs])]
+    return Section("Faults", blocks)
 
 
 def _fidelity_section(fidelity: dict[str, Any]) -> Section:

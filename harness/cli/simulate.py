@@ -9,7 +9,17 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from harness.analysis.formatting import format_terse
-from harness.cli.options import SEED, TAU, TIME_LIMIT, policy_option, shrink_option
+from harness.cli.options import (
+    NON_NEGATIVE_SECONDS,
+    TAU,
+    HarnessCommand,
+    json_option,
+    output_option,
+    policy_option,
+    policy_seed_option,
+    shrink_option,
+    time_limit_option,
+)
 from harness.cli.workload_options import (
     given,
     selection_kwargs,
@@ -98,29 +108,27 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, scale: float) 
     )
 
 
-@click.command("simulate")
+@click.command(
+    "simulate",
+    cls=HarnessCommand,
+    renamed={"--seed": "--bb-seed"},
+    examples=[
+        "harness simulate -p fcfs,backfill-1 bundled",
+        "harness simulate --model io-aware -p backfill-1 --period 1/16 kth.swf --json",
+    ],
+)
 @click.argument("workload")
 @policy_option("backfill-1", "Policy name, or several separated by commas (see `harness policies`).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object keyed by policy name.")
+@json_option
 @trace_options
 @selection_options
-@shrink_option(None, " A trace only: a plan keeps its own.")
-@click.option("--policy-seed", type=SEED, default=0, show_default=True, help="Seed of randomised policies.")
-@click.option(
-    "--time-limit",
-    type=TIME_LIMIT,
-    default=None,
-    help="Wall-clock limit (s) of one plan search; results then depend on the machine's speed.",
-)
-@click.option("--tau", type=TAU, default=600.0, show_default=True, help="Bounded slowdown threshold (s).")
+@shrink_option(None, "A trace only (default: 0, unshrunk); a plan keeps its own.")
+@policy_seed_option
+@time_limit_option(None, "results then depend on the machine's speed (default: none).")
+@click.option("--tau", type=TAU, default=600.0, show_default=True,
+              help="Bounded-slowdown threshold, in seconds of original time.")  # fmt: skip
 @click.option("--ci", is_flag=True, help="Add bootstrap 95% intervals of mean wait and mean bsld.")
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Write the per-job results (.parquet or .csv; one file per policy if several).",
-)
+@output_option("Per-job results to write (.parquet or .csv; one file per policy if several).")
 @click.option("--check/--no-check", default=True, show_default=True, help="Verify the schedule invariants.")
 @click.option(
     "--model",
@@ -128,6 +136,20 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, scale: float) 
     default="alloc-only",
     show_default=True,
     help="Job model: resources held for the trace runtime, or I/O phases sharing bandwidth.",
+)
+@click.option(
+    "--tick",
+    type=NON_NEGATIVE_SECONDS,
+    default=0.0,
+    show_default=True,
+    help="Tick-aware twin: the policy runs only every TICK plan seconds (1: Slurm's one-second pass).",
+)
+@click.option(
+    "--launch-delay",
+    type=NON_NEGATIVE_SECONDS,
+    default=0.0,
+    show_default=True,
+    help="Tick-aware twin: plan seconds from a start decision to the job's start (alloc-only).",
 )
 def simulate_command(
     workload: str,
@@ -142,6 +164,8 @@ def simulate_command(
     output: Path | None,
     check: bool,
     model: str,
+    tick: float,
+    launch_delay: float,
     **opts: Any,
 ) -> None:
     """Run policies on WORKLOAD (a prepared plan or an SWF trace) in the simulator.
@@ -161,14 +185,14 @@ def simulate_command(
     except (OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     shrink_used = float(manifest.get("shrink") or 0.0)
-    io_seed = int(manifest.get("seed", opts["seed"]))
+    io_seed = int(manifest.get("seed", opts["bb_seed"]))
     results: dict[str, dict[str, Any]] = {}
     for name in names:
         results[name] = _simulate_one(
             name,
             plan,
             platform,
-            model,
+            (model, tick, launch_delay),
             shrink_used,
             io_seed,
             policy_seed,
@@ -189,7 +213,7 @@ def _simulate_one(
     name: str,
     plan: Any,
     platform: Any,
-    model: str,
+    twin: tuple[str, float, float],
     shrink_used: float,
     io_seed: int,
     policy_seed: int,
@@ -208,10 +232,12 @@ def _simulate_one(
     from harness.sim.checks import check_schedule
     from harness.sim.engine import simulate
 
+    model, tick, delay = twin  # the job model and the tick-aware twin's settings
     scale = time_scale_of(shrink_used)
     scheduler = get_policy(name, seed=policy_seed, time_limit_s=time_limit)
     try:
-        result = simulate(plan, scheduler, platform, model=model, io_seed=io_seed, shrink=shrink_used)
+        result = simulate(plan, scheduler, platform, model=model, io_seed=io_seed, shrink=shrink_used,
+                          tick=tick, launch_delay=delay)  # fmt: skip
     except ValueError as exc:
         raise click.ClickException(f"{name}: {exc}") from None
     if check:

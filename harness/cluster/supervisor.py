@@ -25,6 +25,7 @@ SLURMD = "/usr/sbin/slurmd"
 SPOOL = Path("/var/spool/slurm/d")
 RESTART_DELAY_S = 1.0
 STOP_GRACE_S = 10.0
+HOLD_DIR = Path("/run/slurm")  # hold-<node> there: restart <node> only once it is gone
 START_ATTEMPTS = 10
 
 
@@ -44,9 +45,13 @@ class Supervisor:
     def start(self, node: str) -> None:
         if self.spool is not None:
             (self.spool / node).mkdir(parents=True, exist_ok=True)
+        argv = [self.command, "-D", "-N", node]
+        hold = HOLD_DIR / f"hold-{node}"
+        if hold.exists():  # a crashed node (harness.cluster.faults) stays down until released
+            argv = ["/bin/sh", "-c", 'while [ -f "$0" ]; do sleep 0.2; done; exec "$@"', str(hold), *argv]
         for attempt in range(1, START_ATTEMPTS + 1):
             try:
-                proc = subprocess.Popen([self.command, "-D", "-N", node], stdin=subprocess.DEVNULL)
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
             except OSError as exc:  # e.g. EAGAIN: the host is out of processes for a moment
                 log(f"{node}: cannot start ({exc}); attempt {attempt} of {START_ATTEMPTS}")
                 time.sleep(RESTART_DELAY_S)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.emulation.faultlog import job_outcome
 from harness.model.columns import EMULATION_COLUMNS
 
 # Slurm keeps whole seconds: its start can be up to 1 s before the job's own clock read,
@@ -56,20 +57,32 @@ class CrossCheck:
 
 
 def build_results(
-    plan: pd.DataFrame, submissions: list[dict], records: list[dict], t0: float
-) -> pd.DataFrame:
-    """One row per plan job: submitted and logged jobs with their times, the rest ``missing``."""
+    plan: pd.DataFrame, submissions: list[dict], records: list[dict], t0: float,
+    slurm_jobs: dict[int, dict] | None = None,
+) -> pd.DataFrame:  # fmt: skip
+    """One row per plan job: submitted and logged jobs with their times; a submitted job without
+    its own record gets the state Slurm ended it in (``node_fail``, ``cancelled``, ...), the rest
+    ``missing`` (or ``rejected`` by sbatch)."""
     subs = {s["job_id"]: s for s in submissions}
     logs = {r["job_id"]: r for r in records}
     rows = [
-        _row(job, subs.get(int(job["job_id"])), logs.get(int(job["job_id"])), t0)
+        _row(job, subs.get(int(job["job_id"])), logs.get(int(job["job_id"])), t0, slurm_jobs or {})
         for job in plan.to_dict("records")
     ]
     df = pd.DataFrame(rows, columns=list(EMULATION_COLUMNS))
     return df.astype({"slurm_job_id": "Int64", "nodes": "int64", "bb_per_node_mb": "int64"})
 
 
-def _row(job: dict, sub: dict | None, rec: dict | None, t0: float) -> dict:
+def _ended_by_slurm(sub: dict | None, slurm_jobs: dict[int, dict]) -> str:
+    """The state Slurm ended a submitted job in, lower case ('' if unknown)."""
+    if sub is None or sub.get("slurm_job_id") is None:
+        return ""
+    state = str(slurm_jobs.get(int(sub["slurm_job_id"]), {}).get("state", "")).split()[0:1]
+    name = state[0].lower() if state else ""
+    return "timeout_no_record" if name == "timeout" else name
+
+
+def _row(job: dict, sub: dict | None, rec: dict | None, t0: float, slurm_jobs: dict[int, dict]) -> dict:
     row = {
         "job_id": int(job["job_id"]),
         "walltime": float(job["walltime"]),
@@ -82,6 +95,7 @@ def _row(job: dict, sub: dict | None, rec: dict | None, t0: float) -> dict:
     }
     if sub is None or rec is None or sub.get("slurm_job_id") is None:
         status = "missing" if sub is None or sub.get("slurm_job_id") is not None else "rejected"
+        status = _ended_by_slurm(sub, slurm_jobs) or status
         return {
             **row,
             "submit": np.nan,
@@ -94,7 +108,7 @@ def _row(job: dict, sub: dict | None, rec: dict | None, t0: float) -> dict:
         }
     return {
         **row,
-        "submit": sub["actual"] - t0,
+        "submit": sub["actual"] - t0 if sub.get("actual") is not None else np.nan,
         "start": rec["start"] - t0,
         "end": rec["end"] - t0,
         "runtime": rec["running"],
@@ -116,8 +130,9 @@ def cross_check(
     Slurm's record has them, also its submit time, node list and licenses."""
     check = CrossCheck(source=source)
     for row in results.itertuples(index=False):
-        if pd.isna(row.slurm_job_id):
-            continue
+        ended_early = job_outcome(str(row.status)) in ("failed-by-fault", "cancelled")
+        if pd.isna(row.slurm_job_id) or (ended_early and pd.isna(row.start)):
+            continue  # no record of its own to compare: accounted for in the faults section
         slurm = slurm_jobs.get(int(row.slurm_job_id))
         if slurm is None or slurm["start"] is None:
             check.missing_in_slurm.append(int(row.job_id))
@@ -167,7 +182,8 @@ def license_count(text: str) -> int:
 
 
 def lag_stats(submissions: list[dict]) -> dict[str, float]:
-    lags = np.array([s["lag"] for s in submissions if s.get("slurm_job_id") is not None], dtype=float)
+    timed = [s for s in submissions if s.get("slurm_job_id") is not None and s.get("lag") is not None]
+    lags = np.array([s["lag"] for s in timed], dtype=float)
     if lags.size == 0:
         return {"submitted": 0}
     return {

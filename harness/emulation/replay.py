@@ -13,9 +13,14 @@ the same instant go out concurrently. Slurm's FCFS order is its order of arrival
 submissions in flight at once may swap: the submissions file records every job's start and
 return, and ``order_inversions`` counts the swaps. ``workers=1`` submits strictly in order.
 
+A submission that fails while slurmctld does not answer (restarted, crashed) is retried
+with backoff, never twice (:mod:`harness.emulation.resubmit`). A replay killed mid-run is
+taken up again with ``resume``: same t0, the jobs of the submissions file (or found in
+Slurm) are not submitted again, the others are submitted when due (at once if overdue).
+
 Files written in ``run_dir`` (the host reads them through the shared mount):
-    submissions.jsonl  one line per job: trace id, Slurm id, intended and actual submit
-    replay.json        status: t0, counts, done/stopped, errors
+    submissions.jsonl  one line per job: trace id, Slurm id, intended and actual submit, attempts
+    replay.json        status: t0, counts, retries, resumes, done/stopped, errors
 and the jobs' own sigsleep records go to ``jobs.jsonl`` there.
 """
 
@@ -37,7 +42,10 @@ from typing import TextIO
 
 import pandas as pd
 
+from harness.emulation.faultlog import note_outage
+from harness.emulation.resubmit import ATTEMPT_TIMEOUT_S, SlurmUnavailable, squeue_run_jobs, submit_retrying
 from harness.emulation.staging import directive_line
+from harness.model.jsonio import read_json, read_jsonl
 from harness.model.rundir import SIGSLEEP_LOG, STATUS, STOP_FILE, SUBMISSIONS
 from harness.slurm.config import BANDWIDTH_LICENSE
 from harness.slurm.jobspec import encode_comment
@@ -58,6 +66,8 @@ class ReplayOptions:
     job_dir: str = "/shared/jobs"
     extra_sbatch: tuple[str, ...] = ()
     workers: int = DEFAULT_WORKERS
+    retry_for: float = 300.0  # seconds a submission is retried while slurmctld does not answer
+    resume: bool = False  # continue the run in run_dir (same t0; no job submitted twice)
 
 
 @dataclass
@@ -70,6 +80,13 @@ class ReplayStatus:
     done: bool = False
     stopped: bool = False
     max_lag: float = 0.0
+    retries: int = 0  # sbatch attempts beyond the first, over all jobs
+    retried_jobs: int = 0  # jobs that needed more than one attempt
+    found_after_failure: int = 0  # failed attempts that had reached Slurm (not resubmitted)
+    resumes: int = 0  # times the replay was taken up again
+    resumed_with: int = 0  # submissions already made at the last resume
+    adopted: int = 0  # jobs found in Slurm at a resume without a record (not resubmitted)
+    outages: list[list[float]] = field(default_factory=list)  # [from, to]: submissions kept failing
     errors: list[str] = field(default_factory=list)
     updated: float = 0.0
 
@@ -100,8 +117,13 @@ def sbatch_command(job: dict, opts: ReplayOptions, intended: float) -> list[str]
         f"--time={slurm_time_limit(float(job['walltime']))}",
         f"--chdir={opts.job_dir}",
         "--output=/dev/null",
+        # a job whose node fails ends NODE_FAIL (reported as failed by the fault), instead of
+        # being requeued and run a second time after Slurm's requeue delay (~2 min)
+        "--no-requeue",
         # the ordering agent reads the exact walltime and per-node BB request from here
-        "--comment=" + encode_comment(job["job_id"], job["walltime"], job["bb_per_node_mb"]),
+        # (and the replay, after a failure or a resume, finds the run's jobs by ``run=``)
+        "--comment=" + encode_comment(job["job_id"], job["walltime"], job["bb_per_node_mb"])
+        + f" run={opts.run_id}",
     ]  # fmt: skip
     io = io_directives(job, opts.bb_license)
     licenses = [f"{opts.bb_license}:{bb_total}"] if bb_total > 0 and not io else []
@@ -132,13 +154,20 @@ def io_directives(job: dict, pool: str) -> list[str]:
 
 def submit(cmd: list[str]) -> tuple[int | None, str]:
     """Run sbatch; (Slurm job id, '') or (None, error message)."""
-    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=ATTEMPT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None, f"sbatch timed out after {ATTEMPT_TIMEOUT_S:g} s"
     if res.returncode != 0:
         return None, (res.stderr.strip() or f"sbatch exited {res.returncode}").splitlines()[-1]
     try:
         return int(res.stdout.strip().split(";")[0]), ""
     except ValueError:
         return None, f"unexpected sbatch output {res.stdout.strip()!r}"
+
+
+class ReplayError(RuntimeError):
+    pass
 
 
 class Replayer:
@@ -151,12 +180,15 @@ class Replayer:
         submit_fn: Callable[[list[str]], tuple[int | None, str]] = submit,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
+        run_jobs: Callable[[str | None], dict[int, int]] | None = None,
     ) -> None:
         self.plan = plan.sort_values("submit", kind="stable").reset_index(drop=True)
         self.opts = opts
         self.submit_fn = submit_fn
         self.clock = clock
         self.sleep = sleep
+        # the run's jobs Slurm knows (trace id -> Slurm id), optionally of one job name
+        self.run_jobs = run_jobs or (lambda name: squeue_run_jobs(opts.run_id, name))
         self.status = ReplayStatus(run_id=opts.run_id, jobs=len(self.plan))
         self._stop = False
         self._last_status_write = 0.0
@@ -174,14 +206,18 @@ class Replayer:
 
     def run(self) -> ReplayStatus:
         self.opts.run_dir.mkdir(parents=True, exist_ok=True)
-        t0 = self.clock() + self.opts.warmup
-        self.status.t0 = t0
-        self._write_status(force=True)
-        rows = self.plan.to_dict("records")
         with open(self.opts.run_dir / SUBMISSIONS, "a", buffering=1) as out:
+            done = self._resume(out) if self.opts.resume else set()
+            if not self.opts.resume:
+                self.status.t0 = self.clock() + self.opts.warmup
+            t0 = self.status.t0
+            self._write_status(force=True)
+            rows = self.plan.to_dict("records")
             pool = ThreadPoolExecutor(self.opts.workers) if self.opts.workers > 1 else None
             try:
                 for index, (job, intended) in enumerate(zip(rows, self.intended_instants(t0), strict=True)):
+                    if int(job["job_id"]) in done:
+                        continue
                     if not self._wait_until(intended):
                         self.status.stopped = True
                         break
@@ -210,7 +246,11 @@ class Replayer:
     def _submit_one(self, out: TextIO, index: int, job: dict, intended: float) -> None:
         cmd = sbatch_command(job, self.opts, intended)
         before = self.clock()
-        slurm_id, error = self.submit_fn(cmd)
+        outcome = submit_retrying(
+            cmd, int(job["job_id"]), self.submit_fn, self._find, retry_for=self.opts.retry_for,
+            clock=self.clock, sleep=self.sleep, stop=self._should_stop,
+        )  # fmt: skip
+        slurm_id, error = outcome.slurm_id, outcome.error
         after = self.clock()
         record: dict[str, object] = {
             "index": index,
@@ -220,8 +260,14 @@ class Replayer:
             "actual": round(before, 6),
             "returned": round(after, 6),
             "lag": round(before - intended, 6),
+            "attempts": outcome.attempts,
         }
         with self._lock:
+            self.status.retries += outcome.attempts - 1
+            self.status.retried_jobs += outcome.attempts > 1
+            self.status.found_after_failure += outcome.found
+            if outcome.attempts > 1 and len(self.status.outages) < 100:
+                note_outage(self.status.outages, round(before, 3), round(after, 3))
             if slurm_id is None:
                 record["error"] = error
                 self.status.failed += 1
@@ -232,6 +278,45 @@ class Replayer:
             self.status.max_lag = max(self.status.max_lag, before - intended)
             out.write(json.dumps(record) + "\n")
             self._write_status()
+
+    def _find(self, trace_id: int) -> int | None:
+        return self.run_jobs(f"t{trace_id}").get(trace_id)
+
+    def _resume(self, out: TextIO) -> set[int]:
+        """Take up the run where the killed replay left it: its t0 and counts; the trace ids
+        already submitted (recorded, or found in Slurm and recorded now as adopted)."""
+        old = read_json(self.opts.run_dir / STATUS)
+        if not old.get("t0"):
+            raise ReplayError(f"{self.opts.run_dir}: no replay to resume (no t0 in {STATUS})")
+        known = {f for f in ReplayStatus.__dataclass_fields__ if f not in ("jobs", "done", "stopped")}
+        for key in known & set(old):
+            setattr(self.status, key, old[key])
+        records = [r for r in read_jsonl(self.opts.run_dir / SUBMISSIONS) if "job_id" in r]
+        done = {int(r["job_id"]) for r in records}
+        self.status.submitted = sum(1 for r in records if r.get("slurm_job_id") is not None)
+        self.status.failed = len(records) - self.status.submitted
+        self.status.resumes += 1
+        self.status.resumed_with = len(done)
+        while True:  # slurmctld may itself be restarting: the answer is needed
+            try:
+                in_slurm = self.run_jobs(None)
+                break
+            except SlurmUnavailable:
+                self.sleep(1.0)
+        plan_ids = [int(j) for j in self.plan["job_id"]]
+        instants = dict(zip(plan_ids, enumerate(self.intended_instants(self.status.t0)), strict=True))
+        for trace_id, slurm_id in sorted(in_slurm.items()):
+            if trace_id not in done and trace_id in instants:
+                index, intended = instants[trace_id]
+                out.write(json.dumps({
+                    "index": index, "job_id": trace_id, "slurm_job_id": slurm_id,
+                    "intended": round(intended, 6), "actual": None, "returned": None, "lag": None,
+                    "attempts": 1, "adopted": True,
+                }) + "\n")  # fmt: skip
+                self.status.submitted += 1
+                self.status.adopted += 1
+                done.add(trace_id)
+        return done
 
     def _write_status(self, force: bool = False) -> None:
         now = self.clock()

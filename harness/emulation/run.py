@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from harness.cluster.base import ClusterBackend, ClusterError
-from harness.emulation.specs import ClusterSpec, RunOptions, run_id_for
+from harness.emulation.specs import ClusterSpec, RunOptions, options_from_dict, run_id_for
 from harness.emulation.steps import STEPS, Progress, RunContext, write_manifest
 from harness.model import rundir
 from harness.platform import load_platform
@@ -78,7 +78,10 @@ class Experiment:
             path = self.opts.runs_dir / run_id_for(self.opts)
             return path, path.name
         path = self.opts.run_dir
-        return path, f"{path.parent.parent.name}-{path.name}"
+        recorded = (
+            rundir.done_steps(path).get("plan", {}).get("info", {}).get("run_id") if path.is_dir() else None
+        )
+        return path, recorded or f"{path.parent.parent.name}-{path.name}"
 
     def execute(self, resume: bool = False) -> Path:
         """Run every step not yet recorded as done; returns the run directory.
@@ -96,6 +99,14 @@ class Experiment:
                 run_dir.rmdir()
             raise
         return run_dir
+
+
+def resume_options(run_dir: Path) -> RunOptions:
+    """The options a run in ``run_dir`` was started with (recorded by its plan step)."""
+    recorded = rundir.done_steps(run_dir).get("plan", {}).get("info", {}).get("options")
+    if not isinstance(recorded, dict):
+        raise RunError(f"{run_dir}: not a run directory that can be resumed (no plan step in {rundir.STEPS})")
+    return replace(options_from_dict(recorded), run_dir=run_dir)
 
 
 def run_steps(ctx: RunContext, done: dict[str, dict]) -> None:

@@ -51,6 +51,7 @@ class ClusterSpec:
 @dataclass(frozen=True)
 class ReplaySpec:
     policy: str = "slurm-backfill-1"
+    policy_seed: int = 0  # of randomised policies (the ordering agent's)
     warmup: float = 2.0  # seconds between the replay's start and t0
     drift: float = 0.0  # seconds added per job to the submission instants
     timeout: float | None = None  # seconds of wall time after the last submission
@@ -66,11 +67,28 @@ class RunOptions:
     runs_dir: Path = Path("runs")
     run_dir: Path | None = None  # exact run directory (repetitions); default runs_dir/<run id>
     label: str = ""
-    quiet: bool = False
+    quiet: bool = False  # a progress line every 30 s instead of a live display
+    verbose: bool = False  # a progress line every second (without a terminal: every 10 s)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (paths as strings), for the manifest."""
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in _flat_paths(asdict(self)).items()}
+
+
+def options_from_dict(data: dict[str, Any]) -> RunOptions:
+    """The inverse of :meth:`RunOptions.as_dict` (a run's recorded options)."""
+    work = dict(data["workload"])
+    work["trace"] = Path(work["trace"]) if work.get("trace") not in (None, "None") else None
+    work["period"] = tuple(work["period"]) if work.get("period") else None
+    work["window"] = tuple(work["window"]) if work.get("window") else None
+    work["sampling"] = Sampling(**work["sampling"]) if isinstance(work.get("sampling"), dict) else None
+    run_dir = data.get("run_dir")
+    return RunOptions(
+        workload=WorkloadSpec(**work), cluster=ClusterSpec(**data["cluster"]),
+        replay=ReplaySpec(**data["replay"]),
+        runs_dir=Path(data["runs_dir"]), run_dir=Path(run_dir) if run_dir not in (None, "None") else None,
+        label=data.get("label", ""), quiet=bool(data.get("quiet", False)),
+    )  # fmt: skip
 
 
 def run_id_for(opts: RunOptions, now: datetime | None = None) -> str:

@@ -18,7 +18,8 @@ from harness import __version__
 from harness.analysis.metrics import summary
 from harness.cluster.base import ClusterBackend, ClusterError
 from harness.emulation.collect import build_results, cross_check, decision_stats, finished, lag_stats
-from harness.emulation.collect_io import add_staging, staging_stats
+from harness.emulation.collect_io import add_staging, staging_stats, wait_for_stage_outs
+from harness.emulation.faultlog import fault_section
 from harness.emulation.fidelity import compare_with_simulation, simulator_twin
 from harness.emulation.launch import SUBMIT_USER, HeadRun
 from harness.emulation.slurm_view import slurm_records
@@ -93,7 +94,8 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
         plan = HerbeinIO().apply(plan, seed=spec.seed)
     save_plan(plan, manifest, ctx.run_dir / rundir.PLAN)
     ctx.say(f"run {ctx.run_id}: {len(plan)} jobs, shrink {spec.shrink:g}, policy {ctx.opts.replay.policy}")
-    return {"jobs": len(plan)}
+    # what `harness run --resume` needs to take the run up again
+    return {"jobs": len(plan), "run_id": ctx.run_id, "options": ctx.opts.as_dict()}
 
 
 def with_io_columns(plan: pd.DataFrame, seed: int, shrink: float) -> pd.DataFrame:
@@ -111,31 +113,40 @@ def bring_up_cluster(ctx: RunContext) -> dict[str, Any]:
 
 def replay(ctx: RunContext) -> dict[str, Any]:
     head = HeadRun(ctx.backend, ctx.run_id, ctx.opts.replay, ctx.opts.workload.seed, ctx.uses_agent, ctx.say,
-                   quiet=ctx.opts.quiet)  # fmt: skip
+                   quiet=ctx.opts.quiet, verbose=ctx.opts.verbose)  # fmt: skip
     ctx.backend.put(ctx.run_dir / rundir.PLAN, f"{head.shared}/{rundir.PLAN}")
     complete, reason = head.run(ctx.plan()[0])
-    return {"complete": complete, "reason": reason}
+    return {"complete": complete, "reason": reason, "fault_events": head.monitor.events}
 
 
 def collect(ctx: RunContext) -> dict[str, Any]:
     """Copy what the head node wrote; build the per-job results and cross-check them with Slurm."""
     raw, shared = ctx.run_dir / rundir.RAW_DIR, f"{rundir.SHARED_RUNS}/{ctx.run_id}"
     raw.mkdir(exist_ok=True)
+    staged = ctx.sched.burst_buffer == "lua"
+    if staged:  # a job's own record comes before its stage-out ends, Slurm's after it
+        wait_for_stage_outs(ctx.backend, SUBMIT_USER)
     for name in rundir.RAW_FILES:
         ctx.backend.get(f"{shared}/{name}", raw / name)
     ctx.backend.collect_slurm_files(ctx.run_dir / rundir.SLURM_DIR)
     t0 = float(read_json(raw / rundir.STATUS).get("t0", 0.0))
     submissions = read_jsonl(raw / rundir.SUBMISSIONS)
-    results = build_results(ctx.plan()[0], submissions, read_jsonl(raw / rundir.SIGSLEEP_LOG), t0)
-    staged = ctx.sched.burst_buffer == "lua"
+    slurm_jobs, source = slurm_records(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, submissions)
+    results = build_results(ctx.plan()[0], submissions, read_jsonl(raw / rundir.SIGSLEEP_LOG), t0, slurm_jobs)
     if staged:  # the staging records of every run on the cluster: keep this run's jobs
         ctx.backend.get(f"{ctx.sched.staging_dir.removeprefix('/shared/')}/{RECORDS}", raw / RECORDS)
         results = add_staging(results, read_jsonl(raw / RECORDS), t0)
     results.to_parquet(ctx.run_dir / rundir.RESULTS, index=False)
     results.to_csv(ctx.run_dir / rundir.RESULTS_CSV, index=False)
-    slurm_jobs, source = slurm_records(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, submissions)
     check = cross_check(results, slurm_jobs, t0, source)
     sections: dict[str, Any] = {"submission": lag_stats(submissions), "cross_check": check.as_dict()}
+    events = ctx.found("replay").get("fault_events", [])
+    stopped = str(ctx.found("replay").get("reason", ""))
+    faults = fault_section(
+        results, submissions, events, read_json(raw / rundir.STATUS), t0, slurm_jobs, stopped
+    )
+    if events or faults["n_affected"] or faults["resumes"]:
+        sections["faults"] = faults
     if ctx.uses_agent:
         sections["agent"] = decision_stats(read_jsonl(raw / rundir.DECISIONS))
     if staged:
@@ -197,10 +208,19 @@ def report(ctx: RunContext) -> dict[str, Any]:
     if not complete:
         ctx.say(
             f"INCOMPLETE run ({reason}); everything collected so far is in {ctx.run_dir}. "
-            f"Remove leftovers with `harness cluster status` / `scancel --user {SUBMIT_USER}` "
+            f"Leftover jobs: {leftover_advice(ctx.opts.cluster.backend, ctx.backend.name)}; "
             "or start again with `harness run`."
         )
     return {}
+
+
+def leftover_advice(backend: str, name: str) -> str:
+    """How to see and cancel the run user's jobs, from where the user is (the host has no
+    Slurm client that talks to the cluster's slurmctld)."""
+    if backend == "docker":
+        return (f"see them with `harness cluster status --name {name}`, cancel them with "
+                f"`harness cluster exec --name {name} -- scancel --user {SUBMIT_USER}`")  # fmt: skip
+    return f"cancel them on the head node with `scancel --user {SUBMIT_USER}`"
 
 
 STEPS: tuple[tuple[str, Callable[[RunContext], dict[str, Any]]], ...] = (

@@ -32,6 +32,12 @@ class Deployment:
     slurmd_base_port: int  # node i (0-based over compute then BB nodes) listens on base + i
     node_containers: int  # slurmd daemons are spread over this many containers/VMs
     bb_license: str  # the Slurm license whose count is the burst-buffer MB a job holds
+    # seconds without an answer before slurmctld declares a node DOWN (Slurm's SlurmdTimeout):
+    # how soon a crashed node's jobs are failed or requeued
+    slurmd_timeout: int = 300
+    # seconds a Slurm command waits for an answer (MessageTimeout): while slurmctld is down,
+    # sbatch fails after about this long and the replay retries it
+    message_timeout: int = 30
     accounting: Accounting = field(default_factory=Accounting)
 
     def check_ports(self, node_count: int) -> None:

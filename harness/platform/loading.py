@@ -10,7 +10,8 @@ The format (``harness/platform/default.toml`` is the study's machine)::
     [machine.burst_buffer]  the same, capacity_mb, per_chassis (BB nodes in a chassis, default 1)
     [machine.io]            bandwidths and storage tiers (optional; see platform/bandwidths.py)
     [deployment]            controller_host, controller_port, slurmd_base_port,
-                            node_containers, bb_license
+                            node_containers, bb_license, slurmd_timeout (s, default
+                            300), message_timeout (s, default 30)
     [deployment.accounting] enabled (default false), dbd_port (6819), account ("harness"):
                             slurmdbd + MariaDB and sacct (docs/accounting.md)
 
@@ -147,6 +148,8 @@ def _deployment(table: dict[str, Any]) -> Deployment:
         slurmd_base_port=_require(table, "slurmd_base_port", int, "deployment"),
         node_containers=_require(table, "node_containers", int, "deployment"),
         bb_license=_require(table, "bb_license", str, "deployment"),
+        slurmd_timeout=_require({"slurmd_timeout": 300} | table, "slurmd_timeout", int, "deployment"),
+        message_timeout=_require({"message_timeout": 30} | table, "message_timeout", int, "deployment"),
         accounting=_accounting(table.get("accounting", {})),
     )
 

@@ -5,7 +5,11 @@ their nodes and BB shares from start until ``start + runtime``, or are killed at
 ``start + walltime``; ``io-aware``, its IO-Aware model: jobs are phases whose
 transfers share the platform's links, so runtimes are an outcome
 (:mod:`harness.sim.io_execution`). The policy is asked what to start after every batch
-of simultaneous submissions and completions. The output is the per-job results
+of simultaneous submissions and completions. The *tick-aware twin* (``tick`` > 0) models
+the emulation's known limits: Slurm invokes the policy only on its scheduling pass, so a
+decision waits for the next multiple of ``tick`` (1 s of emulated time in Slurm 24.11),
+and a started job begins ``launch_delay`` later (its resources held meanwhile). With
+``tick`` 0 and no delay it is the ideal twin. The output is the per-job results
 table the emulation also produces (see :data:`harness.model.columns.RESULT_COLUMNS`),
 in the plan's own time unit (shrunk if the plan was shrunk: unshrink in the metrics).
 """
@@ -13,6 +17,7 @@ in the plan's own time unit (shrunk if the plan was shrunk: unshrink in the metr
 from __future__ import annotations
 
 import heapq
+import math
 import time
 from dataclasses import dataclass
 
@@ -90,21 +95,25 @@ def simulate(
     model: str = "alloc-only",
     io_seed: int = DEFAULT_IO_SEED,
     shrink: float = 0.0,
+    tick: float = 0.0,
+    launch_delay: float = 0.0,
 ) -> SimulationResult:
     """Run ``policy`` on ``plan`` (columns of :data:`PLAN_COLUMNS`) and return the schedule.
 
     ``io-aware`` takes the plan's I/O columns, or draws them with ``io_seed`` (the
-    plan's ``shrink`` keeps phases and bandwidths in original time).
+    plan's ``shrink`` keeps phases and bandwidths in original time). ``tick`` and
+    ``launch_delay`` are in the plan's time unit (see the module's docstring).
     """
     if model not in MODELS:
         raise ValueError(f"unknown job model '{model}' (models: {', '.join(MODELS)})")
+    _check_twin(tick, launch_delay, model)
     platform = platform or load_platform()
     topology = Topology.from_platform(platform)
     jobs = _Plan(plan, topology)
     execution = _execution(model, jobs, platform, topology, io_seed, shrink)
     kernels.warm_up()  # compile before the clock starts: not part of any decision's latency
     began = time.perf_counter()
-    sim = _Run(jobs, policy, topology, execution)
+    sim = _Run(jobs, policy, topology, execution, Twin(tick, launch_delay))
     sim.run()
     wall = time.perf_counter() - began
     table = sim.results(platform)
@@ -115,6 +124,29 @@ def simulate(
     carried = dict(zip(names, execution.engine.link_bytes.tolist(), strict=True))
     timeline = pd.DataFrame(execution.timeline, columns=["time", "pfs_bps", "bb_bps"])
     return SimulationResult(policy.name, table, decisions, wall, model, carried, timeline)
+
+
+@dataclass(frozen=True)
+class Twin:
+    """The emulation's limits the tick-aware twin models (both 0: the ideal twin)."""
+
+    tick: float = 0.0  # the policy runs only at multiples of this
+    launch_delay: float = 0.0  # from the decision to the job's start
+
+    def pass_at(self, now: float) -> float:
+        """The first scheduling pass at or after ``now``."""
+        if self.tick <= 0:
+            return now
+        return math.ceil(now / self.tick - 1e-9) * self.tick
+
+
+def _check_twin(tick: float, launch_delay: float, model: str) -> None:
+    if not (math.isfinite(tick) and tick >= 0):
+        raise ValueError(f"tick must be a finite number >= 0, got {tick}")
+    if not (math.isfinite(launch_delay) and launch_delay >= 0):
+        raise ValueError(f"launch delay must be a finite number >= 0, got {launch_delay}")
+    if launch_delay > 0 and model != "alloc-only":
+        raise ValueError("a launch delay is modelled with the alloc-only job model only")
 
 
 def _execution(
@@ -153,8 +185,14 @@ class _AllocOnly:
 
 class _Run:
     def __init__(
-        self, jobs: _Plan, policy: Policy, topology: Topology, execution: _AllocOnly | IOExecution
+        self,
+        jobs: _Plan,
+        policy: Policy,
+        topology: Topology,
+        execution: _AllocOnly | IOExecution,
+        twin: Twin | None = None,
     ) -> None:
+        self.twin = twin or Twin()
         self.jobs = jobs
         self.policy = policy
         self.machine = SimMachine(topology)
@@ -170,8 +208,9 @@ class _Run:
     def run(self) -> None:
         next_submit = 0
         n = len(self.jobs)
-        while next_submit < n or self.execution.busy():
-            now = self._next_time(next_submit)
+        pending = math.inf  # the scheduling pass that will see the last change
+        while next_submit < n or self.execution.busy() or pending < math.inf:
+            now = min(self._next_time(next_submit), pending)
             ended = self.execution.advance(now)
             for row in ended:
                 self.machine.finish(int(self.jobs.job_id[row]))
@@ -180,8 +219,11 @@ class _Run:
                 next_submit += 1
             if next_submit > first:
                 self.queued = np.concatenate((self.queued, np.arange(first, next_submit)))
-            elif not ended:
-                continue  # a phase of a running job changed: nothing a policy sees
+            if next_submit > first or ended:  # else a phase of a running job changed: nothing a policy sees
+                pending = min(pending, self.twin.pass_at(now))
+            if now < pending:
+                continue
+            pending = math.inf
             if len(self.queued) and (self.every_event or self._something_fits()):
                 self._decide(now)
         if len(self.queued):
@@ -233,10 +275,11 @@ class _Run:
             if len(s.allocation.compute) != self.jobs.nodes[row]:
                 raise SimulationError(f"job {s.job_id}: allocation size differs from its request")
             walltime = float(self.jobs.walltime[row])
-            job = RunningJob(s.job_id, now, now + walltime, int(self.jobs.share[row]), s.allocation)
+            begin = now + self.twin.launch_delay
+            job = RunningJob(s.job_id, now, begin + walltime, int(self.jobs.share[row]), s.allocation)
             self.machine.start(job)
-            self.execution.start(row, now, s.allocation.compute, s.allocation.bb)
-            self.start[row], self.alloc[row] = now, s.allocation
+            self.execution.start(row, begin, s.allocation.compute, s.allocation.bb)
+            self.start[row], self.alloc[row] = begin, s.allocation
             done.append(row)
         if done:
             keep = np.ones(len(self.queued), dtype=bool)

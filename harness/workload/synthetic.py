@@ -17,6 +17,7 @@ import pandas as pd
 from harness import __version__
 from harness.workload.feitelson96 import Feitelson96
 from harness.workload.herbein_model import HerbeinModel, fit
+from harness.workload.nodes import resolve_node_size
 from harness.workload.plan import MANIFEST_FORMAT, MANIFEST_VERSION, to_plan
 from harness.workload.swf import read_swf
 from harness.workload.table import trace_to_table
@@ -45,11 +46,13 @@ def herbein_plan(
     seed: int,
     machine_nodes: int,
     size_scale: float = 1.0,
-    procs_per_node: int = 1,
+    procs_per_node: int | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any], HerbeinModel]:
-    """Herbein's model fitted from ``trace``, then ``jobs`` jobs drawn from it."""
+    """Herbein's model fitted from ``trace``, then ``jobs`` jobs drawn from it; processors
+    per node as everywhere (``harness.workload.nodes``: option, else the header, else 1)."""
     swf = read_swf(trace)
-    model = fit(trace_to_table(swf), swf.metadata, procs_per_node)
+    size = resolve_node_size(swf.metadata, procs_per_node)
+    model = fit(trace_to_table(swf), swf.metadata, size.procs_per_node)
     table = model.generate(jobs, seed, machine_nodes, size_scale)
     table["bb_per_node_mb"] = np.int64(0)  # Herbein's burst buffers sit on the nodes: no shared capacity
     params = {

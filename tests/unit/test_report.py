@@ -290,3 +290,23 @@ def test_agent_and_fidelity_sections(tmp_path: Path) -> None:
     assert "## Fidelity: emulation vs simulation" in md
     assert "Kendall's tau over 4 jobs): 0.900" in md
     assert "| mean_wait | 110.000 | 100.000 | 0.100 |" in md
+
+
+def test_faults_section_shows_the_events_and_every_affected_job(tmp_path: Path) -> None:
+    faults = {
+        "events": [{"at": 12.5, "event": "nodes down", "nodes": ["c001", "c002"]},
+                   {"at": 30.0, "event": "slurmctld unreachable"}],
+        "outcomes": {"completed": 2, "failed-by-fault": 1}, "submission_retries": 3, "retried_jobs": 2,
+        "resumes": 1, "adopted_at_resume": 0, "n_affected": 1,
+        "affected_jobs": [{"job_id": 7, "slurm_job_id": 107, "outcome": "failed-by-fault",
+                           "what": "Slurm: NODE_FAIL"}],
+    }  # fmt: skip
+    run_dir = make_run(tmp_path, extra_metrics={"faults": faults})
+    write_report(run_dir)
+    md = (run_dir / "report.md").read_text()
+    assert "## Faults" in md
+    assert "2 completed, 1 failed-by-fault" in md
+    assert "retries while slurmctld did not answer: 3 (over 2" in md
+    assert "| 12.5 |  | nodes down | c001,c002 |" in md and "| 30.0 |  | slurmctld unreachable |  |" in md
+    assert "| 7 | 107 | failed-by-fault | Slurm: NODE_FAIL |" in md
+    assert "| faults |" not in md  # a section, not a row of the metrics table

@@ -71,7 +71,8 @@ def test_watcher_asks_squeue_every_few_seconds_while_submitting_then_at_every_lo
     clock = [100.0]
     monkeypatch.setattr(run_mod.time, "monotonic", lambda: clock[0])
     calls = []
-    exp = types.SimpleNamespace(backend=None, queue_counts=lambda: calls.append(clock[0]) or (len(calls), 0))
+    exp = types.SimpleNamespace(backend=None, queue_counts=lambda: calls.append(clock[0]) or (len(calls), 0),
+                                observe_faults=lambda answered: None)  # fmt: skip
     plan = pd.DataFrame({"job_id": [1], "submit": [0.0], "runtime": [1.0]})
     watcher = run_mod.Watcher(exp, plan, "runs/x", quiet=True)
     for _ in range(12):  # one look per second while the replay submits
@@ -96,11 +97,12 @@ def test_watcher_ends_a_run_only_after_the_queue_is_seen_empty_for_the_whole_gra
     clock = [0.0]
     monkeypatch.setattr(watch.time, "monotonic", lambda: clock[0])
     answers: list[tuple[int, int] | None] = []
-    head = types.SimpleNamespace(backend=None, timeout=None, queue_counts=lambda: answers.pop(0))
+    head = types.SimpleNamespace(backend=None, timeout=None, queue_counts=lambda: answers.pop(0),
+                                 observe_faults=lambda answered: None, ended_early=lambda ids: 0)  # fmt: skip
     plan = pd.DataFrame({"job_id": [1, 2, 3], "submit": [0.0, 0.0, 0.0], "runtime": [1.0, 1.0, 1.0]})
     watcher = watch.Watcher(head, plan, "runs/x", quiet=True)
     replay = types.SimpleNamespace(poll=lambda: None)
-    subs = [{"slurm_job_id": i} for i in (11, 12, 13)]
+    subs = [{"job_id": i - 10, "slurm_job_id": i} for i in (11, 12, 13)]
 
     def look(answer: tuple[int, int] | None, at: float) -> tuple[bool, str] | None:
         clock[0] = at

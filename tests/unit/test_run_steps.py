@@ -109,7 +109,9 @@ def test_plan_step_takes_the_workload_options_and_the_run_platform(tmp_path: Pat
                      lambda _: None, "2026-01-01T00:00:00")  # fmt: skip
     # 16, 8, 12, 24 and 64 processors at 16 per node: 1, 1, 1, 2 and 4 nodes, all within 4 nodes;
     # the window [0, 45) s leaves out job 6 (submitted at 50)
-    assert make_plan(ctx) == {"jobs": 5}
+    found = make_plan(ctx)
+    assert found["jobs"] == 5 and found["run_id"] == ctx.run_id
+    assert found["options"] == ctx.opts.as_dict()  # what `harness run --resume` takes up again
     plan, manifest = ctx.plan()
     assert plan["nodes"].tolist() == [1, 1, 1, 2, 4]
     assert manifest["cleaning"]["node_size"]["source"] == "option"

@@ -187,3 +187,25 @@ def test_placeholder_records_parse():
     table = trace_to_table(trace)
     assert table["submit"].isna().tolist() == [False, True, False, True, False, False, True, False]
     assert table["job_id"].isna().sum() == 3
+
+
+@pytest.mark.parametrize(
+    ("bad_line", "reason"),
+    [
+        (1, "expected 18 fields, got 19"),  # a wide first record must not shift the columns
+        (3, "expected 18 fields, got 19"),
+        (2, "expected 18 fields, got 17"),
+        (3, "expected a number, got 'nan'"),
+    ],
+)
+def test_fast_parser_falls_back_and_names_the_bad_record(tmp_path, bad_line, reason):
+    good = "1 0 0 10 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1"
+    bad = {"got 19": good + " 7", "got 17": good.rsplit(" ", 1)[0], "'nan'": good.replace(" 10 ", " nan ")}
+    lines = [good.replace("1 0 ", f"{n} {n} ", 1) for n in range(1, 5)]
+    lines[bad_line - 1] = next(v for k, v in bad.items() if k in reason)
+    path = tmp_path / "t.swf"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(SwfError) as err:
+        read_swf(path)
+    assert (err.value.line, err.value.reason) == (bad_line, reason)
+    assert len(read_swf(path, lenient=True)) == 3
