@@ -51,6 +51,7 @@ class ClusterSpec:
 @dataclass(frozen=True)
 class ReplaySpec:
     policy: str = "slurm-backfill-1"
+    policy_seed: int = 0  # of randomised policies (the ordering agent's)
     warmup: float = 2.0  # seconds between the replay's start and t0
     drift: float = 0.0  # seconds added per job to the submission instants
     timeout: float | None = None  # seconds of wall time after the last submission
@@ -66,7 +67,8 @@ class RunOptions:
     runs_dir: Path = Path("runs")
     run_dir: Path | None = None  # exact run directory (repetitions); default runs_dir/<run id>
     label: str = ""
-    quiet: bool = False
+    quiet: bool = False  # a progress line every 30 s instead of a live display
+    verbose: bool = False  # a progress line every second (without a terminal: every 10 s)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (paths as strings), for the manifest."""

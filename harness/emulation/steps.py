@@ -113,7 +113,7 @@ def bring_up_cluster(ctx: RunContext) -> dict[str, Any]:
 
 def replay(ctx: RunContext) -> dict[str, Any]:
     head = HeadRun(ctx.backend, ctx.run_id, ctx.opts.replay, ctx.opts.workload.seed, ctx.uses_agent, ctx.say,
-                   quiet=ctx.opts.quiet)  # fmt: skip
+                   quiet=ctx.opts.quiet, verbose=ctx.opts.verbose)  # fmt: skip
     ctx.backend.put(ctx.run_dir / rundir.PLAN, f"{head.shared}/{rundir.PLAN}")
     complete, reason = head.run(ctx.plan()[0])
     return {"complete": complete, "reason": reason, "fault_events": head.monitor.events}
@@ -141,7 +141,10 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     check = cross_check(results, slurm_jobs, t0, source)
     sections: dict[str, Any] = {"submission": lag_stats(submissions), "cross_check": check.as_dict()}
     events = ctx.found("replay").get("fault_events", [])
-    faults = fault_section(results, submissions, events, read_json(raw / rundir.STATUS), t0, slurm_jobs)
+    stopped = str(ctx.found("replay").get("reason", ""))
+    faults = fault_section(
+        results, submissions, events, read_json(raw / rundir.STATUS), t0, slurm_jobs, stopped
+    )
     if events or faults["n_affected"] or faults["resumes"]:
         sections["faults"] = faults
     if ctx.uses_agent:
@@ -205,10 +208,19 @@ def report(ctx: RunContext) -> dict[str, Any]:
     if not complete:
         ctx.say(
             f"INCOMPLETE run ({reason}); everything collected so far is in {ctx.run_dir}. "
-            f"Remove leftovers with `harness cluster status` / `scancel --user {SUBMIT_USER}` "
+            f"Leftover jobs: {leftover_advice(ctx.opts.cluster.backend, ctx.backend.name)}; "
             "or start again with `harness run`."
         )
     return {}
+
+
+def leftover_advice(backend: str, name: str) -> str:
+    """How to see and cancel the run user's jobs, from where the user is (the host has no
+    Slurm client that talks to the cluster's slurmctld)."""
+    if backend == "docker":
+        return (f"see them with `harness cluster status --name {name}`, cancel them with "
+                f"`harness cluster exec --name {name} -- scancel --user {SUBMIT_USER}`")  # fmt: skip
+    return f"cancel them on the head node with `scancel --user {SUBMIT_USER}`"
 
 
 STEPS: tuple[tuple[str, Callable[[RunContext], dict[str, Any]]], ...] = (
