@@ -120,6 +120,9 @@ class HeadRun:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
+                proc.wait(timeout=10)
+        if proc.stdout is not None:  # the pipe is ours to close, read or not
+            proc.stdout.close()
 
     def cancel_or_keep(self) -> None:
         text = self.backend.read_text(f"{self.shared}/{rundir.SUBMISSIONS}") or ""

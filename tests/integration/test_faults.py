@@ -218,7 +218,11 @@ def test_a_node_container_stopped_and_started_comes_back(fault_cluster, tmp_path
     run_dir = run_with_fault(platform, plan, tmp_path / "runs", fault)
     manifest, found, _results = outcome_of(run_dir)
     assert manifest["complete"], manifest["incomplete_reason"]
-    assert found["outcomes"]["failed-by-fault"] >= 1 and found["outcomes"]["completed"] >= 4
+    # The jobs on the stopped container fail, and so may one that Slurm placed there before it
+    # noticed the nodes down; every job is either completed or failed by the fault.
+    outcomes = found["outcomes"]
+    assert outcomes["failed-by-fault"] >= 1 and outcomes["completed"] >= 2
+    assert outcomes["failed-by-fault"] + outcomes["completed"] == 6, outcomes
     kinds = [e["event"] for e in found["events"]]
     assert "nodes down" in kinds and "nodes back" in kinds, found["events"]
     states = node_states(cluster)
