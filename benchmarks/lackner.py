@@ -8,9 +8,11 @@ HPS with probability p = 0, 0.05, ..., 1 (``harness.policies.sas.StorageAware``)
 
 The io-aware simulator does not yet honour a policy's tier (``TierStart``), so this
 script runs its own small event loop on ``SimMachine``: a job started on a tier holds
-its nodes (and on HPS its share of the pool) for that tier's duration computed from
-its *actual* runtime (``tiers.plans``), while the policy plans with the walltime.
-With accurate estimates (Figure 3) both coincide; Figure 5 multiplies the walltime.
+its nodes (and on HPS its declared share of the pool) for that tier's duration
+computed from its *actual* runtime and I/O (``tiers.plans``), while the policy plans
+with the walltime and the declared I/O. Figure 3: both exact. Figure 5 (``--theta``):
+the declared volumes are drawn from N(v, (theta v)^2). ``--walltime-factor`` (not in
+the paper) multiplies the walltime instead.
 
 A job whose HPS share can never fit the pool (a whole-machine job with its checkpoint)
 is declared without HPS storage: every scheduler runs it on LPS (counted below).
