@@ -87,14 +87,19 @@ def _header_section(run: RunData) -> Section:
     return Section("Run", blocks)
 
 
+def status_counts(results: pd.DataFrame) -> dict[str, int]:
+    """Jobs per status (completed, timeout, missing, ...), most frequent first: the report's
+    Jobs table and the summary at the end of ``harness run`` both show these."""
+    status = results["status"] if "status" in results else pd.Series(["unknown"] * len(results))
+    return {str(s): int(c) for s, c in status.astype(str).value_counts().items()}
+
+
 def _jobs_section(run: RunData) -> Section:
     if run.results is None:
         return Section("Jobs", ["No per-job results."])
     res = run.results
     ran = int((res["start"].notna() & res["end"].notna()).sum())
-    status = res["status"] if "status" in res else pd.Series(["unknown"] * len(res))
-    counts = status.astype(str).value_counts()
-    rows = [[str(s), str(int(c))] for s, c in counts.items()]
+    rows = [[s, str(c)] for s, c in status_counts(res).items()]
     text = (
         f"{len(res)} jobs in the plan, {ran} ran; {len(res) - ran} never started "
         "(left out of the metrics and plots)."

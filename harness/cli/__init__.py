@@ -9,6 +9,7 @@ import importlib
 import click
 
 from harness import __version__
+from harness.cli.options import HarnessGroup
 
 # command name -> (module, attribute) of its click command
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -20,13 +21,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "policies": ("harness.cli.policies", "policies_command"),
     "replay": ("harness.cli.run", "replay_command"),
     "run": ("harness.cli.run", "run_command"),
+    "runs": ("harness.cli.runs", "runs_group"),
     "shrink-limit": ("harness.cli.shrink_limit", "shrink_limit_command"),
     "simulate": ("harness.cli.simulate", "simulate_command"),
     "workload": ("harness.cli.workload", "workload"),
 }
 
 
-class LazyGroup(click.Group):
+class LazyGroup(HarnessGroup):
     """A group whose subcommands are looked up in :data:`COMMANDS` when first needed."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -40,7 +42,14 @@ class LazyGroup(click.Group):
         return command
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    examples=[
+        "harness run                       # the quick start: the bundled KTH slice",
+        "harness COMMAND -h",
+    ],
+)
 @click.version_option(__version__, prog_name="harness")
 def main() -> None:
     """Burst-buffer scheduling testbed: emulate on a real Slurm, simulate, compare."""

@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from harness.cli.options import platform_option, user_errors
+from harness.cli.options import (
+    F,
+    HarnessGroup,
+    json_option,
+    output_option,
+    platform_option,
+    quiet_option,
+    user_errors,
+    verbose_option,
+)
 from harness.cluster.base import ClusterError
 from harness.model.atomic import atomic_write_text
 from harness.platform import PlatformError, load_platform
@@ -19,7 +29,14 @@ from harness.slurm.config import SchedulerConfig, SchedulerMode
 if TYPE_CHECKING:
     from harness.cluster.docker import DockerCluster
 
-name_option = click.option("--name", default="bbemu", show_default=True, help="Cluster name.")
+name_option = click.option("--name", default="bbemu", show_default=True,
+                           help="Docker cluster name (containers NAME-ctld, NAME-nodesK).")  # fmt: skip
+SCHEDULER_HELP = "Slurm's scheduler: backfill (sched/backfill) or builtin (sched/builtin, FCFS)."
+
+
+def scheduler_option(func: F) -> F:
+    return click.option("--scheduler", type=click.Choice(["backfill", "builtin"]), default="backfill",
+                        show_default=True, help=SCHEDULER_HELP)(func)  # fmt: skip
 
 
 def _docker_cluster(
@@ -38,20 +55,24 @@ def _say(message: str) -> None:
     click.echo(message, err=True)
 
 
-@click.group()
+@click.group(
+    cls=HarnessGroup,
+    examples=["harness cluster up && harness cluster status", "harness cluster down --name bbemu"],
+)
 def cluster() -> None:
     """Bring the emulated Slurm cluster up, inspect it, tear it down."""
 
 
-@cluster.command()
+@cluster.command(examples=["harness cluster up", "harness cluster up --name test --scheduler builtin -q"])
 @name_option
 @platform_option
-@click.option(
-    "--scheduler", type=click.Choice(["backfill", "builtin"]), default="backfill", show_default=True
-)
-@click.option("--reserve-depth", type=int, default=None, help="bf_job_part_count_reserve (default: Slurm's).")
+@scheduler_option
+@click.option("--reserve-depth", type=int, default=None,
+              help="Jobs backfill reserves ahead, bf_job_part_count_reserve (default: Slurm's).")  # fmt: skip
 @click.option("--no-bf-licenses", is_flag=True, help="Backfill without reserving burst-buffer licenses.")
 @click.option("--rebuild", is_flag=True, help="Rebuild the image even if it exists.")
+@quiet_option("No progress messages, only the final line.")
+@verbose_option("Also show the nodes per partition and state when up (sinfo).")
 def up(
     name: str,
     platform_file: str,
@@ -59,12 +80,14 @@ def up(
     reserve_depth: int | None,
     no_bf_licenses: bool,
     rebuild: bool,
+    quiet: bool,
+    verbose: bool,
 ) -> None:
     """Start slurmctld and every slurmd in local containers; wait until all nodes are idle."""
     sched = SchedulerConfig(mode=scheduler, reserve_depth=reserve_depth, bf_licenses=not no_bf_licenses)
     backend = _docker_cluster(name, platform_file, sched)
     try:
-        result = backend.up(progress=_say, rebuild=rebuild)
+        result = backend.up(progress=(lambda _: None) if quiet else _say, rebuild=rebuild)
     except ClusterError as exc:
         raise click.ClickException(str(exc)) from None
     p = backend.platform
@@ -75,35 +98,70 @@ def up(
         f"cluster '{name}' up: {p.compute_count} compute + {p.bb_count} burst-buffer nodes idle "
         f"after {result.seconds_to_idle:.1f} s; state in {backend.state.root}"
     )
+    if verbose:
+        click.echo(backend.exec(["sinfo", "--format=%P %a %D %T %N"], timeout=30).stdout.rstrip())
 
 
-@cluster.command()
+STATUS_COMMANDS = (
+    ("nodes", ["sinfo", "--format=%P %a %D %T %N"]),
+    ("licenses", ["scontrol", "show", "licenses"]),
+    ("queue", ["squeue", "--format=%i %j %u %T %D %L %r", "--sort=i"]),
+)
+
+
+@cluster.command(examples=["harness cluster status", "harness cluster status --name bbemu --json"])
 @name_option
-def status(name: str) -> None:
+@json_option
+def status(name: str, as_json: bool) -> None:
     """Show containers, nodes per partition and state, licenses and the queue."""
     backend = _docker_cluster(name)
     try:
         containers = backend.containers()
-        if not containers:
-            click.echo(f"cluster '{name}' is down")
-            return
-        for ctr in containers:
-            click.echo(f"container {ctr.name:<20} {ctr.status}")
-        for title, cmd in (
-            ("nodes", ["sinfo", "--format=%P %a %D %T %N"]),
-            ("licenses", ["scontrol", "show", "licenses"]),
-            ("queue", ["squeue", "--format=%i %j %u %T %D %L %r", "--sort=i"]),
-        ):
+        found: dict[str, Any] = {"name": name, "up": bool(containers),
+                                 "containers": {ctr.name: ctr.status for ctr in containers}}  # fmt: skip
+        for title, cmd in STATUS_COMMANDS if containers else ():
             res = backend.exec(cmd, timeout=30)
-            click.echo(f"--- {title}\n{(res.stdout or res.stderr).rstrip()}")
+            found[title] = (res.stdout or res.stderr).rstrip().splitlines()
     except ClusterError as exc:
         raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(found, indent=2))
+    elif not containers:
+        click.echo(f"cluster '{name}' is down")
+    else:
+        for ctr_name, state in found["containers"].items():
+            click.echo(f"container {ctr_name:<20} {state}")
+        for title, _ in STATUS_COMMANDS:
+            click.echo(f"--- {title}\n" + "\n".join(found[title]))
 
 
-@cluster.command()
+@cluster.command(
+    "exec",
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+    examples=["harness cluster exec -- scancel --user emu", "harness cluster exec --name bbemu -- sinfo -R"],
+)
+@name_option
+@click.option("--timeout", type=float, default=60.0, show_default=True, help="Seconds before giving up.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def exec_command(name: str, timeout: float, command: tuple[str, ...]) -> None:
+    """Run COMMAND (e.g. a Slurm client: scancel, squeue, sacct) beside slurmctld; its exit status.
+
+    The host's own Slurm client, if any, may not talk to the cluster's Slurm 24.11: this does.
+    """
+    try:
+        res = _docker_cluster(name).exec(list(command), timeout=timeout)
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(res.stdout, nl=False)
+    click.echo(res.stderr, nl=False, err=True)
+    sys.exit(res.rc)
+
+
+@cluster.command(examples=["harness cluster logs -f", "harness cluster logs --daemon c001 -n 50"])
 @name_option
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new lines.")
-@click.option("-n", "--lines", default=20, show_default=True, help="Lines per file.")
+@click.option("-n", "--lines", type=click.IntRange(min=0), default=20, show_default=True,
+              help="Last lines shown per log file.")  # fmt: skip
 @click.option(
     "--daemon",
     default="slurmctld",
@@ -132,7 +190,7 @@ def _log_files(log_dir: Path, daemon: str) -> list[Path]:
     return [p for p in [log_dir / f"slurmd-{daemon}.log"] if p.exists()]
 
 
-@cluster.command()
+@cluster.command(examples=["harness cluster down", "harness cluster down --name bbemu --keep-state"])
 @name_option
 @click.option("--keep-state", is_flag=True, help="Keep the state directory (configs, logs).")
 def down(name: str, keep_state: bool) -> None:
@@ -145,25 +203,26 @@ def down(name: str, keep_state: bool) -> None:
     click.echo(f"cluster '{name}': removed {removed} container(s)" + ("" if keep_state else " and its state"))
 
 
-@cluster.command()
+@cluster.command(
+    renamed={"--state-dir": "--output"},
+    examples=[
+        "harness cluster render -o containers/state && docker-compose -f containers/state/compose.yaml up -d"
+    ],
+)
 @name_option
 @platform_option
-@click.option(
-    "--state-dir",
-    type=click.Path(path_type=Path),
-    required=True,
-    help="Where to write etc/, munge/ and compose.yaml (e.g. containers/state).",
-)
-@click.option(
-    "--scheduler", type=click.Choice(["backfill", "builtin"]), default="backfill", show_default=True
-)
-@click.option("--image", default="harness-slurm:latest", show_default=True)
+@output_option("Directory to write etc/, munge/ and compose.yaml to (e.g. containers/state).", required=True,
+               file_okay=False)  # fmt: skip
+@scheduler_option
+@click.option("--image", default="harness-slurm:latest", show_default=True,
+              help="Docker image the compose file runs (built by `harness cluster up`).")  # fmt: skip
 @user_errors(ClusterError, OSError)
-def render(name: str, platform_file: str, state_dir: Path, scheduler: SchedulerMode, image: str) -> None:
+def render(name: str, platform_file: str, output: Path, scheduler: SchedulerMode, image: str) -> None:
     """Render every Slurm file, a munge key and compose.yaml for `docker-compose` users."""
     from harness.cluster.state import ClusterState, render_compose
 
     platform = load_platform(platform_file)
+    state_dir = output
     state = ClusterState(name=name, root=state_dir.resolve())
     state.create()
     state.render(platform, SchedulerConfig(mode=scheduler))
@@ -172,20 +231,20 @@ def render(name: str, platform_file: str, state_dir: Path, scheduler: SchedulerM
     click.echo(f"rendered {state.etc} and {compose}; run: docker-compose -f {compose} up -d")
 
 
-@cluster.command("render-ansible")
+@cluster.command(
+    "render-ansible",
+    renamed={"--out": "--output"},
+    examples=["harness cluster render-ansible -o ansible/.rendered/bbemu --workers 2"],
+)
 @name_option
 @platform_option
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    required=True,
-    help="Directory the playbook installs from (created; files rewritten only when they change).",
-)
+@output_option("Directory the playbook installs from (created; files rewritten only when they change).",
+               required=True, file_okay=False)  # fmt: skip
 @click.option(
     "--hosts-json",
     default=None,
-    help='Head and workers: {"head": {"name", "address"}, "workers": [{"name", "address", '
-    '"slurmd_count"?}]} (what ansible/site.yml passes from the inventory).',
+    help='Head and workers as JSON: {"head": {"name", "address"}, "workers": [{"name", "address", '
+    '"slurmd_count"?}]} (what ansible/site.yml passes from the inventory; default: --workers).',
 )
 @click.option(
     "--workers",
@@ -194,9 +253,7 @@ def render(name: str, platform_file: str, state_dir: Path, scheduler: SchedulerM
     help="Without --hosts-json: this many workers on one machine's 127.0.0.1 (default: the "
     "platform's node_containers).",
 )
-@click.option(
-    "--scheduler", type=click.Choice(["backfill", "builtin"]), default="backfill", show_default=True
-)
+@scheduler_option
 @click.option(
     "--source-root",
     type=click.Path(file_okay=False, exists=True, path_type=Path),
@@ -207,7 +264,7 @@ def render(name: str, platform_file: str, state_dir: Path, scheduler: SchedulerM
 def render_ansible_command(
     name: str,
     platform_file: str,
-    out: Path,
+    output: Path,
     hosts_json: str | None,
     workers: int | None,
     scheduler: SchedulerMode,
@@ -218,8 +275,6 @@ def render_ansible_command(
 
     Prints a JSON summary whose "changed" tells Ansible whether anything was rewritten.
     """
-    import json
-
     from harness.cluster import ansible_vars as av
     from harness.model.paths import repo_path
     from harness.slurm.config import LOOPBACK
@@ -233,7 +288,7 @@ def render_ansible_command(
             specs = av.even_workers(workers or platform.deployment.node_containers)
         layout = av.plan_layout(platform, head, specs)
         result = av.render_ansible(
-            out.resolve(),
+            output.resolve(),
             platform,
             layout,
             SchedulerConfig(mode=scheduler),

@@ -7,8 +7,18 @@ from pathlib import Path
 
 import click
 
+from harness.cli.options import HarnessCommand, json_option, output_option
 
-@click.command("compare")
+
+@click.command(
+    "compare",
+    cls=HarnessCommand,
+    renamed={"--plot": "--output"},
+    examples=[
+        "harness compare runs/A runs/B",
+        "harness compare runs/A runs/B -m mean_wait -o ratios.png --json",
+    ],
+)
 @click.argument(
     "runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path)
 )
@@ -23,18 +33,13 @@ import click
     "-m",
     "metrics",
     multiple=True,
-    help="Metric key of metrics.json to compare (repeatable). Default: waits, turnaround, slowdowns, "
-    "makespan and utilisations.",
+    help="Metric key of metrics.json to compare (repeatable; default: waits, turnaround, slowdowns, "
+    "makespan and utilisations).",
 )
-@click.option(
-    "--plot",
-    "plot_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Also write a bar chart of the ratios to the baseline (PNG).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON instead of a table.")
+@output_option("Also write a bar chart of the ratios to the baseline to this PNG file.", dir_okay=False)
+@json_option
 def compare_command(
-    runs: tuple[Path, ...], baseline: str, metrics: tuple[str, ...], plot_path: Path | None, as_json: bool
+    runs: tuple[Path, ...], baseline: str, metrics: tuple[str, ...], output: Path | None, as_json: bool
 ) -> None:
     """Compare the metrics of run directories, normalised to a baseline run.
 
@@ -53,6 +58,7 @@ def compare_command(
         click.echo(json.dumps(comparison_to_dict(df), indent=2))
     else:
         click.echo(format_table(df))
+    plot_path = output
     if plot_path is not None:
         from harness.analysis.plots import plot_comparison
         from harness.model.atomic import OutputError

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from harness.cli.options import HarnessGroup, output_option, quiet_option
 from harness.experiments.keys import SpecError
 
 if TYPE_CHECKING:
@@ -19,19 +20,29 @@ EXECUTORS = ("local", "slurm")
 DEFAULT_ROOT = Path("runs") / "experiments"
 
 
-@click.group("experiment")
+@click.group(
+    "experiment",
+    cls=HarnessGroup,
+    examples=[
+        "harness experiment run experiments/thesis.toml -j 2",
+        "harness experiment report runs/experiments/thesis",
+    ],
+)
 def experiment() -> None:
     """Grids of simulations or emulations from an experiment file (see docs/experiments.md)."""
 
 
-@experiment.command("run")
+@experiment.command(
+    "run",
+    renamed={"--out": "--output"},
+    examples=[
+        "harness experiment run exp.toml --dry-run",
+        "harness experiment run exp.toml -j 2 -o runs/exp",
+    ],
+)
 @click.argument("spec_path", metavar="EXP.toml", type=click.Path(path_type=Path))
-@click.option(
-    "-o",
-    "--out",
-    type=click.Path(path_type=Path),
-    default=None,
-    help=f"Experiment directory (default: {DEFAULT_ROOT}/<name>); running again resumes it.",
+@output_option(
+    f"Experiment directory (default: {DEFAULT_ROOT}/<name>); running again resumes it.", file_okay=False
 )
 @click.option(
     "-j",
@@ -70,9 +81,10 @@ def experiment() -> None:
     help="Write the report when every cell has finished.",
 )
 @click.option("--dry-run", is_flag=True, help="Only show the grid and what is left to run.")
+@quiet_option("No progress messages: only the experiment directory, and errors.")
 def run_command(
     spec_path: Path,
-    out: Path | None,
+    output: Path | None,
     jobs: int,
     executor: str,
     partition: str | None,
@@ -80,6 +92,7 @@ def run_command(
     slurm_options: tuple[str, ...],
     report: bool,
     dry_run: bool,
+    quiet: bool,
 ) -> None:
     """Run the cells of EXP.toml that have not run yet; the last line is the experiment directory."""
     from harness.experiments.grid import describe, expand
@@ -88,7 +101,7 @@ def run_command(
     from harness.experiments.spec import load_spec
 
     spec = _or_fail(load_spec, spec_path)
-    exp_dir = out or DEFAULT_ROOT / spec.name
+    exp_dir = output or DEFAULT_ROOT / spec.name
     if dry_run:
         cells = _or_fail(expand, spec)
         done = ResultTable(exp_dir).done_keys() if exp_dir.exists() else set()
@@ -96,7 +109,8 @@ def run_command(
         click.echo(f"{describe(spec, cells)}; {len(cells) - left} done, {left} to run in {exp_dir}")
         return
     make = _executor_factory(executor, jobs, partition, cell_time, _parse_options(slurm_options))
-    summary = _or_fail(run_experiment, spec, exp_dir, make, executor_name=executor)
+    say = {"say": lambda _: None} if quiet else {}
+    summary = _or_fail(run_experiment, spec, exp_dir, make, executor_name=executor, **say)
     if summary.interrupted:
         raise SystemExit(130)
     if report and summary.complete:
@@ -108,7 +122,7 @@ def run_command(
         raise click.ClickException(f"{summary.failed} cell(s) failed (see {exp_dir}/failed.json); run again")
 
 
-@experiment.command("report")
+@experiment.command("report", examples=["harness experiment report runs/experiments/thesis"])
 @click.argument("exp_dir", metavar="DIR", type=click.Path(path_type=Path, exists=True, file_okay=False))
 def report_command(exp_dir: Path) -> None:
     """Write report.md and report.html (tables and plots) of an experiment directory."""

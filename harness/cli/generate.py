@@ -8,7 +8,14 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from harness.cli.options import NON_NEGATIVE_INT, POSITIVE_INT, POSITIVE_NUMBER, POSITIVE_SECONDS, SEED
+from harness.cli.options import (
+    NON_NEGATIVE_INT,
+    POSITIVE_INT,
+    POSITIVE_NUMBER,
+    POSITIVE_SECONDS,
+    SEED,
+    HarnessGroup,
+)
 from harness.model.atomic import OutputError, atomic_write_text
 from harness.workload import plan
 from harness.workload.feitelson96 import Feitelson96
@@ -17,7 +24,11 @@ from harness.workload.swf import SwfError
 from harness.workload.synthetic import NODE_MEMORY_MB, feitelson96_plan, herbein_plan
 
 
-@click.group()
+@click.group(
+    cls=HarnessGroup,
+    examples=["harness workload generate feitelson96 -o lackner.parquet --seed 1",
+              "harness workload generate herbein kth.swf -o herbein.parquet"],
+)  # fmt: skip
 def generate() -> None:
     """Generate a job plan from a workload model of the source documents."""
 
@@ -31,37 +42,63 @@ def _written(output: str, df: pd.DataFrame, manifest: dict, inputs: tuple[Path, 
     click.echo(f"{output}: {len(df):,} jobs, span {span:,.0f} s, seed {seed}")
 
 
-@generate.command("feitelson96")
+@generate.command(
+    "feitelson96",
+    examples=["harness workload generate feitelson96 -o lackner-s1.parquet --seed 1 --jobs 500"],
+)
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Plan file (.parquet).")
-@click.option("--seed", type=SEED, default=1, show_default=True, help="Random seed (one workload per seed).")
 @click.option(
-    "--jobs", type=POSITIVE_INT, default=500, show_default=True, help="Jobs (Lackner Table I: 500)."
+    "--seed",
+    type=SEED,
+    default=1,
+    show_default=True,
+    help="Seed of the workload model (one workload per seed).",
 )
 @click.option(
-    "--nodes", "machine_nodes", type=POSITIVE_INT, default=128, show_default=True, help="Machine size."
+    "--jobs", type=POSITIVE_INT, default=500, show_default=True, help="Number of jobs (Lackner Table I: 500)."
 )
 @click.option(
-    "--max-repetitions", type=POSITIVE_INT, default=2, show_default=True, help="Runs of one job at most."
+    "--nodes",
+    "machine_nodes",
+    type=POSITIVE_INT,
+    default=128,
+    show_default=True,
+    help="Machine size, in nodes.",
+)
+@click.option(
+    "--max-repetitions",
+    type=POSITIVE_INT,
+    default=2,
+    show_default=True,
+    help="Repeated runs of one job at most.",
 )
 @click.option(
     "--arrival-factor",
     type=POSITIVE_SECONDS,
     default=500.0,
     show_default=True,
-    help="Mean gap between new jobs, s.",
+    help="Mean gap between new jobs, in seconds.",
 )
 @click.option(
-    "--shortest", type=POSITIVE_SECONDS, default=1_800.0, show_default=True, help="Shortest runtime, s."
+    "--shortest",
+    type=POSITIVE_SECONDS,
+    default=1_800.0,
+    show_default=True,
+    help="Shortest runtime, in seconds.",
 )
 @click.option(
-    "--longest", type=POSITIVE_SECONDS, default=86_400.0, show_default=True, help="Longest runtime, s."
+    "--longest",
+    type=POSITIVE_SECONDS,
+    default=86_400.0,
+    show_default=True,
+    help="Longest runtime, in seconds.",
 )
 @click.option(
     "--bb-per-node-mb",
     type=NON_NEGATIVE_INT,
     default=NODE_MEMORY_MB,
     show_default=True,
-    help="BB request per node (Lackner: a checkpoint of the node's 16 GB).",
+    help="Burst-buffer request per node, in MB (Lackner: a checkpoint of the node's 16 GB).",
 )
 @click.option("--walltime-factor", type=POSITIVE_NUMBER, default=1.0, show_default=True,
               help="walltime = runtime x factor (Lackner: accurate estimates).")  # fmt: skip
@@ -81,18 +118,23 @@ def feitelson96_command(
     _written(output, df, manifest)
 
 
-@generate.command("herbein")
+@generate.command(
+    "herbein",
+    examples=["harness workload generate herbein kth.swf -o h.parquet --nodes 3888 --model-out model.json"],
+)
 @click.argument("trace")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Plan file (.parquet).")
-@click.option("--seed", type=SEED, default=1, show_default=True, help="Random seed.")
-@click.option("--jobs", type=POSITIVE_INT, default=2_500, show_default=True, help="Jobs (Herbein: 2,500).")
+@click.option("--seed", type=SEED, default=1, show_default=True, help="Seed of the workload model.")
+@click.option(
+    "--jobs", type=POSITIVE_INT, default=2_500, show_default=True, help="Number of jobs (Herbein: 2,500)."
+)
 @click.option(
     "--nodes",
     "machine_nodes",
     type=POSITIVE_INT,
     default=3_888,
     show_default=True,
-    help="Machine size (Herbein's CTS-1: 3,888).",
+    help="Machine size, in nodes (Herbein's CTS-1: 3,888).",
 )
 @click.option(
     "--size-scale",
@@ -109,7 +151,7 @@ def feitelson96_command(
     "the header, else 1].",
 )
 @click.option("--model-out", type=click.Path(dir_okay=False), default=None,
-              help="Also write the fitted model's summary as JSON.")  # fmt: skip
+              help="Also write the fitted model's summary to this JSON file (default: none).")  # fmt: skip
 def herbein_command(trace: str, output: str, seed: int, jobs: int, machine_nodes: int, size_scale: float,
                     procs_per_node: int | None, model_out: str | None) -> None:  # fmt: skip
     """Herbein's model fitted from TRACE (user arrivals, four Poisson ranges, size bins, limit/elapsed)."""

@@ -2,13 +2,20 @@
 
 ``--period I/K`` counts from 1 everywhere, as the thesis numbers its periods (period 1 of
 16 is the first 20.8 days of KTH); ``0/K`` is a usage error that says so.
+
+Every command is a :class:`HarnessCommand`: its help ends with examples, and old option
+spellings (``--seed`` where it now says ``--bb-seed`` or ``--policy-seed``, ``--runs-dir``,
+``--out`` ...) are still accepted with a deprecation warning but no longer shown.
+The vocabulary, and the few names that deliberately differ between commands, are in
+``docs/cli.md``.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -16,7 +23,75 @@ import click
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_PLATFORM = "default"
-PLATFORM_HELP = "Platform description (TOML); 'default' is the built-in 96 + 12 machine."
+PLATFORM_HELP = "Platform description (TOML file); 'default' is the built-in 96 + 12 node machine."
+SHRINK_HELP = "Time-shrink factor s in [0, 1): every instant and duration is multiplied by 1 - s."
+BB_SEED_HELP = "Seed of the burst-buffer request model (and of --shuffle)."
+POLICY_SEED_HELP = "Seed of randomised policies."
+
+
+def rename_deprecated(args: list[str], renamed: Mapping[str, str]) -> list[str]:
+    """``args`` with old option spellings replaced by the new ones (a warning for each)."""
+    out: list[str] = []
+    for index, arg in enumerate(args):
+        if arg == "--":
+            return out + args[index:]
+        old, eq, value = arg.partition("=")
+        new = renamed.get(old)
+        if new is None:
+            out.append(arg)
+            continue
+        click.echo(f"warning: {old} is deprecated; use {new}", err=True)
+        out.append(new + eq + value)
+    return out
+
+
+def _format_tail(formatter: click.HelpFormatter, examples: Sequence[str], renamed: Mapping[str, str]) -> None:
+    if examples:
+        with formatter.section("Examples"):
+            for line in examples:
+                formatter.write(" " * formatter.current_indent + line + "\n")
+    if renamed:
+        with formatter.section("Deprecated spellings (still accepted, with a warning)"):
+            formatter.write_dl([(old, f"now {new}") for old, new in renamed.items()])
+
+
+class HarnessCommand(click.Command):
+    """A command whose help ends with ``examples`` and that accepts ``renamed`` old spellings."""
+
+    def __init__(
+        self,
+        *args: Any,
+        examples: Sequence[str] = (),
+        renamed: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.examples = tuple(examples)
+        self.renamed = dict(renamed or {})
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, rename_deprecated(args, self.renamed))
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_epilog(ctx, formatter)
+        _format_tail(formatter, self.examples, self.renamed)
+
+
+class HarnessGroup(click.Group):
+    """A group of :class:`HarnessCommand` whose help ends with examples too."""
+
+    command_class = HarnessCommand
+
+    def __init__(self, *args: Any, examples: Sequence[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.examples = tuple(examples)
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_epilog(ctx, formatter)
+        _format_tail(formatter, self.examples, {})
+
+
+HarnessGroup.group_class = HarnessGroup
 
 
 class PeriodType(click.ParamType):
@@ -99,32 +174,70 @@ def platform_option(func: F) -> F:
 
 
 def shrink_option(default: float | None, help_extra: str = "") -> Callable[[F], F]:
-    text = "Time-shrink factor s in [0, 1): every time is multiplied by 1 - s." + help_extra
+    text = SHRINK_HELP + (" " + help_extra if help_extra else "")
     return click.option("--shrink", type=SHRINK, default=default, show_default=default is not None,
                         help=text)  # fmt: skip
 
 
-def seed_option(default: int | None, help_text: str = "Seed of the burst-buffer model.") -> Callable[[F], F]:
-    return click.option(
-        "--seed", type=SEED, default=default, show_default=default is not None, help=help_text
-    )
+def bb_seed_option(default: int | None, help_extra: str = "") -> Callable[[F], F]:
+    """``--bb-seed``: the burst-buffer model's seed (old spelling ``--seed``, see ``renamed``)."""
+    text = BB_SEED_HELP + (" " + help_extra if help_extra else "")
+    return click.option("--bb-seed", "bb_seed", type=SEED, default=default, show_default=default is not None,
+                        help=text)  # fmt: skip
+
+
+def policy_seed_option(func: F) -> F:
+    return click.option("--policy-seed", "policy_seed", type=SEED, default=0, show_default=True,
+                        help=POLICY_SEED_HELP)(func)  # fmt: skip
+
+
+def time_limit_option(default: float | None, help_extra: str) -> Callable[[F], F]:
+    text = "Wall-clock limit of one plan search, in seconds; " + help_extra
+    return click.option("--time-limit", type=TIME_LIMIT, default=default, show_default=default is not None,
+                        help=text)  # fmt: skip
 
 
 def first_n_option(func: F) -> F:
     return click.option("--first-n", type=click.IntRange(min=1), default=None,
-                        help="Only the first N jobs of the trace.")(func)  # fmt: skip
+                        help="Only the first N jobs of the trace (default: all).")(func)  # fmt: skip
 
 
 def period_option(func: F) -> F:
     return click.option(
         "--period", type=PeriodType(), default=None,
-        help="I/K: only the I-th of K equal periods of the trace (I from 1, as in the thesis).",
+        help="I/K: only the I-th of K equal periods of the trace, I from 1 as in the thesis (default: all).",
     )(func)  # fmt: skip
 
 
 def policy_option(default: str | None, help_text: str) -> Callable[[F], F]:
     return click.option("--policy", "-p", "policy", default=default, show_default=default is not None,
                         help=help_text)  # fmt: skip
+
+
+def output_option(
+    help_text: str,
+    required: bool = False,
+    default: Path | None = None,
+    dir_okay: bool = True,
+    file_okay: bool = True,
+) -> Callable[[F], F]:
+    """``-o/--output``: the file or directory a command writes."""
+    kind = click.Path(path_type=Path, dir_okay=dir_okay, file_okay=file_okay)
+    return click.option("-o", "--output", "output", type=kind, required=required, default=default,
+                        show_default=default is not None, help=help_text)  # fmt: skip
+
+
+def json_option(func: F) -> F:
+    text = "Print the result as one JSON object on stdout (messages go to stderr)."
+    return click.option("--json", "as_json", is_flag=True, help=text)(func)
+
+
+def quiet_option(help_text: str = "Fewer progress messages.") -> Callable[[F], F]:
+    return click.option("-q", "--quiet", is_flag=True, help=help_text)
+
+
+def verbose_option(help_text: str = "More progress messages.") -> Callable[[F], F]:
+    return click.option("-v", "--verbose", is_flag=True, help=help_text)
 
 
 def user_errors(*errors: type[BaseException]) -> Callable[[F], F]:

@@ -6,18 +6,25 @@ from pathlib import Path
 
 import click
 
+from harness.cli.options import HarnessGroup, json_option
 from harness.model.jsonio import to_json
 from harness.platform import Platform, PlatformError, load_platform
 from harness.platform.writing import platform_to_toml
 
 
-@click.group("platform")
+@click.group(
+    "platform",
+    cls=HarnessGroup,
+    examples=["harness platform from-trace kth.swf -o kth.toml", "harness platform show kth.toml"],
+)
 def platform_group() -> None:
     """Platform files (TOML): make one for a trace, show one. Every command that takes a
     platform accepts --platform FILE."""
 
 
-@platform_group.command("from-trace")
+@platform_group.command(
+    "from-trace", examples=["harness platform from-trace SDSC-SP2.swf -o sp2.toml --bb-ratio 8"]
+)
 @click.argument("trace")
 @click.option(
     "-o",
@@ -37,21 +44,21 @@ def platform_group() -> None:
     "--bb-capacity-mb",
     type=click.IntRange(min=1),
     default=None,
-    help="MB per burst-buffer node [default: bb-ratio x 5,000, the study's 40,000 for 8].",
+    help="MB per burst-buffer node (default: bb-ratio x 5,000, the study's 40,000 for 8).",
 )
 @click.option(
     "--nodes",
     type=click.IntRange(min=1),
     default=None,
-    help="Compute nodes [default: MaxNodes of the header, else the widest job].",
+    help="Compute nodes (default: MaxNodes of the header, else the widest job).",
 )
 @click.option(
     "--procs-per-node",
     type=click.IntRange(min=1),
     default=None,
-    help="Processors per node [default: MaxProcs / MaxNodes of the header, else 1].",
+    help="Processors per node of the traced machine (default: MaxProcs / MaxNodes of the header, else 1).",
 )
-@click.option("--name", default=None, help="Platform name [default: <trace>-<nodes>].")
+@click.option("--name", default=None, help="Platform name (default: <trace>-<nodes>).")
 @click.option("--lenient", is_flag=True, help="Skip malformed records instead of failing.")
 def from_trace(trace: str, output: Path, bb_ratio: int, bb_capacity_mb: int | None, nodes: int | None,
                procs_per_node: int | None, name: str | None, lenient: bool) -> None:  # fmt: skip
@@ -92,9 +99,9 @@ def from_trace(trace: str, output: Path, bb_ratio: int, bb_capacity_mb: int | No
     click.echo(f"{output}: {_line(made.platform)}")
 
 
-@platform_group.command("show")
+@platform_group.command("show", examples=["harness platform show", "harness platform show kth.toml --json"])
 @click.argument("file", default="default")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@json_option
 def show(file: str, as_json: bool) -> None:
     """Print what the platform FILE holds ('default': the built-in one)."""
     try:

@@ -2,33 +2,54 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
+from harness.cli.longrun import LONG_RUN_OPTIONS, launch, long_run_options, with_long_run_options
 from harness.cli.options import (
     NON_NEGATIVE_SECONDS,
     POSITIVE_SECONDS,
     REPEAT,
-    TIME_LIMIT,
+    HarnessCommand,
+    json_option,
+    output_option,
     platform_option,
     policy_option,
-    seed_option,
+    policy_seed_option,
+    quiet_option,
     shrink_option,
+    time_limit_option,
     user_errors,
+    verbose_option,
 )
 from harness.cli.workload_options import selection_kwargs, selection_options, trace_kwargs, trace_options
+from harness.model.exitcodes import EXIT_INCOMPLETE, EXIT_INTERRUPTED, INTERRUPTED, Terminated
 from harness.slurm.client import SlurmCommandError
 
+RUN_POLICY_HELP = (
+    "slurm-fcfs, slurm-backfill-D or slurm-backfill-no-future-D (Slurm's own scheduler, D the "
+    "reservation depth), or any policy of `harness policies` (applied by the ordering agent)."
+)
 
-@click.command("run")
+
+@click.command(
+    "run",
+    cls=HarnessCommand,
+    renamed={"--seed": "--bb-seed", "--runs-dir": "--output"},
+    examples=[
+        "harness run --shrink 0.99 -p slurm-backfill-1         # the bundled KTH slice, ~11 min",
+        "harness run --first-n 50 -p plan-square-0 kth.swf --json",
+    ],
+)
 @click.argument("trace", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @shrink_option(0.99)
-@policy_option("slurm-backfill-1", "slurm-fcfs, slurm-backfill-D, slurm-backfill-no-future-D, or a policy of "
-               "`harness policies` (applied by the ordering agent).")  # fmt: skip
+@policy_option("slurm-backfill-1", RUN_POLICY_HELP)
 @click.option(
     "--cluster",
     "cluster",
@@ -38,14 +59,13 @@ from harness.slurm.client import SlurmCommandError
 )
 @trace_options
 @selection_options
-@click.option("--name", "cluster_name", default="bbemu", show_default=True, help="Docker cluster name.")
+@click.option("--name", "cluster_name", default="bbemu", show_default=True,
+              help="Docker cluster name (containers NAME-ctld, NAME-nodesK).")  # fmt: skip
+@policy_seed_option
 @click.option("--shuffle", is_flag=True, help="Shuffle submission order, keeping the instants.")
-@click.option(
-    "--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True
-)
-@click.option(
-    "--warmup", type=NON_NEGATIVE_SECONDS, default=2.0, show_default=True, help="Seconds before t0."
-)
+@output_option("Directory the run directory is created in.", default=Path("runs"), file_okay=False)
+@click.option("--warmup", type=NON_NEGATIVE_SECONDS, default=2.0, show_default=True,
+              help="Seconds (wall clock) between the replay's start and the first submission.")  # fmt: skip
 @click.option(
     "--drift",
     type=NON_NEGATIVE_SECONDS,
@@ -57,10 +77,12 @@ from harness.slurm.client import SlurmCommandError
     "--timeout",
     type=POSITIVE_SECONDS,
     default=None,
-    help="Give up this many seconds after the last submission.",
+    help="Give up this many seconds (wall clock) after the last submission (default: never).",
 )
 @click.option("--keep-jobs", is_flag=True, help="On interruption, leave submitted jobs in Slurm.")
-@click.option("-q", "--quiet", is_flag=True, help="A progress line every 30 s instead of a live display.")
+@quiet_option("A progress line every 30 s instead of a live display.")
+@verbose_option("A progress line every second even without a terminal.")
+@json_option
 @click.option(
     "--repeat", type=REPEAT, default=1, show_default=True,
     help="Run N times (with --shuffle: N submission orders); AVE/SSD/RSD/C95 per metric.",
@@ -77,70 +99,127 @@ from harness.slurm.client import SlurmCommandError
     "--model", type=click.Choice(["alloc-only", "io-aware"]), default="alloc-only", show_default=True,
     help="io-aware: jobs stage their data in and out through Slurm's burst_buffer/lua (docs/io-live.md).",
 )  # fmt: skip
-def run_command(
-    trace: Path | None,
-    shrink: float,
-    policy: str,
-    cluster: str,
-    platform_file: str,
-    cluster_name: str,
-    shuffle: bool,
-    runs_dir: Path,
-    warmup: float,
-    drift: float,
-    timeout: float | None,
-    keep_jobs: bool,
-    quiet: bool,
-    repeat: int,
-    compare_sim: bool,
-    resume_dir: Path | None,
-    model: str,
-    **workload_opts: Any,
-) -> None:
+@long_run_options
+def run_command(trace: Path | None, **kw: Any) -> None:
     """Replay TRACE (default: the bundled KTH slice) on the emulated Slurm; write a run directory.
 
-    The run directory's path is the last line printed.
+    Ends with a summary block (stderr) and the run directory's path as the last line (stdout);
+    with --json, one JSON object instead. Exit status: 0 complete, 1 error, 3 incomplete run,
+    130 interrupted by Ctrl-C (docs/cli.md).
     """
     from harness.cluster.base import ClusterError
-    from harness.emulation.repetitions import run_repetitions
     from harness.emulation.run import Experiment, RunError, resume_options
-    from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
 
-    prepare = trace_kwargs(workload_opts)
-    seed = prepare.pop("seed")
-    selection = selection_kwargs(workload_opts)
-    opts = RunOptions(
-        workload=WorkloadSpec(trace=trace, shrink=shrink, seed=seed, shuffle=shuffle, prepare=prepare,
-                              model=model, **selection),
-        cluster=ClusterSpec(backend=cluster, name=cluster_name, platform=platform_file),
-        replay=ReplaySpec(policy=policy, warmup=warmup, drift=drift, timeout=timeout, keep_jobs=keep_jobs,
-                          compare_sim=compare_sim),
-        runs_dir=runs_dir, quiet=quiet or bool(os.environ.get("CI")),
-    )  # fmt: skip
+    long = {name: kw.pop(name) for name in LONG_RUN_OPTIONS}
+    opts = with_long_run_options(_run_options(trace, kw), long)
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        if resume_dir is not None:
-            run_dir = Experiment(resume_options(resume_dir)).execute(resume=True)
+        if kw["resume_dir"] is not None:  # confirmed when it started
+            opts = resume_options(kw["resume_dir"])
+            run_dirs = [Experiment(opts).execute(resume=True)]
         else:
-            run_dir = run_repetitions(opts, repeat) if repeat > 1 else Experiment(opts).execute()
+            run_dirs = launch(opts, kw["repeat"], long)
     except (RunError, ClusterError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(str(run_dir))
+    except KeyboardInterrupt as exc:
+        click.echo(f"\n{exc or INTERRUPTED}: stopped", err=True)
+        sys.exit(EXIT_INCOMPLETE if isinstance(exc, Terminated) else EXIT_INTERRUPTED)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if run_dirs:  # none after --dry-run or --detach
+        sys.exit(max(_finish(run_dir, opts.cluster, kw["as_json"]) for run_dir in run_dirs))
 
 
-@click.command("replay")
+def _run_options(trace: Path | None, kw: dict[str, Any]) -> Any:
+    from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
+
+    prepare = trace_kwargs(kw)
+    seed = prepare.pop("seed")
+    return RunOptions(
+        workload=WorkloadSpec(trace=trace, shrink=kw["shrink"], seed=seed, shuffle=kw["shuffle"],
+                              prepare=prepare, model=kw["model"], **selection_kwargs(kw)),
+        cluster=ClusterSpec(backend=kw["cluster"], name=kw["cluster_name"], platform=kw["platform_file"]),
+        replay=ReplaySpec(policy=kw["policy"], policy_seed=kw["policy_seed"], warmup=kw["warmup"],
+                          drift=kw["drift"], timeout=kw["timeout"], keep_jobs=kw["keep_jobs"],
+                          compare_sim=kw["compare_sim"]),
+        runs_dir=kw["output"], quiet=kw["quiet"] or bool(os.environ.get("CI")), verbose=kw["verbose"],
+    )  # fmt: skip
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise Terminated(f"stopped by {signal.Signals(signum).name}")
+
+
+def _finish(run_dir: Path, cluster: Any, as_json: bool) -> int:
+    """Print the summary block and the run directory (or the JSON); the exit status."""
+    from harness.emulation.summary import format_run_summary, run_summary
+
+    state = {"backend": cluster.backend, "name": cluster.name, "up": _still_up(cluster)}
+    summary = run_summary(run_dir, state)
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        click.echo(format_run_summary(summary), err=True)
+        click.echo(str(run_dir))
+    return int(summary["exit_code"])
+
+
+def _still_up(cluster: Any) -> bool | None:
+    if cluster.backend != "docker":
+        return None
+    from harness.cluster.docker import DockerCluster
+
+    try:
+        return bool(DockerCluster(name=cluster.name).containers())
+    except Exception:  # no Docker engine to ask: say nothing about it
+        return None
+
+
+@click.command(
+    "replay",
+    cls=HarnessCommand,
+    examples=["harness replay /shared/runs/X/plan.parquet --run-dir /shared/runs/X --run-id X"],
+)
 @click.argument("plan", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), required=True)
-@click.option("--run-id", required=True)
-@click.option("--warmup", type=NON_NEGATIVE_SECONDS, default=2.0, show_default=True)
-@click.option("--drift", type=NON_NEGATIVE_SECONDS, default=0.0, show_default=True)
-@click.option("--bb-license", default="bb", show_default=True)
-@click.option("--partition", default="compute", show_default=True)
-@click.option("--sigsleep", default="/usr/local/bin/sigsleep", show_default=True)
+@click.option(
+    "--run-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Shared run directory: submissions, status and jobs' records go here; a STOP file stops.",
+)
+@click.option("--run-id", required=True, help="The run's id (names the run's files and jobs' records).")
+@click.option(
+    "--warmup",
+    type=NON_NEGATIVE_SECONDS,
+    default=2.0,
+    show_default=True,
+    help="Seconds (wall clock) between the start and the first submission instant t0.",
+)
+@click.option(
+    "--drift",
+    type=NON_NEGATIVE_SECONDS,
+    default=0.0,
+    show_default=True,
+    help="Seconds added per job to submission instants (Barberato's drift correction).",
+)
+@click.option(
+    "--bb-license",
+    default="bb",
+    show_default=True,
+    help="Slurm license that stands for burst-buffer capacity (the platform's bb_license).",
+)
+@click.option("--partition", default="compute", show_default=True, help="Slurm partition of the jobs.")
+@click.option(
+    "--sigsleep",
+    default="/usr/local/bin/sigsleep",
+    show_default=True,
+    help="Path of the dummy job binary on the nodes.",
+)
 @click.option(
     "--workers",
     type=click.IntRange(min=1),
     default=None,
-    help="Concurrent sbatch processes at most (1: strictly in plan order). [default: ReplayOptions']",
+    help="Concurrent sbatch processes at most (1: strictly in plan order; default: 8).",
 )
 @click.option(
     "--resume", is_flag=True, help="Continue the replay in RUN_DIR (same t0; nothing submitted twice)."
@@ -185,27 +264,26 @@ def replay_command(
     sys.exit(0 if status.done else 3)
 
 
-@click.command("agent")
+@click.command(
+    "agent",
+    cls=HarnessCommand,
+    renamed={"--seed": "--policy-seed"},
+    examples=["harness agent -p plan-square-0 --run-dir /shared/runs/X", "harness agent --release-all"],
+)
 @policy_option(None, "A policy of `harness policies` (e.g. plan-square-0, backfill-1).")
 @platform_option
-@seed_option(0, "Seed of randomised policies.")
+@policy_seed_option
 @click.option(
     "--run-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Write decisions.jsonl here; stop when a STOP file appears.",
+    help="Write decisions.jsonl here; stop when a STOP file appears (default: run until Ctrl-C).",
 )
 @click.option(
     "--poll", type=POSITIVE_SECONDS, default=0.1, show_default=True, help="Seconds between looks at Slurm."
 )
 @click.option("--user", default="emu", show_default=True, help="Manage this user's jobs.")
-@click.option(
-    "--time-limit",
-    type=TIME_LIMIT,
-    default=0.4,
-    show_default=True,
-    help="Wall-clock limit of one plan search: a live scheduler must answer promptly.",
-)
+@time_limit_option(0.4, "a live scheduler must answer promptly.")
 @click.option(
     "--release-all", is_flag=True, help="Release every held job (hand the queue back to Slurm) and exit."
 )
@@ -213,7 +291,7 @@ def replay_command(
 def agent_command(
     policy: str | None,
     platform_file: str,
-    seed: int,
+    policy_seed: int,
     run_dir: Path | None,
     poll: float,
     user: str,
@@ -235,7 +313,7 @@ def agent_command(
         raise click.UsageError("--policy is required (or --release-all)")
     log = run_dir / DECISIONS if run_dir else None
     runner = agent_mod.Agent(
-        get_policy(policy, seed=seed, time_limit_s=time_limit or None),
+        get_policy(policy, seed=policy_seed, time_limit_s=time_limit or None),
         load_platform(platform_file),
         client,
         log_path=log,

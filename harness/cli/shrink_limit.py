@@ -11,6 +11,7 @@ from harness.cli.options import (
     NON_NEGATIVE_SECONDS,
     POSITIVE_NUMBER,
     REPEAT,
+    HarnessCommand,
     policy_option,
     user_errors,
 )
@@ -26,7 +27,15 @@ def _shrink_list(ctx: click.Context, param: click.Parameter, value: str) -> list
         raise click.BadParameter(str(exc).removeprefix("--shrinks: "), ctx, param) from None
 
 
-@click.command("shrink-limit")
+@click.command(
+    "shrink-limit",
+    cls=HarnessCommand,
+    renamed={"--out": "--output"},
+    examples=[
+        "harness shrink-limit --against sim --first-n 100",
+        "harness shrink-limit -p slurm-backfill-1 --shrinks 0.9,0.99 --repeat 2 kth.swf",
+    ],
+)
 @click.argument("trace", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @policy_option("slurm-backfill-1", "The run's policy (as `harness run --policy`).")
 @click.option("--tolerance", type=POSITIVE_NUMBER, default=0.05, show_default=True,
@@ -40,13 +49,14 @@ def _shrink_list(ctx: click.Context, param: click.Parameter, value: str) -> list
               help="--against sim: emulated seconds between Slurm's scheduling passes.")  # fmt: skip
 @click.option("--launch-delay", type=NON_NEGATIVE_SECONDS, default=0.0, show_default=True,
               help="--against sim: emulated seconds from a start decision to the job's start.")  # fmt: skip
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Output directory [default: <runs-dir>/shrink-limit-<policy>-<against>].")  # fmt: skip
+@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Output directory (default: <runs-dir>/shrink-limit-<policy>-<against>).")  # fmt: skip
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
-              show_default=True)  # fmt: skip
+              show_default=True, help="Directory the runs' own run directories are created in.")  # fmt: skip
 @click.option("--cluster", "cluster", default="docker", show_default=True,
               help="--against emu: docker, local or ssh://user@head[:port].")  # fmt: skip
-@click.option("--name", "cluster_name", default="bbemu", show_default=True, help="Docker cluster name.")
+@click.option("--name", "cluster_name", default="bbemu", show_default=True,
+              help="Docker cluster name (containers NAME-ctld, NAME-nodesK).")  # fmt: skip
 @click.option("--timeout", type=POSITIVE_NUMBER, default=None, help="Per run: give up this many seconds "
               "after the last submission.")  # fmt: skip
 @trace_options

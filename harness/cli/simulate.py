@@ -11,11 +11,14 @@ import click
 from harness.analysis.formatting import format_terse
 from harness.cli.options import (
     NON_NEGATIVE_SECONDS,
-    SEED,
     TAU,
-    TIME_LIMIT,
+    HarnessCommand,
+    json_option,
+    output_option,
     policy_option,
+    policy_seed_option,
     shrink_option,
+    time_limit_option,
 )
 from harness.cli.workload_options import (
     given,
@@ -105,29 +108,27 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, scale: float) 
     )
 
 
-@click.command("simulate")
+@click.command(
+    "simulate",
+    cls=HarnessCommand,
+    renamed={"--seed": "--bb-seed"},
+    examples=[
+        "harness simulate -p fcfs,backfill-1 bundled",
+        "harness simulate --model io-aware -p backfill-1 --period 1/16 kth.swf --json",
+    ],
+)
 @click.argument("workload")
 @policy_option("backfill-1", "Policy name, or several separated by commas (see `harness policies`).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object keyed by policy name.")
+@json_option
 @trace_options
 @selection_options
-@shrink_option(None, " A trace only: a plan keeps its own.")
-@click.option("--policy-seed", type=SEED, default=0, show_default=True, help="Seed of randomised policies.")
-@click.option(
-    "--time-limit",
-    type=TIME_LIMIT,
-    default=None,
-    help="Wall-clock limit (s) of one plan search; results then depend on the machine's speed.",
-)
-@click.option("--tau", type=TAU, default=600.0, show_default=True, help="Bounded slowdown threshold (s).")
+@shrink_option(None, "A trace only (default: 0, unshrunk); a plan keeps its own.")
+@policy_seed_option
+@time_limit_option(None, "results then depend on the machine's speed (default: none).")
+@click.option("--tau", type=TAU, default=600.0, show_default=True,
+              help="Bounded-slowdown threshold, in seconds of original time.")  # fmt: skip
 @click.option("--ci", is_flag=True, help="Add bootstrap 95% intervals of mean wait and mean bsld.")
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Write the per-job results (.parquet or .csv; one file per policy if several).",
-)
+@output_option("Per-job results to write (.parquet or .csv; one file per policy if several).")
 @click.option("--check/--no-check", default=True, show_default=True, help="Verify the schedule invariants.")
 @click.option(
     "--model",
@@ -184,7 +185,7 @@ def simulate_command(
     except (OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     shrink_used = float(manifest.get("shrink") or 0.0)
-    io_seed = int(manifest.get("seed", opts["seed"]))
+    io_seed = int(manifest.get("seed", opts["bb_seed"]))
     results: dict[str, dict[str, Any]] = {}
     for name in names:
         results[name] = _simulate_one(

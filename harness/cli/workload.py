@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from harness.cli.generate import generate
-from harness.cli.options import POSITIVE_INT, shrink_option
+from harness.cli.options import POSITIVE_INT, HarnessGroup, json_option, output_option, shrink_option
 from harness.cli.workload_options import selection_kwargs, selection_options, trace_kwargs, trace_options
 from harness.model.atomic import OutputError, check_target
 from harness.model.jsonio import to_json
@@ -74,7 +74,13 @@ _shuffle_option = click.option(
 )
 
 
-@click.group()
+@click.group(
+    cls=HarnessGroup,
+    examples=[
+        "harness workload inspect bundled",
+        "harness workload prepare kth.swf -o k.parquet --period 1/16",
+    ],
+)
 def workload() -> None:
     """Read, inspect, clean and prepare SWF workload traces.
 
@@ -87,10 +93,13 @@ workload.add_command(generate)
 # -- inspect ----------------------------------------------------------------------------
 
 
-@workload.command()
+@workload.command(
+    renamed={"--seed": "--bb-seed"},
+    examples=["harness workload inspect bundled", "harness workload inspect kth.swf --lenient --json"],
+)
 @click.argument("trace")
 @trace_options
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@json_option
 @_friendly
 def inspect(trace: str, as_json: bool, **opts: Any) -> None:
     """Print what is in TRACE: jobs, span, load, sizes, runtimes, walltime accuracy, BB requests."""
@@ -176,15 +185,21 @@ def _bb_lines(bb: dict[str, Any], model: str, seed: int, jobs: int) -> list[str]
 # -- prepare ----------------------------------------------------------------------------
 
 
-@workload.command()
+@workload.command(
+    renamed={"--seed": "--bb-seed"},
+    examples=["harness workload prepare kth.swf -o kth.parquet",
+              "harness workload prepare bundled -o p.parquet --first-n 50"],
+)  # fmt: skip
 @click.argument("trace")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Plan file (.parquet).")
+@output_option(
+    "Plan file to write (.parquet; its manifest in the file's metadata).", required=True, dir_okay=False
+)
 @trace_options
 @selection_options
-@shrink_option(0.0)
+@shrink_option(0.0, "A stored plan is usually left unshrunk: `harness run --shrink` shrinks it.")
 @_shuffle_option
 @_friendly
-def prepare(trace: str, output: str, **opts: Any) -> None:
+def prepare(trace: str, output: Path, **opts: Any) -> None:
     """Turn TRACE into a job plan: one parquet file, its manifest in the parquet metadata."""
     source = plan.resolve_input(trace)
     check_target(output, inputs=[source])
@@ -200,20 +215,25 @@ def prepare(trace: str, output: str, **opts: Any) -> None:
 # -- split ------------------------------------------------------------------------------
 
 
-@workload.command()
+@workload.command(
+    renamed={"--seed": "--bb-seed", "--output-dir": "--output"},
+    examples=["harness workload split kth.swf -k 16 -o parts/",
+              "harness workload split kth.swf -o parts/ --format swf"],
+)  # fmt: skip
 @click.argument("trace")
-@click.option("-k", "--parts", type=POSITIVE_INT, default=16, show_default=True, help="Periods (K).")
-@click.option("-o", "--output-dir", required=True, type=click.Path(file_okay=False), help="Directory.")
+@click.option("-k", "--parts", type=POSITIVE_INT, default=16, show_default=True,
+              help="Number of equal periods K (of duration, not of jobs).")  # fmt: skip
+@output_option("Directory to write the parts to (created).", required=True, file_okay=False)
 @click.option("--format", "fmt", type=click.Choice(["plan", "swf"]), default="plan", show_default=True,
               help="plan: prepared parquet parts; swf: the trace's own records, uncleaned.")  # fmt: skip
 @trace_options
 @selection_options
-@shrink_option(0.0)
+@shrink_option(0.0, "A stored plan is usually left unshrunk: `harness run --shrink` shrinks it.")
 @_shuffle_option
 @_friendly
-def split(trace: str, parts: int, output_dir: str, fmt: str, **opts: Any) -> None:
+def split(trace: str, parts: int, output: Path, fmt: str, **opts: Any) -> None:
     """Split TRACE into K consecutive periods of equal duration (Kopański: 16 x 20.8 days)."""
-    out = Path(output_dir)
+    out = output
     out.mkdir(parents=True, exist_ok=True)
     source = plan.resolve_input(trace)
     stem = Path(source).name.removesuffix(".gz").removesuffix(".swf")

@@ -17,10 +17,10 @@ from harness.cli.options import (
     POSITIVE_NUMBER,
     RATIO,
     SAMPLE_WINDOW,
+    bb_seed_option,
     first_n_option,
     period_option,
     platform_option,
-    seed_option,
 )
 from harness.workload import bbmodel, plan
 from harness.workload.cleaning import ACTIONS, DEFAULT_ACTIONS, DEFAULT_WALLTIME_FACTOR
@@ -71,17 +71,17 @@ def trace_options(func: F) -> F:
         platform_option,
         click.option("--lenient", is_flag=True, help="Skip malformed records instead of failing."),
         click.option("--procs-per-node", type=click.IntRange(min=1), default=None,
-                     help="Processors per node of the traced machine [default: MaxProcs / MaxNodes "
-                          "of the header, else 1]."),
-        seed_option(plan.DEFAULT_SEED, "Seed of the burst-buffer model."),
+                     help="Processors per node of the traced machine (default: MaxProcs / MaxNodes "
+                          "of the header, else 1)."),
+        bb_seed_option(plan.DEFAULT_SEED),
         click.option(
             "--bb-model", type=click.Choice(bbmodel.MODELS), default="lognormal", show_default=True,
             help="Burst-buffer request source: Kopański's log-normal, a constant, or a trace column.",
         ),
         click.option("--bb-constant", type=NON_NEGATIVE_INT, default=None,
-                     help="MB per node for --bb-model constant."),
+                     help="MB per node for --bb-model constant (required with it)."),
         click.option("--bb-column", default=None,
-                     help="Job-table column for --bb-model column (e.g. mem_req_kb)."),
+                     help="Job-table column for --bb-model column (e.g. mem_req_kb; required with it)."),
         *(
             click.option(f"--{name.replace('_', '-')}", type=click.Choice(ACTIONS[name]),
                          default=DEFAULT_ACTIONS[name], show_default=True, help=_CLEANING_HELP[name])
@@ -99,16 +99,19 @@ def selection_options(func: F) -> F:
         first_n_option,
         period_option,
         click.option("--window", type=WindowType(), default=None,
-                     help="START:END, seconds after the first submission (half-open; END may be empty)."),
+                     help="START:END, seconds after the first submission (half-open; END may be empty; "
+                          "default: all)."),
         click.option("--sample", type=click.Choice(plan.SAMPLING_METHODS), default=None,
-                     help="Barberato sampling: 'ordered' (ratio, offset) or 'su' (service-unit balanced)."),
-        click.option("--sample-n", type=POSITIVE_INT, default=None, help="Jobs to keep when sampling."),
+                     help="Barberato sampling: 'ordered' (ratio, offset) or 'su' (service-unit balanced); "
+                          "default: none."),
+        click.option("--sample-n", type=POSITIVE_INT, default=None,
+                     help="Jobs to keep when sampling (or --sample-ratio)."),
         click.option("--sample-ratio", type=RATIO, default=None,
-                     help="Sampling ratio s_p >= 1 (instead of -n)."),
+                     help="Sampling ratio s_p >= 1: keep one job in s_p (instead of --sample-n)."),
         click.option("--sample-offset", type=NON_NEGATIVE_INT, default=0, show_default=True,
                      help="Offset o_f (ordered)."),
         click.option("--sample-window", type=SAMPLE_WINDOW, default=60.0, show_default=True,
-                     help="Requested-time window, s (su)."),
+                     help="Requested-time window, in seconds (su)."),
     ]  # fmt: skip
     return _apply(func, options)
 
@@ -116,7 +119,7 @@ def selection_options(func: F) -> F:
 def trace_kwargs(opts: dict[str, Any]) -> dict[str, Any]:
     """The trace options -> keyword arguments of ``plan.prepare`` (platform not loaded)."""
     return {
-        "seed": opts["seed"],
+        "seed": opts["bb_seed"],
         "bb_model": opts["bb_model"],
         "bb_constant_mb": opts["bb_constant"],
         "bb_column": opts["bb_column"],

@@ -133,12 +133,14 @@ class DockerCluster:
         if self.containers() and self.is_up() and not self.image_is_current():
             progress("the running cluster's image is older than the sources: recreating it")
             self.down()
+        if not (self.containers() and self.is_up()):
+            self.sched = sched  # the configuration is final before any slurmd starts
         result = self.up(progress=progress)
         if result.already_up:
             progress(f"cluster '{self.name}' is up")
+            self.reconfigure(sched, progress=progress)
         else:
             progress(f"cluster '{self.name}' up in {result.seconds_to_idle:.1f} s")
-        self.reconfigure(sched, progress=progress)
 
     def shared_path(self, rel: str) -> str:
         return f"/shared/{rel}"
@@ -348,11 +350,18 @@ class DockerCluster:
             return f"(no {path.name})"
 
     def reconfigure(self, sched: SchedulerConfig, progress: Progress = _quiet) -> None:
-        """Re-render the Slurm files for ``sched`` and restart slurmctld (nodes stay up)."""
+        """Re-render the Slurm files for ``sched``; if slurm.conf changed, ``scontrol reconfigure``
+        (slurmctld and every slurmd re-read it, so no node runs with a different slurm.conf)."""
+        conf = self.state.etc / "slurm.conf"
+        before = conf.read_text() if conf.exists() else ""
         self.sched = sched
-        self.state.render(self.platform, sched)
-        progress(f"restarting slurmctld with scheduler {sched.mode} ({sched.scheduler_parameters})")
-        self._controller().restart(timeout=10)
+        files = self.state.render(self.platform, sched)
+        if files.get("slurm.conf") == before:
+            return
+        progress(f"reconfiguring Slurm: scheduler {sched.mode} ({sched.scheduler_parameters})")
+        res = self.exec(["scontrol", "reconfigure"], timeout=60)
+        if not res.ok:
+            raise ClusterError(f"scontrol reconfigure failed: {(res.stderr or res.stdout).strip()}")
         self._wait_controller(timeout=30)
         self._wait_nodes_idle(self.idle_timeout)
 

@@ -7,12 +7,29 @@ records of earlier runs on the same cluster are left out by their start before t
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pandas as pd
+
+from harness.cluster.base import ClusterBackend
 
 STAGING_COLUMNS = (
     "stage_in_begin", "stage_in_s", "stage_in_solo_s", "stage_out_begin", "stage_out_s", "stage_out_solo_s",
 )  # fmt: skip
+
+
+def wait_for_stage_outs(backend: ClusterBackend, user: str, timeout: float = 120.0) -> int:
+    """Wait until no job of ``user`` is in Slurm's STAGE_OUT state (a job's own record comes
+    before its stage-out ends); returns how many were still staging out at the deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        cmd = ["squeue", "--noheader", f"--user={user}", "--states=SO", "--format=%i"]
+        res = backend.exec(cmd, timeout=30)
+        left = len(res.stdout.split()) if res.ok else -1
+        if left == 0 or time.monotonic() > deadline:
+            return max(left, 0)
+        time.sleep(1.0)
 
 
 def add_staging(results: pd.DataFrame, records: list[dict], t0: float) -> pd.DataFrame:

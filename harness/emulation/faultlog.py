@@ -88,9 +88,10 @@ def _outage_events(replay_status: dict) -> list[dict[str, Any]]:
 
 def fault_section(
     results: pd.DataFrame, submissions: list[dict], events: list[dict], replay_status: dict, t0: float,
-    slurm_jobs: dict[int, dict] | None = None,
+    slurm_jobs: dict[int, dict] | None = None, cancel_reason: str = "",
 ) -> dict[str, Any]:  # fmt: skip
-    """The report's ``faults`` section: events (seconds since t0), affected jobs, outcome counts."""
+    """The report's ``faults`` section: events (seconds since t0), affected jobs, outcome counts;
+    ``cancel_reason`` says why the harness cancelled the jobs still queued (the run stopped early)."""
     subs = {int(s["job_id"]): s for s in submissions if "job_id" in s}
     affected, outcomes = [], []
     for row in results.itertuples(index=False):
@@ -104,6 +105,8 @@ def fault_section(
         if outcome != "completed":
             slurm = f"Slurm: {state or status.upper()}"
             notes.append(("killed; " if status == "killed" else "") + slurm if outcome != status else status)
+            if outcome == "cancelled" and cancel_reason:
+                notes.append(f"the run stopped: {cancel_reason}")
         if int(sub.get("attempts", 1)) > 1:
             notes.append(f"submitted after {int(sub['attempts'])} attempts")
         if sub.get("adopted"):

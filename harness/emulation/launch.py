@@ -19,10 +19,13 @@ import pandas as pd
 
 from harness.cluster.base import ClusterBackend, node_states
 from harness.emulation.faultlog import FaultMonitor
+from harness.emulation.observe import RunObserver
 from harness.emulation.specs import ReplaySpec
 from harness.emulation.watch import Watcher
 from harness.model import rundir
+from harness.model.exitcodes import INTERRUPTED
 from harness.model.jsonio import parse_jsonl
+from harness.slurm.jobcomp import slurm_time
 
 SUBMIT_USER = "emu"
 CANCEL_CHUNK = 500  # job ids per scontrol/scancel call
@@ -45,7 +48,7 @@ class HeadRun:
 
     def __init__(
         self, backend: ClusterBackend, run_id: str, spec: ReplaySpec, seed: int, uses_agent: bool,
-        say: Callable[[str], None], quiet: bool = False,
+        say: Callable[[str], None], quiet: bool = False, verbose: bool = False,
     ) -> None:  # fmt: skip
         self.backend = backend
         self.run_id = run_id
@@ -54,7 +57,10 @@ class HeadRun:
         self.uses_agent = uses_agent
         self.say = say
         self.quiet = quiet
+        self.verbose = verbose
+        self.running_since: dict[int, float] = {}  # plan job id -> start (epoch s), from squeue
         self.shared = f"{rundir.SHARED_RUNS}/{run_id}"
+        self.observer: RunObserver | None = None  # writes progress and interim results as the run goes
         self.monitor = FaultMonitor()
         self.resume = False
 
@@ -68,9 +74,9 @@ class HeadRun:
         proc = self.backend.spawn(self.replay_command(), user=SUBMIT_USER)
         complete, reason = False, ""
         try:
-            complete, reason = Watcher(self, plan, self.shared, self.quiet).wait(proc, agent)
-        except KeyboardInterrupt:
-            reason = "interrupted by the user (Ctrl-C)"
+            complete, reason = Watcher(self, plan, self.shared, self.quiet, self.verbose).wait(proc, agent)
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM as Terminated
+            reason = str(exc) or INTERRUPTED
             self.say(f"\n{reason}: stopping the replay")
         finally:
             self.stop(proc)
@@ -92,7 +98,7 @@ class HeadRun:
 
     def agent_command(self) -> list[str]:
         return [
-            "harness", "agent", "--policy", self.spec.policy, "--seed", str(self.seed),
+            "harness", "agent", "--policy", self.spec.policy, "--policy-seed", str(self.spec.policy_seed),
             "--run-dir", self.backend.shared_path(self.shared), "--user", SUBMIT_USER,
             "--platform", self.platform_on_head(),
         ]  # fmt: skip
@@ -173,8 +179,23 @@ class HeadRun:
     def queue_counts(self) -> tuple[int, int] | None:
         """(pending, running) jobs of the submit user, from squeue; None if squeue failed
         (a busy slurmctld times out): that says nothing about the queue."""
-        res = self.backend.exec(["squeue", "--noheader", f"--user={SUBMIT_USER}", "--format=%T"], timeout=30)
+        cmd = ["squeue", "--noheader", f"--user={SUBMIT_USER}", "--format=%T %j %S"]
+        res = self.backend.exec(cmd, timeout=30)
         if not res.ok:
             return None
-        states = res.stdout.split()
+        rows = [line.split() for line in res.stdout.splitlines() if line.strip()]
+        states = [row[0] for row in rows]
+        self.running_since = running_since(rows)
         return states.count("PENDING"), states.count("RUNNING") + states.count("COMPLETING")
+
+
+def running_since(rows: list[list[str]]) -> dict[int, float]:
+    """Plan job id -> start instant of the running jobs, from squeue's ``%T %j %S`` rows
+    (the replay names a job ``t<plan job id>``)."""
+    found = {}
+    for row in rows:
+        if len(row) == 3 and row[0] in ("RUNNING", "COMPLETING") and row[1][1:].isdigit():
+            start = slurm_time(row[2])
+            if start is not None:
+                found[int(row[1][1:])] = start
+    return found

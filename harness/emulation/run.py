@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from harness.cluster.base import ClusterBackend, ClusterError
+from harness.emulation.runs import mark_process
 from harness.emulation.specs import ClusterSpec, RunOptions, options_from_dict, run_id_for
 from harness.emulation.steps import STEPS, Progress, RunContext, write_manifest
 from harness.model import rundir
@@ -81,7 +82,7 @@ class Experiment:
         recorded = (
             rundir.done_steps(path).get("plan", {}).get("info", {}).get("run_id") if path.is_dir() else None
         )
-        return path, recorded or f"{path.parent.parent.name}-{path.name}"
+        return path, self.opts.run_id or recorded or f"{path.parent.parent.name}-{path.name}"
 
     def execute(self, resume: bool = False) -> Path:
         """Run every step not yet recorded as done; returns the run directory.
@@ -90,12 +91,14 @@ class Experiment:
         """
         run_dir, run_id = self.run_dir()
         run_dir.mkdir(parents=True, exist_ok=resume)
+        mark_process(run_dir)
         started_at = datetime.now().astimezone().isoformat(timespec="seconds")
         ctx = RunContext(self.opts, run_dir, run_id, self.backend, self.sched, self.say, started_at)
         try:
             run_steps(ctx, rundir.done_steps(run_dir) if resume else {})
         except BaseException:
-            if not any(run_dir.iterdir()):  # e.g. an unreadable trace: leave no empty run directory
+            if {p.name for p in run_dir.iterdir()} <= {rundir.PROCESS}:  # e.g. an unreadable trace:
+                (run_dir / rundir.PROCESS).unlink(missing_ok=True)  # leave no empty run directory
                 run_dir.rmdir()
             raise
         return run_dir

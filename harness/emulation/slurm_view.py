@@ -13,7 +13,7 @@ from typing import Any
 from harness.cluster.base import ClusterBackend
 from harness.model import rundir
 from harness.model.jsonio import write_json
-from harness.slurm.jobcomp import read_jobcomp
+from harness.slurm.jobcomp import keep_jobs, read_jobcomp
 from harness.slurm.sacct import fetch_sacct
 
 SACCT_WAIT_S = 30.0  # for the last job records on their way from slurmctld to slurmdbd
@@ -30,6 +30,8 @@ def slurm_records(
         write_json(slurm_dir / rundir.SACCT_JSON, {"jobs": raw})
         source = "sacct"
     else:
+        # the cluster's log holds every earlier run's jobs too: keep this run's only
+        keep_jobs(slurm_dir / rundir.JOBCOMP_LOG, set(ids))
         records, source = read_jobcomp(slurm_dir / rundir.JOBCOMP_LOG), "jobcomp"
     write_json(
         slurm_dir / rundir.SLURM_JOBS, {"source": source, "jobs": {str(k): v for k, v in records.items()}}

@@ -51,11 +51,13 @@ class ClusterSpec:
 @dataclass(frozen=True)
 class ReplaySpec:
     policy: str = "slurm-backfill-1"
+    policy_seed: int = 0  # of randomised policies (the ordering agent's)
     warmup: float = 2.0  # seconds between the replay's start and t0
     drift: float = 0.0  # seconds added per job to the submission instants
     timeout: float | None = None  # seconds of wall time after the last submission
     keep_jobs: bool = False  # on interruption, leave the submitted jobs in Slurm
     compare_sim: bool = False  # also simulate the plan with the same policy; report the difference
+    interim_every: float = 900.0  # seconds of wall time between interim results (0: none)
 
 
 @dataclass(frozen=True)
@@ -65,8 +67,10 @@ class RunOptions:
     replay: ReplaySpec = field(default_factory=ReplaySpec)
     runs_dir: Path = Path("runs")
     run_dir: Path | None = None  # exact run directory (repetitions); default runs_dir/<run id>
+    run_id: str = ""  # with run_dir: the run's id (default: <parent's parent>-<name>, a repetition's)
     label: str = ""
-    quiet: bool = False
+    quiet: bool = False  # a progress line every 30 s instead of a live display
+    verbose: bool = False  # a progress line every second (without a terminal: every 10 s)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (paths as strings), for the manifest."""

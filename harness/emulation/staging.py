@@ -151,13 +151,18 @@ def _alive(pid: int) -> bool:
 
 
 def active_transfers(directory: Path) -> list[Transfer]:
-    """The transfers registered in ``directory/active`` whose process still runs, by key."""
+    """The transfers registered in ``directory/active`` whose process still runs, by key.
+
+    The file of a process that died (Slurm kills data_in when the job is cancelled) is removed.
+    """
     found = []
     for path in sorted((directory / ACTIVE_DIR).glob("*.json")):
         with contextlib.suppress(FileNotFoundError, json.JSONDecodeError, TypeError):
             t = Transfer(**json.loads(path.read_text()))
             if t.pid <= 0 or _alive(t.pid):
                 found.append(t)
+            else:
+                path.unlink(missing_ok=True)
     return found
 
 

@@ -18,16 +18,18 @@ from harness import __version__
 from harness.analysis.metrics import summary
 from harness.cluster.base import ClusterBackend, ClusterError
 from harness.emulation.collect import build_results, cross_check, decision_stats, finished, lag_stats
-from harness.emulation.collect_io import add_staging, staging_stats
+from harness.emulation.collect_io import add_staging, staging_stats, wait_for_stage_outs
 from harness.emulation.faultlog import fault_section
 from harness.emulation.fidelity import compare_with_simulation, simulator_twin
 from harness.emulation.launch import SUBMIT_USER, HeadRun
+from harness.emulation.observe import RunObserver
 from harness.emulation.slurm_view import slurm_records
-from harness.emulation.specs import RunOptions
+from harness.emulation.specs import RunOptions, WorkloadSpec
 from harness.emulation.staging import RECORDS
 from harness.model import rundir
 from harness.model.jsonio import read_json, read_jsonl, write_json
 from harness.model.timescale import shrink_table, time_scale_of
+from harness.platform import Platform
 from harness.slurm.config import SchedulerConfig
 from harness.workload.io import HerbeinIO, KopanskiIO
 from harness.workload.plan import PlanError, is_plan_file, load_plan, prepare, save_plan
@@ -75,19 +77,7 @@ class RunContext:
 def make_plan(ctx: RunContext) -> dict[str, Any]:
     """The plan to replay: a trace prepared now, or a stored unshrunk plan shrunk now."""
     spec = ctx.opts.workload
-    source = spec.source
-    if is_plan_file(source):
-        plan, manifest = load_plan(source)
-        if float(manifest.get("shrink", 0.0)) != 0.0:
-            raise PlanError(f"{source}: give an unshrunk plan; --shrink applies the shrink")
-        plan, manifest = shrink_table(plan, spec.shrink), {**manifest, "shrink": spec.shrink}
-    else:
-        # Cleaned for the cluster's machine: jobs wider than the default 96 nodes stay on a bigger one.
-        plan, manifest = prepare(
-            source, platform=ctx.backend.platform, shrink=spec.shrink, seed=spec.seed, shuffle=spec.shuffle,
-            shuffle_seed=spec.shuffle_seed, first_n=spec.first_n, period=spec.period, window=spec.window,
-            sampling=spec.sampling, **spec.prepare,
-        )  # fmt: skip
+    plan, manifest = plan_for(spec, ctx.backend.platform)
     if spec.model == "io-aware":
         plan, manifest = with_io_columns(plan, spec.seed, spec.shrink), {**manifest, "model": spec.model}
     if ctx.sched.bandwidth_license:  # each job's PFS drain rate, held as a license
@@ -96,6 +86,22 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
     ctx.say(f"run {ctx.run_id}: {len(plan)} jobs, shrink {spec.shrink:g}, policy {ctx.opts.replay.policy}")
     # what `harness run --resume` needs to take the run up again
     return {"jobs": len(plan), "run_id": ctx.run_id, "options": ctx.opts.as_dict()}
+
+
+def plan_for(spec: WorkloadSpec, platform: Platform) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The shrunk plan of ``spec`` and its manifest (also what ``harness run`` estimates from)."""
+    source = spec.source
+    if is_plan_file(source):
+        plan, manifest = load_plan(source)
+        if float(manifest.get("shrink", 0.0)) != 0.0:
+            raise PlanError(f"{source}: give an unshrunk plan; --shrink applies the shrink")
+        return shrink_table(plan, spec.shrink), {**manifest, "shrink": spec.shrink}
+    # Cleaned for the cluster's machine: jobs wider than the default 96 nodes stay on a bigger one.
+    return prepare(
+        source, platform=platform, shrink=spec.shrink, seed=spec.seed, shuffle=spec.shuffle,
+        shuffle_seed=spec.shuffle_seed, first_n=spec.first_n, period=spec.period, window=spec.window,
+        sampling=spec.sampling, **spec.prepare,
+    )  # fmt: skip
 
 
 def with_io_columns(plan: pd.DataFrame, seed: int, shrink: float) -> pd.DataFrame:
@@ -113,9 +119,12 @@ def bring_up_cluster(ctx: RunContext) -> dict[str, Any]:
 
 def replay(ctx: RunContext) -> dict[str, Any]:
     head = HeadRun(ctx.backend, ctx.run_id, ctx.opts.replay, ctx.opts.workload.seed, ctx.uses_agent, ctx.say,
-                   quiet=ctx.opts.quiet)  # fmt: skip
+                   quiet=ctx.opts.quiet, verbose=ctx.opts.verbose)  # fmt: skip
     ctx.backend.put(ctx.run_dir / rundir.PLAN, f"{head.shared}/{rundir.PLAN}")
-    complete, reason = head.run(ctx.plan()[0])
+    plan = ctx.plan()[0]
+    head.observer = RunObserver(ctx.run_dir, plan, ctx.backend.platform, ctx.opts.workload.shrink,
+                                ctx.opts.replay.interim_every)  # fmt: skip
+    complete, reason = head.run(plan)
     return {"complete": complete, "reason": reason, "fault_events": head.monitor.events}
 
 
@@ -123,6 +132,9 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     """Copy what the head node wrote; build the per-job results and cross-check them with Slurm."""
     raw, shared = ctx.run_dir / rundir.RAW_DIR, f"{rundir.SHARED_RUNS}/{ctx.run_id}"
     raw.mkdir(exist_ok=True)
+    staged = ctx.sched.burst_buffer == "lua"
+    if staged:  # a job's own record comes before its stage-out ends, Slurm's after it
+        wait_for_stage_outs(ctx.backend, SUBMIT_USER)
     for name in rundir.RAW_FILES:
         ctx.backend.get(f"{shared}/{name}", raw / name)
     ctx.backend.collect_slurm_files(ctx.run_dir / rundir.SLURM_DIR)
@@ -130,7 +142,6 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     submissions = read_jsonl(raw / rundir.SUBMISSIONS)
     slurm_jobs, source = slurm_records(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, submissions)
     results = build_results(ctx.plan()[0], submissions, read_jsonl(raw / rundir.SIGSLEEP_LOG), t0, slurm_jobs)
-    staged = ctx.sched.burst_buffer == "lua"
     if staged:  # the staging records of every run on the cluster: keep this run's jobs
         ctx.backend.get(f"{ctx.sched.staging_dir.removeprefix('/shared/')}/{RECORDS}", raw / RECORDS)
         results = add_staging(results, read_jsonl(raw / RECORDS), t0)
@@ -139,7 +150,10 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     check = cross_check(results, slurm_jobs, t0, source)
     sections: dict[str, Any] = {"submission": lag_stats(submissions), "cross_check": check.as_dict()}
     events = ctx.found("replay").get("fault_events", [])
-    faults = fault_section(results, submissions, events, read_json(raw / rundir.STATUS), t0, slurm_jobs)
+    stopped = str(ctx.found("replay").get("reason", ""))
+    faults = fault_section(
+        results, submissions, events, read_json(raw / rundir.STATUS), t0, slurm_jobs, stopped
+    )
     if events or faults["n_affected"] or faults["resumes"]:
         sections["faults"] = faults
     if ctx.uses_agent:
@@ -203,10 +217,19 @@ def report(ctx: RunContext) -> dict[str, Any]:
     if not complete:
         ctx.say(
             f"INCOMPLETE run ({reason}); everything collected so far is in {ctx.run_dir}. "
-            f"Remove leftovers with `harness cluster status` / `scancel --user {SUBMIT_USER}` "
+            f"Leftover jobs: {leftover_advice(ctx.opts.cluster.backend, ctx.backend.name)}; "
             "or start again with `harness run`."
         )
     return {}
+
+
+def leftover_advice(backend: str, name: str) -> str:
+    """How to see and cancel the run user's jobs, from where the user is (the host has no
+    Slurm client that talks to the cluster's slurmctld)."""
+    if backend == "docker":
+        return (f"see them with `harness cluster status --name {name}`, cancel them with "
+                f"`harness cluster exec --name {name} -- scancel --user {SUBMIT_USER}`")  # fmt: skip
+    return f"cancel them on the head node with `scancel --user {SUBMIT_USER}`"
 
 
 STEPS: tuple[tuple[str, Callable[[RunContext], dict[str, Any]]], ...] = (

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from harness.cluster.base import ClusterBackend
+from harness.model.exitcodes import describe_exit
 from harness.model.jsonio import parse_jsonl
 from harness.model.rundir import SIGSLEEP_LOG, STATUS, SUBMISSIONS
 
@@ -54,17 +55,20 @@ class Watcher:
     # the controller container (docker exec: ~50-80 ms of CPU), which delayed submissions.
     QUEUE_POLL_S = 5.0
 
-    def __init__(self, head: HeadRun, plan: pd.DataFrame, shared: str, quiet: bool) -> None:
+    def __init__(
+        self, head: HeadRun, plan: pd.DataFrame, shared: str, quiet: bool, verbose: bool = False
+    ) -> None:
         self.head = head
         self.total = len(plan)
         self.last_submit = float(plan["submit"].max()) if len(plan) else 0.0
-        # a job cannot end before its submission instant plus its runtime: the ETA's floor
-        self.earliest_end = dict(
-            zip(plan["job_id"].astype(int), plan["submit"] + plan["runtime"], strict=True)
+        # a job cannot end before its start (its submission instant at the earliest) plus its runtime
+        self.timing = dict(
+            zip(plan["job_id"].astype(int), zip(plan["submit"], plan["runtime"], strict=True), strict=True)
         )
         self.finished_ids: set[int] = set()
         self.shared = shared
         self.quiet = quiet
+        self.verbose = verbose
         self.tty = sys.stderr.isatty() and not quiet
         self.started = time.monotonic()
         self._last_line = 0.0
@@ -86,9 +90,13 @@ class Watcher:
             # once every job is submitted, the verdict needs the queue at every look
             counts = self._queue_counts(fresh=bool(status.get("done")))
             self._show(status, subs, done_records, *self._queue)
+            if self.head.observer is not None:  # progress.json and interim/ in the run directory
+                self.head.observer.observe(status, subs, records, self._queue, self._eta(status))
             queued = None if counts is None else sum(counts)
             verdict = self._agent_verdict(agent) or self._verdict(proc, status, subs, done_records, queued)
             if verdict is not None:
+                # the last line shows what the verdict saw (the report's counts)
+                self._show(status, subs, done_records, *self._queue, force=True)
                 if self.tty:
                     print(file=sys.stderr)
                 return verdict
@@ -111,8 +119,8 @@ class Watcher:
         """A dead agent means nothing would start, or Slurm would start jobs in its own order."""
         if agent is None or agent.poll() is None:
             return None
-        output = agent.stdout.read() if agent.stdout else ""
-        return False, f"the ordering agent stopped (exit {agent.returncode}): {output.strip()[-500:]}"
+        output = (agent.stdout.read() if agent.stdout else "").strip()[-500:]
+        return False, f"the ordering agent stopped ({describe_exit(agent.returncode)}): {output}"
 
     def _verdict(
         self, proc: subprocess.Popen, status: dict, subs: list[dict], records: int, queued: int | None
@@ -120,8 +128,8 @@ class Watcher:
         accepted = sum(1 for s in subs if s.get("slurm_job_id") is not None)
         replay_done = bool(status.get("done"))
         if proc.poll() is not None and not replay_done:
-            output = proc.stdout.read() if proc.stdout else ""
-            return False, f"the replay stopped early (exit {proc.returncode}): {output.strip()[-500:]}"
+            output = (proc.stdout.read() if proc.stdout else "").strip()[-500:]
+            return False, f"the replay stopped early ({describe_exit(proc.returncode)}): {output}"
         if replay_done and records >= accepted:
             return True, ""
         if replay_done and queued == 0 and records + self._ended_early(subs) >= accepted:
@@ -145,10 +153,12 @@ class Watcher:
         }
         return self.head.ended_early(waiting) if waiting else 0
 
-    def _show(self, status: dict, subs: list[dict], records: int, pending: int, running: int) -> None:
+    def _show(
+        self, status: dict, subs: list[dict], records: int, pending: int, running: int, force: bool = False
+    ) -> None:
         now = time.monotonic()
-        every = 0.0 if self.tty else (30.0 if self.quiet else 10.0)
-        if now - self._last_line < every:
+        every = 0.0 if self.tty or self.verbose else (30.0 if self.quiet else 10.0)
+        if now - self._last_line < every and not force:
             return
         self._last_line = now
         lags = np.array([s["lag"] for s in subs if s.get("lag") is not None], dtype=float) * 1000
@@ -165,12 +175,20 @@ class Watcher:
             print(line, file=sys.stderr, flush=True)
 
     def _eta(self, status: dict) -> float:
-        """Time until the last unfinished job can have ended, if it started at once."""
+        """Time until the last unfinished job can have ended: a running job at its start plus
+        its runtime, any other once started now (or at its submission instant). Zero only when
+        every job has ended: an unfinished job counts as ending a second from now at least."""
         t0 = status.get("t0")
         if not t0:
-            return max(self.earliest_end.values(), default=0.0)
-        left = [end for job, end in self.earliest_end.items() if job not in self.finished_ids]
-        return max(0.0, t0 + max(left, default=0.0) - time.time())
+            return max((submit + runtime for submit, runtime in self.timing.values()), default=0.0)
+        now = time.time()
+        running_since = getattr(self.head, "running_since", {})
+        ends = [now]
+        for job, (submit, runtime) in self.timing.items():
+            if job not in self.finished_ids:
+                start = running_since.get(job, max(t0 + submit, now))
+                ends.append(max(start + runtime, now + 1.0))
+        return max(ends) - now
 
 
 def _parse_status(text: str | None) -> dict:

@@ -12,6 +12,9 @@
         simulation/     results.parquet of the simulator twin (with --compare-sim)
         repetitions/NN/ one run directory per repetition (with --repeat)
         plots/, report.md, report.html
+        process.json    the process running the run (pid, host); progress.json: its latest progress
+        interim/        while the run goes: metrics.json, results.parquet, report.md of the jobs done
+        request.json, run.log   a detached run's options and its (rotated) log
 
 The replay, the ordering agent and the sigsleep jobs write the files of ``raw/`` into
 the cluster's shared directory (``runs/<run id>/`` there); the host copies them back.
@@ -40,6 +43,11 @@ REPETITIONS_DIR = "repetitions"
 PLOTS_DIR = "plots"
 REPORT_MD = "report.md"
 REPORT_HTML = "report.html"
+PROCESS = "process.json"  # the process running the run: pid, host, command
+PROGRESS = "progress.json"  # the run's latest progress (submitted, finished, ETA), refreshed
+INTERIM_DIR = "interim"  # metrics, results and report of the jobs finished so far
+REQUEST = "request.json"  # a detached run: its options
+RUN_LOG = "run.log"  # a detached run: what it prints (rotated)
 
 # Written on the head node, in the shared run directory.
 SUBMISSIONS = "submissions.jsonl"  # the replay: one line per submitted job

@@ -109,7 +109,9 @@ def select_staging(
     """Job ids (queue order) to start staging (in or out) now."""
     free_jobs = [j.job_id for j in jobs if j.bb_mb == 0]  # no I/O: always selected
     io_jobs = _window([j for j in jobs if j.bb_mb > 0], config)
-    chosen, go_on, _, free_bb_mb = dispatch_starving(io_jobs, 0, free_bb_mb, now, config.starvation_s)
+    # Staging takes no compute nodes: the guard checks the burst buffer only.
+    any_nodes = sum(j.nodes for j in io_jobs)
+    chosen, go_on, _, free_bb_mb = dispatch_starving(io_jobs, any_nodes, free_bb_mb, now, config.starvation_s)
     rest = [j for j in io_jobs if j.job_id not in set(chosen)] if go_on else []
     if config.knapsack:
         weights = knapsack.to_units([j.bb_mb for j in rest], config.unit_mb, round_up=True)

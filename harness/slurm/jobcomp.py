@@ -50,3 +50,19 @@ def read_jobcomp(path: Path) -> dict[int, dict]:
             "exit": fields.get("ExitCode", ""),
         }
     return jobs
+
+
+def keep_jobs(path: Path, job_ids: set[int]) -> int:
+    """Rewrite the jobcomp file at ``path`` with only the records of ``job_ids`` (one run's jobs:
+    the cluster's log holds every earlier run's too); returns how many records were dropped."""
+    if not path.exists():
+        return 0
+    kept, dropped = [], 0
+    for line in path.read_text(errors="replace").splitlines():
+        job_id = parse_line(line).get("JobId", "")
+        if job_id.isdigit() and int(job_id) not in job_ids:
+            dropped += 1
+        else:
+            kept.append(line)
+    path.write_text("".join(f"{line}\n" for line in kept))
+    return dropped

@@ -156,7 +156,7 @@ def test_job_on_a_worker_writes_to_shared(deployed: HostCluster, standins: Stand
 def test_harness_run_over_ssh(deployed: HostCluster, standins: StandIns, tmp_path: Path) -> None:
     url = f"ssh://debian@127.0.0.1:{SSH_PORTS[HEAD]}"
     cmd = [sys.executable, "-m", "harness", "run", "--cluster", url, "--platform", str(PLATFORM_FILE),
-           "--first-n", "20", "--shrink", "0.999", "--runs-dir", str(tmp_path), "--quiet",
+           "--first-n", "20", "--shrink", "0.999", "-o", str(tmp_path), "--quiet",
            "--timeout", "300"]  # fmt: skip
     start = time.monotonic()
     res = subprocess.run(

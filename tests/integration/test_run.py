@@ -150,7 +150,7 @@ def test_repetitions_with_shuffle_aggregate_metrics(slurm_cluster, tmp_path: Pat
     save_plan(plan, {"format": "harness-plan", "version": 1, "shrink": 0.0, "seed": 0}, trace)
     result = CliRunner().invoke(main, [
         "run", str(trace), "--shrink", "0.9", "--policy", "slurm-fcfs", "--name", TEST_CLUSTER,
-        "--runs-dir", str(tmp_path / "runs"), "--repeat", "2", "--shuffle", "-q",
+        "-o", str(tmp_path / "runs"), "--repeat", "2", "--shuffle", "-q",
     ])  # fmt: skip
     assert result.exit_code == 0, result.output
     parent = Path(result.output.strip().splitlines()[-1])

@@ -44,7 +44,7 @@ def test_curie_window_replays_on_a_from_trace_platform(tmp_path: Path) -> None:
     backend.down()
     try:
         ran = invoke("run", str(CURIE), "--platform", str(toml), "--name", CLUSTER, "--window", WINDOW,
-                     "--runs-dir", str(tmp_path / "runs"), "-q", "--timeout", "60")  # fmt: skip
+                     "-o", str(tmp_path / "runs"), "-q", "--timeout", "60")  # fmt: skip
         assert ran.exit_code == 0, ran.output
         run_dir = Path(ran.stdout.strip().splitlines()[-1])
         manifest = json.loads((run_dir / "manifest.json").read_text())

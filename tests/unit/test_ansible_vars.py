@@ -238,7 +238,7 @@ def test_render_ansible_command(tmp_path: Path) -> None:
         "head": {"name": "head", "address": "head.example.org"},
         "workers": [{"name": f"w{i}", "address": f"w{i}.example.org"} for i in (1, 2)],
     }
-    args = ["cluster", "render-ansible", "--out", str(tmp_path), "--hosts-json", json.dumps(hosts),
+    args = ["cluster", "render-ansible", "--output", str(tmp_path), "--hosts-json", json.dumps(hosts),
             "--no-source"]  # fmt: skip
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 0, res.output
@@ -251,6 +251,6 @@ def test_render_ansible_command(tmp_path: Path) -> None:
 
 def test_render_ansible_command_reports_bad_hosts(tmp_path: Path) -> None:
     res = CliRunner().invoke(
-        main, ["cluster", "render-ansible", "--out", str(tmp_path), "--hosts-json", '{"head": 1}']
+        main, ["cluster", "render-ansible", "--output", str(tmp_path), "--hosts-json", '{"head": 1}']
     )
     assert res.exit_code != 0 and "hosts JSON" in res.output

@@ -162,10 +162,10 @@ def test_compare_metric_typo_and_plot_targets(tmp_path):
     assert typo.exit_code == 1
     assert "--metric mean_wiat_s: no run has this metric; known: jobs, mean_wait_s" in typo.output
     assert cli("compare", str(a), str(b), "-m", "mean_wait_s").exit_code == 0
-    into_dir = cli("compare", str(a), str(b), "--plot", str(tmp_path))
+    into_dir = cli("compare", str(a), str(b), "-o", str(tmp_path))
     assert into_dir.exit_code != 0 and "is a directory" in into_dir.output
     new_dir = tmp_path / "plots" / "ratio.png"
-    assert cli("compare", str(a), str(b), "--plot", str(new_dir)).exit_code == 0
+    assert cli("compare", str(a), str(b), "-o", str(new_dir)).exit_code == 0
     assert new_dir.read_bytes()[:4] == b"\x89PNG"
 
 
@@ -195,7 +195,7 @@ def test_prepare_interrupted_at_random_moments_leaves_a_whole_plan(tmp_path):
     """Ctrl-C or SIGKILL at any moment: the target is the old plan or the new one, whole."""
     trace = _big_trace(tmp_path / "t.swf", 5_000)
     target = tmp_path / "p.parquet"
-    old = cli("workload", "prepare", str(trace), "-o", str(target), "--first-n", "5", "--seed", "1")
+    old = cli("workload", "prepare", str(trace), "-o", str(target), "--first-n", "5", "--bb-seed", "1")
     assert old.exit_code == 0, old.output
     cmd = [
         sys.executable,
@@ -206,7 +206,7 @@ def test_prepare_interrupted_at_random_moments_leaves_a_whole_plan(tmp_path):
         str(trace),
         "-o",
         str(target),
-        "--seed",
+        "--bb-seed",
         "2",
     ]
     started = time.monotonic()

@@ -163,7 +163,7 @@ def test_cli_table_json_and_plot(two_runs: list[Path], tmp_path: Path) -> None:
     assert "fcfs (baseline)" in res.output and "(x0.50)" in res.output
 
     plot = tmp_path / "out.png"
-    res = runner.invoke(main, [*args, "--baseline", "r2", "--json", "-m", "mean_wait", "--plot", str(plot)])
+    res = runner.invoke(main, [*args, "--baseline", "r2", "--json", "-m", "mean_wait", "-o", str(plot)])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert data["baseline"] == "maxutil" and data["metrics"] == ["mean_wait"]

@@ -145,3 +145,14 @@ def test_a_job_sigsleep_saw_killed_takes_slurms_reason() -> None:
     assert found["affected_jobs"][0]["what"] == "killed; Slurm: NODE_FAIL"
     assert found["events"] == [
         {"at": 3.0, "event": "slurmctld unreachable (submissions failing)", "until": 9.5}]  # fmt: skip
+
+
+def test_a_cancelled_job_carries_the_reason_the_run_stopped() -> None:
+    slurm = {11: {"state": "CANCELLED by 0", "start": 100.0, "end": 101.0}}
+    results = build_results(PLAN, SUBS[:1], [], 100.0, slurm)
+    found = fault_section(results, SUBS[:1], [], {}, 100.0, slurm, "interrupted by the user (Ctrl-C)")
+    assert found["outcomes"] == {"cancelled": 1, "missing": 2}
+    assert found["affected_jobs"][0] == {
+        "job_id": 1, "slurm_job_id": 11, "outcome": "cancelled",
+        "what": "cancelled; the run stopped: interrupted by the user (Ctrl-C)",
+    }  # fmt: skip

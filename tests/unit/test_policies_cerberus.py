@@ -126,6 +126,15 @@ def test_starvation_guard_dispatches_the_job_past_the_threshold() -> None:
     assert select_run(STARVED, 8, 0, now=501.0, config=guard) == []
 
 
+def test_starvation_guard_at_stage_in_checks_the_burst_buffer_only() -> None:
+    # Job 1 (4 nodes, 55 GB) has waited past 5 s at t = 10: it goes first, though
+    # staging frees no nodes; then the knapsack fills the 45 GB left: 40 GB (job 2).
+    guard = CerberusConfig(starvation_s=5.0)
+    starved = [STAGE_IN[0], *(PhaseJob(j.job_id, 9.0, j.nodes, j.bb_mb, j.walltime) for j in STAGE_IN[1:])]
+    assert select_staging(starved, 100_000, now=10.0, config=guard) == [1, 2]
+    assert select_staging(starved, 50_000, now=10.0, config=guard) == []
+
+
 def test_bad_configuration_is_named() -> None:
     with pytest.raises(ValueError, match="unknown Cerberus profit 'gold'"):
         CerberusConfig(profit="gold")

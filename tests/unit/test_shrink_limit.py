@@ -92,7 +92,7 @@ def test_outputs_written(tmp_path: Path) -> None:
 def test_command_against_the_twin(tmp_path: Path) -> None:
     # without ticks the twin is time-invariant: every shrink holds
     args = ["shrink-limit", "--against", "sim", "-p", "backfill-1", "--first-n", "30", "--repeat", "1",
-            "--shrinks", "0.5,0.99", "--tick", "0", "--out", str(tmp_path)]  # fmt: skip
+            "--shrinks", "0.5,0.99", "--tick", "0", "-o", str(tmp_path)]  # fmt: skip
     out = CliRunner().invoke(main, args)
     assert out.exit_code == 0, out.output
     assert "limit: shrink 0.99 (speed-up x100)" in out.output

@@ -105,6 +105,7 @@ def test_transfer_beside_another_takes_twice_as_long(tmp_path: Path) -> None:
     register(tmp_path, _t(6, 4, 10_000.0, pid=os.getpid()))  # a live process: counts
     register(tmp_path, Transfer(7, "out", 4, 10_000.0, 1.0, pid=2**22 + 12345))  # no such pid: ignored
     assert [t.job for t in active_transfers(tmp_path)] == [6]
+    assert sorted(p.name for p in (tmp_path / ACTIVE_DIR).iterdir()) == ["6.in.json"]  # the dead one removed
     clock = FakeClock()
     rec = run_transfer(_t(5, 4, 1000.0), MACHINE, tmp_path, tick=0.1, clock=clock, sleep=clock.sleep)
     assert rec["seconds"] == pytest.approx(0.4) and rec["solo_s"] == pytest.approx(0.2)

@@ -34,7 +34,7 @@ def cli(*args: str):
 @pytest.mark.parametrize(
     ("args", "option"),
     [
-        (["simulate", SMALL, "--seed", "-1"], "--seed"),
+        (["simulate", SMALL, "--bb-seed", "-1"], "--bb-seed"),
         (["simulate", SMALL, "--policy-seed", "-1"], "--policy-seed"),
         (["simulate", SMALL, "--tau", "0"], "--tau"),
         (["simulate", SMALL, "--tau", "-5"], "--tau"),

@@ -104,7 +104,9 @@ def test_lenient_reports_counts():
 
 def test_prepare_writes_plan_and_manifest(tmp_path):
     target = tmp_path / "out" / "plan.parquet"
-    result = run("prepare", str(DATA / "three_jobs.swf"), "-o", str(target), "--shrink", "0.9", "--seed", "7")
+    result = run(
+        "prepare", str(DATA / "three_jobs.swf"), "-o", str(target), "--shrink", "0.9", "--bb-seed", "7"
+    )
     assert result.exit_code == 0, result.output
     df, m = load_plan(target)
     assert df["submit"].tolist() == pytest.approx([0.0, 10.0, 30.0])

@@ -1,0 +1,123 @@
+"""``harness runs``: the runs of a runs directory (running, complete, incomplete, with progress
+and ETA); ``runs watch DIR`` follows one live; ``runs stop DIR`` stops one as Ctrl-C would."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from harness.cli.options import HarnessCommand, HarnessGroup, json_option
+
+INCOMPLETE_EXIT = 3  # the exit status of a run that did not complete
+
+
+def _clock(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = max(0, int(seconds))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def _progress(finished: int | None, total: int | None) -> str:
+    if total is None:
+        return "-"
+    return f"{finished if finished is not None else '?'}/{total}"
+
+
+@click.group(
+    "runs",
+    cls=HarnessGroup,
+    invoke_without_command=True,
+    examples=["harness runs", "harness runs --dir /data/runs --json", "harness runs watch runs/RUN_ID"],
+)
+@click.option(
+    "--dir", "runs_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
+    show_default=True, help="The directory `harness run -o` wrote the run directories into.",
+)  # fmt: skip
+@json_option
+@click.pass_context
+def runs_group(ctx: click.Context, runs_dir: Path, as_json: bool) -> None:
+    """List the runs of RUNS_DIR: state (running, complete, incomplete), progress, ETA."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from harness.emulation.runs import list_runs
+
+    states = list_runs(runs_dir)
+    if as_json:
+        click.echo(json.dumps([s.as_dict() for s in states], indent=2))
+        return
+    if not states:
+        click.echo(f"no runs in {runs_dir}")
+        return
+    click.echo(f"{'STATE':<11} {'JOBS DONE':>13} {'ETA':>10}  {'POLICY':<24} RUN")
+    for s in states:
+        click.echo(
+            f"{s.state:<11} {_progress(s.finished, s.total):>13} {_clock(s.eta_s):>10}  "
+            f"{s.policy:<24} {s.path}" + (f"\n{'':<11} {s.reason}" if s.reason else "")
+        )
+
+
+@runs_group.command("watch", cls=HarnessCommand, examples=["harness runs watch runs/RUN_ID"])
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--interval", type=float, default=2.0, show_default=True, help="Seconds between looks.")
+def watch_command(run_dir: Path, interval: float) -> None:
+    """Follow a running run's progress until it ends (exit 0 if complete, 3 if not)."""
+    from harness.emulation.runs import RUNNING, run_state
+
+    tty = sys.stderr.isatty()
+    last = ""
+    state = run_state(run_dir)
+    while state.state == RUNNING:
+        line = (
+            f"{state.state}  step {state.step or '-'}  finished {_progress(state.finished, state.total)}  "
+            f"ETA {_clock(state.eta_s)}"
+        )
+        if line != last:
+            click.echo(("\r" + line + "    ") if tty else line, err=True, nl=not tty)
+            last = line
+        time.sleep(interval)
+        state = run_state(run_dir)
+    if tty and last:
+        click.echo(err=True)
+    _finish(run_dir)
+
+
+def _finish(run_dir: Path) -> None:
+    from harness.emulation.runs import COMPLETE, run_state
+
+    state = run_state(run_dir)
+    click.echo(f"{state.state}: {run_dir}" + (f" ({state.reason})" if state.reason else ""))
+    if state.state != COMPLETE:
+        sys.exit(INCOMPLETE_EXIT)
+
+
+@runs_group.command("stop", cls=HarnessCommand, examples=["harness runs stop runs/RUN_ID --wait 60"])
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--wait",
+    type=float,
+    default=300.0,
+    show_default=True,
+    help="Seconds to wait for the run to stop (its jobs cancelled, its directory written).",
+)
+def stop_command(run_dir: Path, wait: float) -> None:
+    """Stop a running run as Ctrl-C would: stop submitting, cancel its jobs, write its directory."""
+    from harness.emulation.runs import process_alive
+
+    pid = process_alive(run_dir)
+    if pid is None:
+        raise click.ClickException(f"{run_dir}: no running process on this host (see `harness runs`)")
+    os.kill(pid, signal.SIGINT)
+    click.echo(f"asked the run (pid {pid}) to stop; waiting for it to write {run_dir}", err=True)
+    deadline = time.monotonic() + wait
+    while process_alive(run_dir) == pid and time.monotonic() < deadline:
+        time.sleep(0.5)
+    if process_alive(run_dir) == pid:
+        raise click.ClickException(f"the run (pid {pid}) is still going after {wait:g} s")
+    _finish(run_dir)

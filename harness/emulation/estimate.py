@@ -1,0 +1,183 @@
+"""What a run is about to do, before anything starts: jobs, original span, shrink, the
+expected wall time, the cluster and the policies; and whether to go ahead.
+
+The expected wall time of one replay is its shrunk span (from the first submission to the
+earliest instant the last job can have ended: ``max(submit + runtime)``) plus the warm-up
+and a fixed overhead for bringing the cluster up and collecting (:data:`OVERHEAD_S`). It is
+a floor: jobs that wait in the queue end later. Runs of several policies and repetitions go
+one after the other, so their times add up.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+import pandas as pd
+
+from harness.model.timescale import check_shrink, unshrink
+
+OVERHEAD_S = 60.0  # cluster check/bring-up, collection and report of one run (measured 20-40 s)
+DEFAULT_CONFIRM_OVER_S = 2 * 3600.0  # ask (or refuse without --yes) above this expected wall time
+MIN_JOBS = 10  # fewer jobs are no experiment: not suggested as --first-n
+HIGH_SHRINK = 0.99  # above this, fidelity suffers (docs/run.md, "Measured limits")
+
+_UNITS = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The estimate of one ``harness run`` command (all its policies and repetitions)."""
+
+    jobs: int
+    shrunk_span_s: float  # first submission to the earliest end of the last job, shrunk
+    shrink: float
+    warmup_s: float
+    cluster: str
+    policies: tuple[str, ...]
+    repeat: int = 1
+    trace: str = ""
+
+    @property
+    def original_span_s(self) -> float:
+        return float(unshrink(self.shrunk_span_s, self.shrink))
+
+    @property
+    def runs(self) -> int:
+        return len(self.policies) * self.repeat
+
+    @property
+    def per_run_s(self) -> float:
+        return OVERHEAD_S + self.warmup_s + self.shrunk_span_s
+
+    @property
+    def wall_s(self) -> float:
+        return self.per_run_s * self.runs
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "trace": self.trace, "jobs": self.jobs, "original_span_s": self.original_span_s,
+            "shrink": self.shrink, "policies": list(self.policies), "repeat": self.repeat, "runs": self.runs,
+            "cluster": self.cluster, "per_run_s": self.per_run_s, "expected_wall_s": self.wall_s,
+        }  # fmt: skip
+
+
+def shrunk_span(plan: pd.DataFrame) -> float:
+    """Seconds from the first submission to the earliest end of the last job (plan times)."""
+    if plan.empty:
+        return 0.0
+    return float((plan["submit"] + plan["runtime"]).max() - plan["submit"].min())
+
+
+def estimate_plan(
+    plan: pd.DataFrame, shrink: float, warmup: float, cluster: str, policies: tuple[str, ...],
+    repeat: int = 1, trace: str = "",
+) -> Estimate:  # fmt: skip
+    """The estimate of replaying ``plan`` (already shrunk by ``shrink``)."""
+    check_shrink(shrink)
+    return Estimate(len(plan), shrunk_span(plan), shrink, warmup, cluster, policies, repeat, trace)
+
+
+def policies_of(text: str) -> tuple[str, ...]:
+    """``a,b`` -> ("a", "b"): the policies of one command."""
+    return tuple(p.strip() for p in text.split(",") if p.strip())
+
+
+# -- durations ------------------------------------------------------------------------------
+
+
+def parse_duration(text: str) -> float:
+    """``90``, ``90s``, ``45m``, ``2h``, ``1.5d`` -> seconds."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*(s|m|min|h|d)?\s*", text)
+    if not match:
+        raise ValueError(f"expected a duration such as 90s, 45m, 2h or 1d, got {text!r}")
+    return float(match.group(1)) * _UNITS[match.group(2) or "s"]
+
+
+def human_duration(seconds: float) -> str:
+    """``33 d 07 h``, ``2 h 05 min``, ``4 min 10 s``, ``12 s``."""
+    s = max(0, round(seconds))
+    days, hours, minutes, secs = s // 86400, s % 86400 // 3600, s % 3600 // 60, s % 60
+    if days:
+        return f"{days} d {hours:02d} h"
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    if minutes:
+        return f"{minutes} min {secs:02d} s"
+    return f"{secs} s"
+
+
+def describe(est: Estimate) -> str:
+    """The block printed before a run starts."""
+    runs = f" x {est.runs} runs" if est.runs > 1 else ""
+    return "\n".join([
+        "harness run: what is about to start",
+        f"  trace            {est.trace or '(bundled KTH slice)'}",
+        f"  jobs             {est.jobs}",
+        f"  original span    {human_duration(est.original_span_s)} ({est.original_span_s:.0f} s)",
+        f"  shrink           {est.shrink:g} (x{1 / (1 - est.shrink):.4g} faster than real time)",
+        f"  cluster          {est.cluster}",
+        f"  policies         {', '.join(est.policies)}" + (f"; each repeated {est.repeat} times"
+                                                             if est.repeat > 1 else ""),
+        f"  expected wall    at least {human_duration(est.per_run_s)} per run{runs}: "
+        f"{human_duration(est.wall_s)} in all",
+    ])  # fmt: skip
+
+
+# -- shorter alternatives -------------------------------------------------------------------
+
+
+def suggestions(est: Estimate, plan: pd.DataFrame, limit_s: float) -> list[str]:
+    """Options that bring the whole command under ``limit_s`` of wall time."""
+    budget = limit_s / est.runs - OVERHEAD_S - est.warmup_s  # shrunk replay seconds per run
+    if budget <= 0 or est.shrunk_span_s <= budget:
+        return []
+    first = plan["submit"].min()
+    ends = (plan["submit"] + plan["runtime"]).cummax() - first
+    first_n = int((ends <= budget).sum())
+    longest = float(plan["runtime"].max())
+    found: list[tuple[str, str]] = []
+    if first_n >= MIN_JOBS:
+        found.append((f"--first-n {first_n}", f"the first {first_n} jobs"))
+    if budget > longest:  # a selection by submission instants fits if its longest job does
+        submits = float(plan["submit"].max() - first)
+        k = math.ceil(submits / (budget - longest))
+        window = float(unshrink(budget - longest, est.shrink))
+        found.append((f"--period 1/{k}", f"one of {k} equal periods of the trace (any I/{k})"))
+        found.append((f"--window 0:{window:.0f}", f"the jobs of the trace's first {human_duration(window)}"))
+    else:
+        found.append(("", f"(no --period or --window fits: the longest job alone runs "
+                          f"{human_duration(longest)} at shrink {est.shrink:g})"))  # fmt: skip
+    shrink = faster_shrink(est.shrink, budget / est.shrunk_span_s)
+    caveat = (f"; above {HIGH_SHRINK:g} the 1 s scheduler tick and the submission lag weigh on the "
+              "results (docs/run.md)" if shrink > HIGH_SHRINK else "")  # fmt: skip
+    found.append((f"--shrink {shrink:g}", f"the whole selection, faster{caveat}"))
+    return [f"{option:<20} {text}".strip() if option else text for option, text in found]
+
+
+def faster_shrink(shrink: float, ratio: float) -> float:
+    """The shrink whose times are ``ratio`` times those of ``shrink``, rounded up (shorter) to the
+    fewest decimals (at least 4) that stay below 1."""
+    exact = 1 - (1 - shrink) * ratio
+    digits = 4
+    while math.ceil(exact * 10**digits) >= 10**digits:
+        digits += 1
+    return math.ceil(exact * 10**digits) / 10**digits
+
+
+# -- go ahead? ------------------------------------------------------------------------------
+
+
+class Decision(Enum):
+    PROCEED = "proceed"  # under the threshold, or --yes
+    ASK = "ask"  # over the threshold on a terminal: ask
+    REFUSE = "refuse"  # over the threshold, no terminal, no --yes
+
+
+def decide(wall_s: float, threshold_s: float, yes: bool, tty: bool) -> Decision:
+    """Whether a run of ``wall_s`` expected seconds starts without asking."""
+    if yes or wall_s <= threshold_s:
+        return Decision.PROCEED
+    return Decision.ASK if tty else Decision.REFUSE
