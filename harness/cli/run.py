@@ -32,6 +32,11 @@ from harness.cli.workload_options import selection_kwargs, selection_options, tr
 from harness.model.exitcodes import EXIT_INCOMPLETE, EXIT_INTERRUPTED, INTERRUPTED, Terminated
 from harness.slurm.client import SlurmCommandError
 
+drift_option = click.option(
+    "--drift", type=NON_NEGATIVE_SECONDS, default=0.0, show_default=True,
+    help="Seconds added per job to submission instants (Barberato's drift correction).",
+)  # fmt: skip
+
 RUN_POLICY_HELP = (
     "slurm-fcfs, slurm-backfill-D or slurm-backfill-no-future-D (Slurm's own scheduler, D the "
     "reservation depth), or any policy of `harness policies` (applied by the ordering agent)."
@@ -66,13 +71,7 @@ RUN_POLICY_HELP = (
 @output_option("Directory the run directory is created in.", default=Path("runs"), file_okay=False)
 @click.option("--warmup", type=NON_NEGATIVE_SECONDS, default=2.0, show_default=True,
               help="Seconds (wall clock) between the replay's start and the first submission.")  # fmt: skip
-@click.option(
-    "--drift",
-    type=NON_NEGATIVE_SECONDS,
-    default=0.0,
-    show_default=True,
-    help="Seconds added per job to submission instants (Barberato's drift correction).",
-)
+@drift_option
 @click.option(
     "--timeout",
     type=POSITIVE_SECONDS,
@@ -195,13 +194,7 @@ def _still_up(cluster: Any) -> bool | None:
     show_default=True,
     help="Seconds (wall clock) between the start and the first submission instant t0.",
 )
-@click.option(
-    "--drift",
-    type=NON_NEGATIVE_SECONDS,
-    default=0.0,
-    show_default=True,
-    help="Seconds added per job to submission instants (Barberato's drift correction).",
-)
+@drift_option
 @click.option(
     "--bb-license",
     default="bb",
