@@ -14,7 +14,7 @@ from harness.cli.generate import generate
 from harness.cli.options import POSITIVE_INT, HarnessGroup, json_option, output_option, shrink_option
 from harness.cli.workload_options import selection_kwargs, selection_options, trace_kwargs, trace_options
 from harness.model.atomic import OutputError, check_target
-from harness.model.jsonio import to_json
+from harness.model.jsonio import nulls_for_non_finite, to_json
 from harness.model.timescale import ShrinkError
 from harness.platform import PlatformError, load_platform
 from harness.workload import bbmodel, plan, stats, transforms
@@ -108,7 +108,7 @@ def inspect(trace: str, as_json: bool, **opts: Any) -> None:
     if warning:
         click.echo(f"warning: {warning}", err=True)
     if as_json:
-        click.echo(to_json(summary))
+        click.echo(to_json(nulls_for_non_finite(summary)))  # strict JSON: an unknown load is null
         return
     _report_skipped({"skipped": summary["skipped"], "skipped_records": summary["skipped_records"]})
     click.echo(format_summary(summary))

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,17 @@ def json_default(value: Any) -> Any:
 def to_json(data: Any) -> str:
     """Indented JSON of ``data`` with :func:`json_default`, no trailing newline."""
     return json.dumps(data, indent=2, default=json_default)
+
+
+def nulls_for_non_finite(data: Any) -> Any:
+    """``data`` with NaN and infinities as ``None``: strict JSON (``null``) for other programs."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {key: nulls_for_non_finite(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [nulls_for_non_finite(value) for value in data]
+    return data
 
 
 def write_json(path: Path, data: Any) -> Path:

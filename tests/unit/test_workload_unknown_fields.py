@@ -114,3 +114,17 @@ def test_prepare_names_the_rules_when_cleaning_leaves_nothing(tmp_path):
     result = CliRunner().invoke(main, ["workload", "prepare", str(trace), "-o", str(tmp_path / "p.parquet")])
     assert result.exit_code == 1
     assert "cleaning left no jobs of 4 records (unknown_submit 4)" in result.output
+
+
+def test_inspect_json_is_strict_when_every_job_is_dropped(tmp_path):
+    trace = tmp_path / "unknown.swf"
+    trace.write_text("1 -1 -1 -1 -1 -1 -1 -1 -1 -1 0 1 1 -1 -1 -1 -1 -1\n")
+    result = CliRunner().invoke(main, ["workload", "inspect", "--json", str(trace)])
+    assert result.exit_code == 0, result.output
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"non-standard JSON constant {constant}")
+
+    summary = json.loads(result.stdout, parse_constant=refuse)
+    assert summary["jobs"] == 0 and summary["rules"]["unknown_submit"] == 1
+    assert summary["offered_load"] is None  # no span to divide by: unknown, not NaN
