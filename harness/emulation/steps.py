@@ -27,6 +27,7 @@ from harness.emulation.slurm_view import slurm_records
 from harness.emulation.specs import RunOptions, WorkloadSpec
 from harness.emulation.staging import RECORDS
 from harness.model import rundir
+from harness.model.atomic import atomic_write_csv, atomic_write_parquet
 from harness.model.jsonio import read_json, read_jsonl, write_json
 from harness.model.timescale import shrink_table, time_scale_of
 from harness.platform import Platform
@@ -145,8 +146,8 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     if staged:  # the staging records of every run on the cluster: keep this run's jobs
         ctx.backend.get(f"{ctx.sched.staging_dir.removeprefix('/shared/')}/{RECORDS}", raw / RECORDS)
         results = add_staging(results, read_jsonl(raw / RECORDS), t0)
-    results.to_parquet(ctx.run_dir / rundir.RESULTS, index=False)
-    results.to_csv(ctx.run_dir / rundir.RESULTS_CSV, index=False)
+    atomic_write_parquet(ctx.run_dir / rundir.RESULTS, results)
+    atomic_write_csv(ctx.run_dir / rundir.RESULTS_CSV, results)
     check = cross_check(results, slurm_jobs, t0, source)
     sections: dict[str, Any] = {"submission": lag_stats(submissions), "cross_check": check.as_dict()}
     events = ctx.found("replay").get("fault_events", [])
@@ -176,7 +177,7 @@ def fidelity(ctx: RunContext) -> dict[str, Any]:
         ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, seed=spec.seed, model=spec.model
     )
     (ctx.run_dir / rundir.SIMULATION_DIR).mkdir(exist_ok=True)
-    simulated.to_parquet(ctx.run_dir / rundir.SIMULATION_DIR / rundir.RESULTS, index=False)
+    atomic_write_parquet(ctx.run_dir / rundir.SIMULATION_DIR / rundir.RESULTS, simulated)
     tau, wait = found["start_order"]["kendall_tau"], found["metrics"]["mean_wait"]
     ctx.say(
         f"fidelity vs simulation ({twin}): start-order Kendall tau {tau:.3f}, mean wait "
