@@ -32,6 +32,7 @@ from harness.policies.state import Allocation, JobQueue, RunningJob, Topology
 from harness.sim.io_execution import IOExecution
 from harness.sim.io_mode import io_columns, io_execution
 from harness.sim.machine import SimMachine, SimulationError, bb_map_string
+from harness.sim.tiers import TierExecution, is_tiered, tier_setup
 
 MODELS = ("alloc-only", "io-aware")
 DEFAULT_IO_SEED = 2020  # the plan's default seed (harness.workload.plan.DEFAULT_SEED)
@@ -109,8 +110,15 @@ def simulate(
     _check_twin(tick, launch_delay, model)
     platform = platform or load_platform()
     topology = Topology.from_platform(platform)
+    tiered = is_tiered(policy)  # storage tiers (harness.sim.tiers): Lackner's I/O, a tier per job
+    if tiered:
+        plan, policy = tier_setup(plan, policy, platform, model, io_seed, shrink)
     jobs = _Plan(plan, topology)
-    execution = _execution(model, jobs, platform, topology, io_seed, shrink)
+    execution = (
+        TierExecution(jobs.df, policy)
+        if tiered
+        else _execution(model, jobs, platform, topology, io_seed, shrink)
+    )
     kernels.warm_up()  # compile before the clock starts: not part of any decision's latency
     began = time.perf_counter()
     sim = _Run(jobs, policy, topology, execution, Twin(tick, launch_delay))
@@ -189,7 +197,7 @@ class _Run:
         jobs: _Plan,
         policy: Policy,
         topology: Topology,
-        execution: _AllocOnly | IOExecution,
+        execution: _AllocOnly | IOExecution | TierExecution,
         twin: Twin | None = None,
     ) -> None:
         self.twin = twin or Twin()
@@ -274,9 +282,11 @@ class _Run:
                 raise SimulationError(f"{self.policy.name} started job {s.job_id}, which is not waiting")
             if len(s.allocation.compute) != self.jobs.nodes[row]:
                 raise SimulationError(f"job {s.job_id}: allocation size differs from its request")
-            walltime = float(self.jobs.walltime[row])
+            walltime, share = float(self.jobs.walltime[row]), int(self.jobs.share[row])
+            if isinstance(self.execution, TierExecution):  # the tier sets both
+                walltime, share = self.execution.hold(row, s)
             begin = now + self.twin.launch_delay
-            job = RunningJob(s.job_id, now, begin + walltime, int(self.jobs.share[row]), s.allocation)
+            job = RunningJob(s.job_id, now, begin + walltime, share, s.allocation)
             self.machine.start(job)
             self.execution.start(row, begin, s.allocation.compute, s.allocation.bb)
             self.start[row], self.alloc[row] = begin, s.allocation
@@ -306,6 +316,8 @@ class _Run:
             },
             columns=list(RESULT_COLUMNS),
         )
+        if isinstance(self.execution, TierExecution):
+            table = self.execution.annotate(table)
         if isinstance(self.execution, IOExecution):
             for name, values in io_columns(self.execution, self.start, self.alloc).items():
                 table[name] = values
