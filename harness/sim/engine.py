@@ -98,24 +98,27 @@ def simulate(
     shrink: float = 0.0,
     tick: float = 0.0,
     launch_delay: float = 0.0,
+    tiers: bool = False,
 ) -> SimulationResult:
     """Run ``policy`` on ``plan`` (columns of :data:`PLAN_COLUMNS`) and return the schedule.
 
     ``io-aware`` takes the plan's I/O columns, or draws them with ``io_seed`` (the
     plan's ``shrink`` keeps phases and bandwidths in original time). ``tick`` and
     ``launch_delay`` are in the plan's time unit (see the module's docstring).
+    ``tiers`` runs Lackner's storage tiers (:mod:`harness.sim.tiers`) for any policy,
+    as always for a policy that chooses tiers.
     """
     if model not in MODELS:
         raise ValueError(f"unknown job model '{model}' (models: {', '.join(MODELS)})")
     _check_twin(tick, launch_delay, model)
     platform = platform or load_platform()
     topology = Topology.from_platform(platform)
-    tiered = is_tiered(policy)  # storage tiers (harness.sim.tiers): Lackner's I/O, a tier per job
+    tiered = tiers or is_tiered(policy)  # storage tiers (harness.sim.tiers): Lackner's I/O, a tier per job
     if tiered:
         plan, policy = tier_setup(plan, policy, platform, model, io_seed, shrink)
     jobs = _Plan(plan, topology)
     execution = (
-        TierExecution(jobs.df, policy)
+        TierExecution(jobs.df, platform, policy)
         if tiered
         else _execution(model, jobs, platform, topology, io_seed, shrink)
     )

@@ -70,13 +70,16 @@ def tier_plan(plan: pd.DataFrame, platform: Machine, seed: int) -> pd.DataFrame:
 def tier_setup(
     plan: pd.DataFrame, policy: Policy, platform: Machine, model: str, seed: int, shrink: float
 ) -> tuple[pd.DataFrame, Policy]:
-    """The plan with its jobs' I/O and the policy knowing it (unless it was given its own
-    declared I/O, as for Lackner's Figure 5) and the platform's rates."""
+    """The plan with its jobs' I/O, and a tier policy knowing it (unless it was given its
+    own declared I/O, as for Lackner's Figure 5) and the platform's rates."""
+    what = f"policy {policy.name} chooses storage tiers" if is_tiered(policy) else "storage tiers"
     if model != "io-aware":
-        raise ValueError(f"policy {policy.name} chooses storage tiers: it needs --model io-aware")
+        raise ValueError(f"{what}: it needs --model io-aware")
     if shrink:
-        raise ValueError(f"policy {policy.name} chooses storage tiers: a shrunk plan is not supported")
+        raise ValueError(f"{what}: a shrunk plan is not supported")
     plan = tier_plan(plan, platform, seed)
+    if not is_tiered(policy):
+        return plan, policy
     given = getattr(policy, "io", None)
     return plan, policy.with_io(given or job_io(plan), platform_rates(platform))  # type: ignore[attr-defined]
 
@@ -90,11 +93,11 @@ def job_io(plan: pd.DataFrame) -> dict[int, JobIo]:
 class TierExecution:
     """Started jobs hold their tier's resources for the tier's time; no contention."""
 
-    def __init__(self, plan: pd.DataFrame, policy: Policy) -> None:
-        """``plan`` is the simulator's (sorted: row i is the engine's row i); the policy
-        (after :func:`tier_setup`) gives the rates and the jobs' declared I/O."""
-        self.rates: TierRates = policy.rates  # type: ignore[attr-defined]
-        declared: Mapping[int, JobIo] = policy.io  # type: ignore[attr-defined]
+    def __init__(self, plan: pd.DataFrame, platform: Machine, policy: Policy) -> None:
+        """``plan`` is the simulator's (sorted: row i is the engine's row i); a tier policy
+        (after :func:`tier_setup`) holds the jobs' declared I/O, any other declares none."""
+        self.rates: TierRates = platform_rates(platform)
+        declared: Mapping[int, JobIo] = getattr(policy, "io", None) or {}
         self.job_id = plan["job_id"].to_numpy(np.int64)
         self.nodes = plan["nodes"].to_numpy(np.int64)
         self.walltime = plan["walltime"].to_numpy(np.float64)

@@ -74,6 +74,15 @@ def test_the_policy_plans_with_declared_io_and_the_job_runs_with_its_actual_io()
     assert result.jobs["end"].tolist() == [1000.0]
 
 
+def test_any_policy_on_the_tiers_starts_its_jobs_on_hps() -> None:
+    # A plain Start holds the BB request (the HPS share): the 926.67 s of the first case.
+    df = plan(nodes=[1], runtime=[1000.0], input_mb=[100_000.0], data_mb=[0.0], storage_mb=[100_000])
+    jobs = simulate(df, get_policy("fcfs"), PLATFORM, model="io-aware", tiers=True).jobs
+    assert check_schedule(jobs, PLATFORM) == []
+    assert jobs["tier"].tolist() == ["hps"] and jobs["bb_per_node_mb"].tolist() == [100_000]
+    assert jobs["end"].tolist() == pytest.approx([1000.0 - 100.0 + 100_000 / 15_000 + 20.0])
+
+
 def test_a_job_past_its_walltime_is_killed() -> None:
     df = plan(nodes=[1], runtime=[1200.0], walltime=[1000.0], data_mb=[0.0], storage_mb=[0])
     jobs = run(df)
@@ -89,7 +98,7 @@ def test_a_share_that_never_fits_goes_to_lps_under_every_policy() -> None:
 
 def test_tier_policies_need_the_io_aware_model_and_a_probability() -> None:
     df = plan(nodes=[1], runtime=[10.0], data_mb=[0.0], storage_mb=[0])
-    with pytest.raises(ValueError, match="sas chooses storage tiers: it needs --model io-aware"):
+    with pytest.raises(ValueError, match="policy sas chooses storage tiers: it needs --model io-aware"):
         simulate(df, get_policy("sas"), PLATFORM)
     with pytest.raises(UnknownPolicyError, match=r"sas-random-1\.5"):
         get_policy("sas-random-1.5")
