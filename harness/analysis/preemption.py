@@ -67,6 +67,7 @@ def plot_suspensions(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     hours = time_scale / 3600.0
     running = running_spans(jobs, spans)
@@ -74,7 +75,7 @@ def plot_suspensions(
     high = running[running["job_id"].isin(high_ids)]
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 5.5), sharex=True, height_ratios=(2, 1))
     for part, colour, label in ((running, "tab:blue", "utilisation (running)"),
-                                (high, "tab:red", "high-priority jobs")):  # fmt: skip
+                                (high, "tab:red", "of which high-priority jobs")):  # fmt: skip
         t, nodes = step_count(part, part["nodes"].to_numpy())
         top.step(t * hours, 100.0 * nodes / compute_nodes, where="post", color=colour, label=label)
     top.set_ylabel("% of compute nodes")
@@ -84,6 +85,7 @@ def plot_suspensions(
     t, count = step_count(spans)
     bottom.step(t * hours, count, where="post", color="tab:orange")
     bottom.fill_between(t * hours, count, step="post", color="tab:orange", alpha=0.3)
+    bottom.yaxis.set_major_locator(MaxNLocator(integer=True))
     bottom.set_ylabel("suspended jobs")
     bottom.set_xlabel("time (hours of original time)")
     fig.tight_layout()
