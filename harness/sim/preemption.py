@@ -202,35 +202,40 @@ class PreemptionSim:
         return True
 
     def _backfill_low(self, rows: list[int], now: float) -> None:
-        shadow, extra = np.inf, 0
+        reserved: tuple[float, int, int] | None = None  # (shadow, spare nodes, spare BB) of the first blocked
         for row in rows:
             idle = self._idle()
-            fits = self.bb[row] <= self.bb_free and len(idle) >= self.need[row]
-            if np.isinf(shadow):
+            need, bb = int(self.need[row]), int(self.bb[row])
+            fits = bb <= self.bb_free and len(idle) >= need
+            if reserved is None:
                 if fits:
-                    self._start(row, place(idle, int(self.need[row])) or [], now)
-                    continue
-                shadow, extra = self._reservation(int(self.need[row]), now)
+                    self._start(row, place(idle, need) or [], now)
+                else:
+                    reserved = self._reservation(need, bb, now)
                 continue
-            ends_in_time = now + self.walltime[row] <= shadow + EPS
-            if fits and (ends_in_time or self.need[row] <= extra):
-                self._start(row, place(idle, int(self.need[row])) or [], now)
-                extra -= 0 if ends_in_time else int(self.need[row])
+            shadow, spare_nodes, spare_bb = reserved
+            in_time = now + self.walltime[row] <= shadow + EPS
+            if fits and (in_time or (need <= spare_nodes and bb <= spare_bb)):
+                self._start(row, place(idle, need) or [], now)
+                if not in_time:
+                    reserved = (shadow, spare_nodes - need, spare_bb - bb)
 
-    def _reservation(self, need: int, now: float) -> tuple[float, int]:
-        """(shadow time, nodes to spare then) of the first blocked low job."""
-        free = len(self._idle())
+    def _reservation(self, need: int, bb: int, now: float) -> tuple[float, int, int]:
+        """(shadow time, nodes and BB to spare then) of the first blocked low job: when the
+        jobs' expected ends free enough nodes and burst buffer (Slurm with bf_licenses)."""
+        free, free_bb = len(self._idle()), self.bb_free
         expected = []
         for row, job in self.jobs.items():
             if np.isnan(self.ends[row]) and job.suspended_at is None:
                 other = self.low_on if self.high[row] else self.high_on  # a node stays taken beneath
                 releases = sum(1 for n in job.nodes if other[n] is None)
-                expected.append((job.start + self.walltime[row] + self.suspended_total[row], releases))
-        for end, releases in sorted(expected):
-            free += releases
-            if free >= need:
-                return max(end, now), free - need
-        return np.inf, 0
+                end = job.start + self.walltime[row] + self.suspended_total[row]
+                expected.append((end, releases, int(self.bb[row])))
+        for end, releases, held in sorted(expected):
+            free, free_bb = free + releases, free_bb + held
+            if free >= need and free_bb >= bb:
+                return max(end, now), free - need, free_bb - bb
+        return np.inf, 0, 0
 
     def results(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         df, rows = self.df, range(len(self.df))

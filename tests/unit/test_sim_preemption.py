@@ -91,3 +91,17 @@ def test_low_jobs_backfill_behind_the_first_blocked_low_job() -> None:
 def test_jobs_too_wide_are_refused() -> None:
     with pytest.raises(ValueError, match="can never run"):
         simulate_preemption(plan([(1, 0, 1, 5, 0)]), TINY)
+
+
+def test_with_no_high_job_and_no_burst_buffer_the_twin_is_backfill_1() -> None:
+    """The low tier's EASY (depth 1) is the engine's backfill-1, start for start, on the slice."""
+    from harness.platform import load_platform
+    from harness.policies.registry import get_policy
+    from harness.sim.engine import simulate
+    from harness.workload.plan import bundled_slice_path, load_plan_or_trace
+
+    platform = load_platform()
+    jobs = load_plan_or_trace(bundled_slice_path(), platform=platform)[0].assign(bb_per_node_mb=0, priority=0)
+    ours = simulate_preemption(jobs, platform).jobs.set_index("job_id")["start"]
+    engine = simulate(jobs, get_policy("backfill-1"), platform).jobs.set_index("job_id")["start"]
+    assert ours.sort_index().tolist() == pytest.approx(engine.sort_index().tolist())
