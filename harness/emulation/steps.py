@@ -23,6 +23,7 @@ from harness.emulation.faultlog import fault_section
 from harness.emulation.fidelity import compare_with_simulation, simulator_twin
 from harness.emulation.launch import SUBMIT_USER, HeadRun
 from harness.emulation.observe import RunObserver
+from harness.emulation.preemption import preemption_section
 from harness.emulation.slurm_view import slurm_records
 from harness.emulation.specs import RunOptions, WorkloadSpec
 from harness.emulation.staging import RECORDS
@@ -34,6 +35,7 @@ from harness.platform import Platform
 from harness.slurm.config import SchedulerConfig
 from harness.workload.io import HerbeinIO, KopanskiIO
 from harness.workload.plan import PlanError, is_plan_file, load_plan, prepare, save_plan
+from harness.workload.priority import assign, parse_priority
 
 Progress = Callable[[str], None]
 
@@ -83,6 +85,9 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
         plan, manifest = with_io_columns(plan, spec.seed, spec.shrink), {**manifest, "model": spec.model}
     if ctx.sched.bandwidth_license:  # each job's PFS drain rate, held as a license
         plan = HerbeinIO().apply(plan, seed=spec.seed)
+    model = parse_priority(spec.priority)
+    if model.enabled:  # the high-priority jobs go to the urgent partition (replay)
+        plan, manifest = assign(plan, model, seed=spec.seed), {**manifest, "priority": str(model)}
     save_plan(plan, manifest, ctx.run_dir / rundir.PLAN)
     ctx.say(f"run {ctx.run_id}: {len(plan)} jobs, shrink {spec.shrink:g}, policy {ctx.opts.replay.policy}")
     # what `harness run --resume` needs to take the run up again
@@ -186,6 +191,22 @@ def fidelity(ctx: RunContext) -> dict[str, Any]:
     return {"fidelity": found}
 
 
+def preemption(ctx: RunContext) -> dict[str, Any]:
+    """With a priority model: the suspensions, emulated and predicted (harness.emulation.preemption)."""
+    if not parse_priority(ctx.opts.workload.priority).enabled:
+        return {}
+    raw = ctx.run_dir / rundir.RAW_DIR
+    section = preemption_section(
+        ctx.run_dir, ctx.plan()[0], pd.read_parquet(ctx.run_dir / rundir.RESULTS),
+        read_jsonl(raw / rundir.SIGSLEEP_LOG), float(ctx.found("collect").get("t0", 0.0)),
+        ctx.backend.platform, ctx.opts.workload.shrink, ctx.sched.preempt_suspend,
+    )  # fmt: skip
+    emu, twin = section["emulated"], section["twin"]
+    ctx.say(f"suspensions: {emu['suspensions']} emulated ({emu['suspended_jobs']} jobs), "
+            f"{twin['suspensions']} predicted by the twin ({twin['suspended_jobs']} jobs)")  # fmt: skip
+    return {"preemption": section}
+
+
 def measure(ctx: RunContext) -> dict[str, Any]:
     """``metrics.json``: the summary in original time and the sections of collect and fidelity."""
     ran = finished(pd.read_parquet(ctx.run_dir / rundir.RESULTS))
@@ -193,6 +214,7 @@ def measure(ctx: RunContext) -> dict[str, Any]:
     metrics = summary(ran, ctx.backend.platform, time_scale=scale) if len(ran) else {}
     metrics.update(ctx.found("collect").get("sections", {}))
     metrics.update(ctx.found("fidelity"))
+    metrics.update(ctx.found("preemption"))
     write_json(ctx.run_dir / rundir.METRICS, metrics)
     return {"jobs": len(ran)}
 
@@ -239,6 +261,7 @@ STEPS: tuple[tuple[str, Callable[[RunContext], dict[str, Any]]], ...] = (
     ("replay", replay),
     ("collect", collect),
     ("fidelity", fidelity),
+    ("preemption", preemption),
     ("metrics", measure),
     ("manifest", manifest),
     ("report", report),
