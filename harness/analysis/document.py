@@ -217,9 +217,9 @@ def _fidelity_section(fidelity: dict[str, Any]) -> Section:
         headers += ["tick-aware twin", "relative difference (tick-aware)"]
         text += (
             f" Tick-aware twin: the policy only on Slurm's pass every {_summarise(ticked.get('tick_s'))} s "
-            f"and a launch delay of {_summarise(ticked.get('launch_delay_s'))} s (original time; measured "
-            f"as the median {ticked.get('launch_delay_measured_from', '?')} over "
-            f"{ticked.get('launch_delay_jobs', '?')} jobs)."
+            f"and a launch delay of {_summarise(ticked.get('launch_delay_s'))} s after it (original time; "
+            f"the median over {ticked.get('launch_delay_jobs', '?')} jobs)"
+            + ("; time limits rounded up to Slurm's whole minutes." if ticked.get("minute_limits") else ".")
         )
     return Section("Fidelity: emulation vs simulation", [text, Table(headers, rows)])
 

@@ -18,6 +18,7 @@ import pandas as pd
 from scipy import stats
 
 from harness.analysis.metrics import summary
+from harness.emulation.replay import slurm_limit_minutes
 from harness.model.columns import RESULT_TIME_COLUMNS
 from harness.model.metric_names import HEADLINE_METRICS
 from harness.model.timescale import time_scale_of, unshrink, unshrink_table
@@ -90,21 +91,29 @@ def compare_with_both_twins(
     delay: LaunchDelay,
     seed: int = 0,
     model: str = "alloc-only",
+    minute_limits: bool = False,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
-    """The ideal twin's figures, with the tick-aware twin's under ``"tick_aware"``
-    (Slurm's pass of :data:`SLURM_PASS_S` and the measured ``delay``; the IO-Aware model
-    has no launch delay, so only the pass there). Returns the ideal twin's schedule."""
+    """The ideal twin's figures, with the tick-aware twin's under ``"tick_aware"``: Slurm's
+    pass every :data:`SLURM_PASS_S`, the measured ``delay`` after it (not in the IO-Aware
+    model) and, with ``minute_limits`` (Slurm's own scheduler), the time limits Slurm plans
+    with: the walltimes rounded up to whole emulated minutes, as the replay submits them
+    (the jobs still end at their exact limit). Returns the ideal twin's schedule."""
     found, simulated = compare_with_simulation(plan, emulated, policy, platform, shrink, seed, model)
     launch = delay.seconds if model == "alloc-only" else 0.0
+    seen = (
+        plan.assign(walltime=plan["walltime"].map(lambda w: 60.0 * slurm_limit_minutes(w)))
+        if minute_limits
+        else plan
+    )
     ticked, _ = compare_with_simulation(
-        plan, emulated, policy, platform, shrink, seed, model, tick=SLURM_PASS_S, launch_delay=launch
+        seen, emulated, policy, platform, shrink, seed, model, tick=SLURM_PASS_S, launch_delay=launch
     )
     found["tick_aware"] = {
         "tick_s": float(unshrink(SLURM_PASS_S, shrink)),
         "launch_delay_s": float(unshrink(launch, shrink)),
         "launch_delay_emulated_s": launch,
-        "launch_delay_measured_from": delay.source,
         "launch_delay_jobs": delay.jobs,
+        "minute_limits": minute_limits,
         "start_order": ticked["start_order"],
         "metrics": ticked["metrics"],
         "mean_abs_start_shift_s": ticked["mean_abs_start_shift_s"],
@@ -117,36 +126,23 @@ SLURM_PASS_S = 1.0  # Slurm 24.11's scheduling pass, emulated seconds (sched_min
 
 @dataclass(frozen=True)
 class LaunchDelay:
-    """The start latency measured in a run, emulated seconds, and how it was measured."""
+    """The start latency measured in a run (emulated seconds) and the jobs it was measured on."""
 
     seconds: float
-    source: str
     jobs: int
 
 
-def measured_launch_delay(results: pd.DataFrame, decisions: list[dict], t0: float) -> LaunchDelay:
-    """The median start latency of a run (emulated seconds; 0 when nothing can be measured).
+def measured_launch_delay(results: pd.DataFrame, t0: float) -> LaunchDelay:
+    """How long after Slurm's pass a job starts: the median, over the started jobs, of the
+    fraction of a second of the job's start on the wall clock (``t0`` + start).
 
-    With the ordering agent (``decisions``): from the agent's release of a job (its
-    decision's absolute time ``t``) to the job's start, over the released jobs. With
-    Slurm's own scheduler: from submission to start, over the jobs that started within one
-    pass of their submission (those Slurm started without waiting for resources).
+    slurmctld's passes fall on whole wall-clock seconds (measured: every start of a
+    bundled-slice run lies 0.0-0.5 s after one), whoever released the job (Slurm itself or
+    the ordering agent); what comes after the pass is the job's launch (prolog, slurmd,
+    sigsleep's first record).
     """
-    ran = results.dropna(subset=["start"])
-    if decisions:
-        released = {int(j): float(d["t"]) - t0 for d in decisions for j in d.get("started", [])}
-        known = ran.dropna(subset=["slurm_job_id"])
-        starts = dict(zip(known["slurm_job_id"].astype(int), known["start"].astype(float), strict=True))
-        delays = [starts[j] - t for j, t in released.items() if j in starts]
-        return _median_delay(delays, "agent release to start")
-    waits = (ran["start"] - ran["submit"]).to_numpy(dtype=float)
-    quick = waits[(waits >= 0) & (waits < SLURM_PASS_S)]
-    return _median_delay(list(quick), "submission to start, jobs started within one pass")
-
-
-def _median_delay(delays: list[float], source: str) -> LaunchDelay:
-    kept = [d for d in delays if d >= 0]
-    return LaunchDelay(float(np.median(kept)) if kept else 0.0, source, len(kept))
+    starts = (float(t0) + results["start"].dropna().to_numpy(dtype=float)) % 1.0
+    return LaunchDelay(float(np.median(starts)) if len(starts) else 0.0, len(starts))
 
 
 def staging_agreement(emulated: pd.DataFrame, simulated: pd.DataFrame, time_scale: float) -> dict[str, Any]:

@@ -173,11 +173,11 @@ def fidelity(ctx: RunContext) -> dict[str, Any]:
         return {}
     twin = simulator_twin(ctx.opts.replay.policy)
     spec = ctx.opts.workload
-    decisions = read_jsonl(ctx.run_dir / rundir.RAW_DIR / rundir.DECISIONS) if ctx.uses_agent else []
-    delay = measured_launch_delay(ran, decisions, float(ctx.found("collect").get("t0", 0.0)))
+    delay = measured_launch_delay(ran, float(ctx.found("collect").get("t0", 0.0)))
     found, simulated = compare_with_both_twins(
-        ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, delay, seed=spec.seed, model=spec.model
-    )
+        ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, delay, seed=spec.seed, model=spec.model,
+        minute_limits=not ctx.uses_agent,
+    )  # fmt: skip
     (ctx.run_dir / rundir.SIMULATION_DIR).mkdir(exist_ok=True)
     atomic_write_parquet(ctx.run_dir / rundir.SIMULATION_DIR / rundir.RESULTS, simulated)
     tau, wait = found["start_order"]["kendall_tau"], found["metrics"]["mean_wait"]

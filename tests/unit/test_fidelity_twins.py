@@ -20,32 +20,16 @@ TWO_WIDE = pd.DataFrame(
 )
 
 
-def test_native_delay_is_the_median_quick_start_latency() -> None:
-    # waits 0.3, 0.5, 2.0 (waited for resources: left out), 0.2 -> median of 0.3, 0.5, 0.2
-    results = pd.DataFrame({"submit": [0.0, 1.0, 2.0, 3.0], "start": [0.3, 1.5, 4.0, 3.2],
-                            "slurm_job_id": [11, 12, 13, 14]})  # fmt: skip
-    delay = measured_launch_delay(results, [], t0=100.0)
-    assert (delay.seconds, delay.jobs) == (pytest.approx(0.3), 3)
-    assert delay.source == "submission to start, jobs started within one pass"
+def test_delay_is_the_median_time_after_a_whole_wall_clock_second() -> None:
+    # t0 = 100.75: starts at 101.0, 101.875, 103.05, 104.2 and 105.1 on the wall clock, i.e.
+    # 0.0, 0.875, 0.05, 0.2, 0.1 after a whole second -> median 0.1; the unstarted job is left out
+    results = pd.DataFrame({"start": [0.25, 1.125, 2.3, 3.45, 4.35, None]})
+    delay = measured_launch_delay(results, t0=100.75)
+    assert delay.seconds == pytest.approx(0.1) and delay.jobs == 5
 
 
-def test_agent_delay_runs_from_the_release_to_the_start() -> None:
-    # released at 100.5 (jobs 11, 12) and 103.0 (job 13), i.e. 0.5 and 3.0 after t0 = 100;
-    # started 1.0, 1.25, 4.0 after t0: delays 0.5, 0.75, 1.0; job 99 is not in the results
-    results = pd.DataFrame({"submit": [0.0] * 3, "start": [1.0, 1.25, 4.0], "slurm_job_id": [11, 12, 13]})
-    decisions: list[dict] = [
-        {"t": 100.5, "started": [11, 12]},
-        {"t": 103.0, "started": [13, 99]},
-        {"t": 104.0},
-    ]
-    delay = measured_launch_delay(results, decisions, t0=100.0)
-    assert (delay.seconds, delay.source, delay.jobs) == (0.75, "agent release to start", 3)
-
-
-def test_nothing_measurable_gives_no_delay() -> None:
-    results = pd.DataFrame({"submit": [0.0], "start": [5.0], "slurm_job_id": [11]})
-    assert measured_launch_delay(results, [], t0=0.0).jobs == 0
-    assert measured_launch_delay(results, [], t0=0.0).seconds == 0.0
+def test_nothing_started_gives_no_delay() -> None:
+    assert measured_launch_delay(pd.DataFrame({"start": [None]}), t0=0.0) == LaunchDelay(0.0, 0)
 
 
 def test_both_twins_in_original_time() -> None:
@@ -53,7 +37,7 @@ def test_both_twins_in_original_time() -> None:
     # Original time (x2): tick 2 s, delay 0.5 s; submits 0.6 and 1.0. Ideal twin: 0.6 and
     # 5.6 -> mean wait (0 + 4.6) / 2 = 2.3; emulated: (1.9 + 7.5) / 2 = 4.7.
     emulated = simulate(TWO_WIDE, get_policy("fcfs"), TINY, tick=1.0, launch_delay=0.25).jobs
-    delay = LaunchDelay(0.25, "agent release to start", 2)
+    delay = LaunchDelay(0.25, 2)
     found, ideal = compare_with_both_twins(TWO_WIDE, emulated, "fcfs", TINY, 0.5, delay)
     assert ideal["start"].tolist() == pytest.approx([0.6, 5.6])
     wait = found["metrics"]["mean_wait"]
@@ -70,7 +54,7 @@ def test_report_shows_both_twins() -> None:
     ticked = {
         "tick_s": 2.0,
         "launch_delay_s": 0.5,
-        "launch_delay_measured_from": "agent release to start",
+        "minute_limits": True,
         "launch_delay_jobs": 2,
         "metrics": {"mean_wait": {"simulated": 4.7, "rel_diff": 0.0}},
     }
@@ -84,4 +68,26 @@ def test_report_shows_both_twins() -> None:
     assert isinstance(table, Table)
     assert table.headers[-2:] == ["tick-aware twin", "relative difference (tick-aware)"]
     assert len(table.rows[0]) == 6
-    assert "every 2.000 s and a launch delay of 0.500 s" in str(section.blocks[0])
+    assert "every 2.000 s and a launch delay of 0.500 s after it" in str(section.blocks[0])
+    assert "rounded up to Slurm's whole minutes" in str(section.blocks[0])
+
+
+def test_slurm_plans_with_whole_minutes() -> None:
+    # 4 nodes, unshrunk. Job 1 (2 nodes, runs 10 s, limit 30 s), job 2 (4 nodes) at 0.5, job 3
+    # (2 nodes, 25 s, limit 25 s) at 1. Exact limits: job 3 ends by 26 <= job 2's reserved
+    # start 30 -> backfilled at 1, job 2 starts 26. Whole minutes: job 1 planned to 60, job 3
+    # to 61 > 60 -> not backfilled.
+    jobs = pd.DataFrame(
+        [(1, 0.0, 10.0, 30.0, 2, 0), (2, 0.5, 5.0, 100.0, 4, 0), (3, 1.0, 25.0, 25.0, 2, 0)],
+        columns=["job_id", "submit", "runtime", "walltime", "nodes", "bb_per_node_mb"],
+    )
+    emulated = simulate(jobs, get_policy("backfill-1"), TINY).jobs
+    assert emulated["start"].tolist() == [0.0, 26.0, 1.0]  # job 3 backfilled (the ideal twin)
+    found, _ = compare_with_both_twins(
+        jobs, emulated, "backfill-1", TINY, 0.0, LaunchDelay(0.0, 0), minute_limits=True
+    )
+    # tick 1 s, minute limits: job 1 at 0 (to 10), job 2 planned at 60 would block job 3
+    # (planned 1..61) -> job 3 waits; at 10 job 1 ends, job 2 starts 10 (to 15), job 3 at 15
+    ticked = found["tick_aware"]
+    assert ticked["minute_limits"] is True
+    assert ticked["metrics"]["mean_wait"]["simulated"] == pytest.approx((0.0 + 9.5 + 14.0) / 3)
