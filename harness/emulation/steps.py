@@ -20,7 +20,7 @@ from harness.cluster.base import ClusterBackend, ClusterError
 from harness.emulation.collect import build_results, cross_check, decision_stats, finished, lag_stats
 from harness.emulation.collect_io import add_staging, staging_stats, wait_for_stage_outs
 from harness.emulation.faultlog import fault_section
-from harness.emulation.fidelity import compare_with_simulation, simulator_twin
+from harness.emulation.fidelity import compare_with_both_twins, measured_launch_delay, simulator_twin
 from harness.emulation.launch import SUBMIT_USER, HeadRun
 from harness.emulation.observe import RunObserver
 from harness.emulation.preemption import preemption_section
@@ -178,15 +178,20 @@ def fidelity(ctx: RunContext) -> dict[str, Any]:
         return {}
     twin = simulator_twin(ctx.opts.replay.policy)
     spec = ctx.opts.workload
-    found, simulated = compare_with_simulation(
-        ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, seed=spec.seed, model=spec.model
-    )
+    delay = measured_launch_delay(ran, float(ctx.found("collect").get("t0", 0.0)))
+    found, simulated = compare_with_both_twins(
+        ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, delay, seed=spec.seed, model=spec.model,
+        minute_limits=not ctx.uses_agent,
+    )  # fmt: skip
     (ctx.run_dir / rundir.SIMULATION_DIR).mkdir(exist_ok=True)
     atomic_write_parquet(ctx.run_dir / rundir.SIMULATION_DIR / rundir.RESULTS, simulated)
     tau, wait = found["start_order"]["kendall_tau"], found["metrics"]["mean_wait"]
+    ticked = found["tick_aware"]["metrics"]["mean_wait"]
     ctx.say(
         f"fidelity vs simulation ({twin}): start-order Kendall tau {tau:.3f}, mean wait "
-        f"{wait['emulated']:.0f} s emulated vs {wait['simulated']:.0f} s simulated"
+        f"{wait['emulated']:.0f} s emulated vs {wait['simulated']:.0f} s ideal twin "
+        f"({wait['rel_diff']:+.1%}), "
+        f"{ticked['simulated']:.0f} s tick-aware twin ({ticked['rel_diff']:+.1%})"
     )
     return {"fidelity": found}
 
