@@ -30,7 +30,8 @@ import pytest
 
 from harness.cluster.base import port_in_use
 from harness.cluster.host import HostCluster
-from harness.cluster.runners import SshRunner, SshTarget
+from harness.cluster.runners import SshTarget
+from harness.cluster.ssh import SshRunner
 from harness.model.paths import repo_path
 from harness.platform import Platform, load_platform
 
@@ -247,7 +248,6 @@ class StandIns:
             SshTarget("127.0.0.1", LOGIN, SSH_PORTS[HEAD]),
             identity=str(self.key),
             known_hosts=str(self.known_hosts),
-            control_dir=self.root / "harness-cp",
         )
         return HostCluster(runner, self.platform, login=LOGIN)
 
