@@ -18,40 +18,22 @@ Results: docs/ansible.md ("Latency of the SSH backend"). The container is remove
 from __future__ import annotations
 
 import argparse
-import hashlib
 import shlex
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.standin
+
 from harness.cluster.runners import SshTarget
 from harness.cluster.ssh import SshRunner
-from harness.model.paths import repo_path
+from tests.standin import LOGIN, remove_standin, start_standin
 
-STANDIN = repo_path("tests/ansible/standin")
-LOGIN = "debian"
 MIB = bytes(range(256)) * 4096
-
-
-def standin_image() -> str:
-    tag = hashlib.sha256((STANDIN / "Dockerfile").read_bytes()).hexdigest()[:12]
-    image = f"harness-ansible-standin:{tag}"
-    if subprocess.run(["docker", "image", "inspect", image], capture_output=True).returncode != 0:
-        subprocess.run(["docker", "build", "-q", "--network", "host", "-t", image, str(STANDIN)], check=True)
-    return image
-
-
-def start(name: str, port: int, key: Path) -> None:
-    subprocess.run(["docker", "rm", "-f", name], capture_output=True)
-    subprocess.run(
-        ["docker", "run", "-d", "--name", name, "--network", "host", "--init",
-         "-v", f"{key}.pub:/home/{LOGIN}/.ssh/authorized_keys:ro", standin_image(), "-p", str(port)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    time.sleep(1.0)
 
 
 def old_ssh(root: Path, port: int, key: Path, argv: list[str], data: bytes | None = None) -> bytes:
@@ -115,11 +97,11 @@ def main() -> None:
         root = Path(tmp)
         key = root / "id_ed25519"
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
-        start(args.name, args.port, key)
+        start_standin(args.name, args.port, key.with_suffix(".pub"), "harness.ssh-latency")
         try:
             lines = measure(root, args.port, key, args.repeat)
         finally:
-            subprocess.run(["docker", "rm", "-f", args.name], capture_output=True)
+            remove_standin(args.name)
     print("\n".join(lines))
 
 

@@ -188,8 +188,8 @@ class SshRunner:
             with sftp.open(f"{root}/{rel}", "wb") as remote:
                 remote.set_pipelined(True)
                 remote.write(data)
-        except OSError as exc:
-            _sftp_error(exc, f"{root}/{rel}")
+        except OSError as exc:  # a missing root too: the command as root then says why
+            raise DirectRefused(f"{root}/{rel}: {exc}") from None
 
 
 def _mkdir_sticky(sftp: paramiko.SFTPClient, path: str) -> None:
