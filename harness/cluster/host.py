@@ -21,7 +21,6 @@ import json
 import os
 import pwd
 import subprocess
-import time
 import tomllib
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
@@ -44,6 +43,7 @@ from harness.cluster.runners import (
 )
 from harness.model.atomic import atomic_write_bytes
 from harness.model.commands import CommandResult
+from harness.model.polling import poll_until
 from harness.platform import Platform, PlatformError, load_platform, platform_from_dict
 from harness.slurm.config import SLURM_FILES, SchedulerConfig
 
@@ -249,11 +249,8 @@ class HostCluster:
         self._wait_idle(IDLE_TIMEOUT_S, progress)
 
     def _wait_controller(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.is_up():
-                return
-            time.sleep(0.2)
+        if poll_until(self.is_up, timeout, interval=0.2):
+            return
         raise ClusterError(f"slurmctld did not answer within {timeout:.0f} s:\n{self._ctld_log_tail()}")
 
     def _wait_idle(self, timeout: float, progress: Progress) -> None:
