@@ -13,6 +13,7 @@ changed key is refused.
 from __future__ import annotations
 
 import errno
+import math
 import os
 import select
 import shlex
@@ -28,6 +29,7 @@ from fabric import Config, Connection
 
 from harness.cluster.base import ClusterError
 from harness.cluster.runners import ENV_KEY, ENV_KNOWN_HOSTS, DirectRefused, SshTarget
+from harness.model.polling import poll_until
 
 CONNECT_TIMEOUT_S = 15.0
 KEEPALIVE_S = 15
@@ -253,13 +255,10 @@ class RemoteProcess:
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
-            if deadline is not None and time.monotonic() >= deadline:
-                raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
-            time.sleep(0.05)
-        assert self.returncode is not None
-        return self.returncode
+        if poll_until(lambda: self.poll() is not None, math.inf if timeout is None else timeout, 0.05):
+            assert self.returncode is not None
+            return self.returncode
+        raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
 
     def kill(self) -> None:
         """Close the channel: the remote terminal hangs up and its process group gets SIGHUP."""
