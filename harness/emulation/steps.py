@@ -17,6 +17,7 @@ import pandas as pd
 from harness import __version__
 from harness.analysis.metrics import summary
 from harness.cluster.base import ClusterBackend, ClusterError
+from harness.emulation.bb_check import keep_bb_states, staging_check
 from harness.emulation.collect import build_results, cross_check, decision_stats, finished, lag_stats
 from harness.emulation.collect_io import add_staging, staging_stats, wait_for_stage_outs
 from harness.emulation.faultlog import fault_section
@@ -153,8 +154,13 @@ def collect(ctx: RunContext) -> dict[str, Any]:
         results = add_staging(results, read_jsonl(raw / RECORDS), t0)
     atomic_write_parquet(ctx.run_dir / rundir.RESULTS, results)
     atomic_write_csv(ctx.run_dir / rundir.RESULTS_CSV, results)
-    check = cross_check(results, slurm_jobs, t0, source)
-    sections: dict[str, Any] = {"submission": lag_stats(submissions), "cross_check": check.as_dict()}
+    check = cross_check(results, slurm_jobs, t0, source).as_dict()
+    if staged:  # Slurm's burst-buffer view and the order of staging against its times
+        ids = {int(s["slurm_job_id"]) for s in submissions if s.get("slurm_job_id") is not None}
+        bb = keep_bb_states(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, ids)
+        check["staging"] = staging_check(results, slurm_jobs, t0, bb)
+        check["ok"] = check["ok"] and check["staging"]["ok"]
+    sections: dict[str, Any] = {"submission": lag_stats(submissions), "cross_check": check}
     events = ctx.found("replay").get("fault_events", [])
     stopped = str(ctx.found("replay").get("reason", ""))
     faults = fault_section(
