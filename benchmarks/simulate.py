@@ -59,6 +59,7 @@ def run_one(
     seed: int,
     time_limit: float | None = None,
     model: str = "alloc-only",
+    tiers: bool = False,
     staging: str = "inside",
 ) -> dict[str, Any]:
     platform = load_platform()
@@ -67,7 +68,9 @@ def run_one(
     shrink = float(manifest.get("shrink", 0.0) or 0.0)
     io_seed = int(manifest.get("seed", 2020))
     cpu_before = time.process_time()
-    result = simulate(plan, policy, platform, model=model, io_seed=io_seed, shrink=shrink, staging=staging)
+    result = simulate(
+        plan, policy, platform, model=model, io_seed=io_seed, shrink=shrink, tiers=tiers, staging=staging
+    )
     cpu = time.process_time() - cpu_before
     scale = time_scale_of(shrink)
     violations = check_schedule(result.jobs, platform)
@@ -78,7 +81,7 @@ def run_one(
         "cpu_s": cpu,
         "speedup": result.simulated_span_s * scale / max(result.wall_time_s, 1e-9),
         "latency": latency_report(result),
-        "model": model,
+        "model": model + ("+tiers" if tiers or getattr(policy, "tiered", False) else ""),
         "staging": staging,
         "metrics": {
             **summary(result.jobs, platform, time_scale=scale),
@@ -208,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=20, help="decisions per queue size in the sweep")
     ap.add_argument("--time-limit", type=float, default=None, help="wall-clock limit (s) of one plan search")
     ap.add_argument("--model", choices=("alloc-only", "io-aware"), default="alloc-only", help="job model")
+    ap.add_argument("--tiers", action="store_true", help="io-aware: Lackner's storage tiers for every policy")
     ap.add_argument("--staging", choices=("inside", "outside"), default="inside",
                     help="io-aware: staging inside the allocation or outside it")  # fmt: skip
     args = ap.parse_args(argv)
@@ -226,7 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in parse_policy_list(args.policies):
         began = time.perf_counter()
-        row = run_one(name, plan, manifest, args.policy_seed, args.time_limit, args.model, args.staging)
+        row = run_one(
+            name, plan, manifest, args.policy_seed, args.time_limit, args.model, args.tiers, args.staging
+        )
         row["workload"] = {"trace": str(args.trace), "period": args.period, "jobs": len(plan)}
         rows.append(row)
         lat = row["latency"].get("all", {})

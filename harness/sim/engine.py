@@ -33,6 +33,7 @@ from harness.sim.io_execution import IOExecution
 from harness.sim.io_mode import io_columns, io_execution
 from harness.sim.machine import SimMachine, SimulationError, bb_map_string
 from harness.sim.staging import OutsideStaging, check_staging, outside_execution
+from harness.sim.tiers import TierExecution, is_tiered, tier_setup
 
 MODELS = ("alloc-only", "io-aware")
 DEFAULT_IO_SEED = 2020  # the plan's default seed (harness.workload.plan.DEFAULT_SEED)
@@ -99,6 +100,7 @@ def simulate(
     tick: float = 0.0,
     launch_delay: float = 0.0,
     staging: str = "inside",
+    tiers: bool = False,
 ) -> SimulationResult:
     """Run ``policy`` on ``plan`` (columns of :data:`PLAN_COLUMNS`) and return the schedule.
 
@@ -107,6 +109,8 @@ def simulate(
     ``launch_delay`` are in the plan's time unit (see the module's docstring).
     ``staging`` (io-aware): ``inside`` the allocation or ``outside`` it
     (:mod:`harness.sim.staging`).
+    ``tiers`` runs Lackner's storage tiers (:mod:`harness.sim.tiers`) for any policy,
+    as always for a policy that chooses tiers.
     """
     if model not in MODELS:
         raise ValueError(f"unknown job model '{model}' (models: {', '.join(MODELS)})")
@@ -114,11 +118,18 @@ def simulate(
     check_staging(staging, model)
     platform = platform or load_platform()
     topology = Topology.from_platform(platform)
+    tiered = tiers or is_tiered(policy)  # storage tiers (harness.sim.tiers): Lackner's I/O, a tier per job
+    if tiered and staging == "outside":
+        raise ValueError("storage tiers stage inside the allocation: drop --staging outside or the tiers")
+    if tiered:
+        plan, policy = tier_setup(plan, policy, platform, model, io_seed, shrink)
     jobs = _Plan(plan, topology)
     machine = None
-    execution: _AllocOnly | IOExecution
+    execution: _AllocOnly | IOExecution | TierExecution
     if staging == "outside":
         execution, machine = outside_execution(jobs.df, platform, topology, seed=io_seed, shrink=shrink)
+    elif tiered:
+        execution = TierExecution(jobs.df, platform, policy)
     else:
         execution = _execution(model, jobs, platform, topology, io_seed, shrink)
     kernels.warm_up()  # compile before the clock starts: not part of any decision's latency
@@ -199,7 +210,7 @@ class _Run:
         jobs: _Plan,
         policy: Policy,
         topology: Topology,
-        execution: _AllocOnly | IOExecution,
+        execution: _AllocOnly | IOExecution | TierExecution,
         twin: Twin | None = None,
         machine: SimMachine | None = None,
     ) -> None:
@@ -285,9 +296,11 @@ class _Run:
                 raise SimulationError(f"{self.policy.name} started job {s.job_id}, which is not waiting")
             if len(s.allocation.compute) != self.jobs.nodes[row]:
                 raise SimulationError(f"job {s.job_id}: allocation size differs from its request")
-            walltime = float(self.jobs.walltime[row])
+            walltime, share = float(self.jobs.walltime[row]), int(self.jobs.share[row])
+            if isinstance(self.execution, TierExecution):  # the tier sets both
+                walltime, share = self.execution.hold(row, s)
             begin = now + self.twin.launch_delay
-            job = RunningJob(s.job_id, now, begin + walltime, int(self.jobs.share[row]), s.allocation)
+            job = RunningJob(s.job_id, now, begin + walltime, share, s.allocation)
             self.machine.start(job)
             self.execution.start(row, begin, s.allocation.compute, s.allocation.bb)
             self.start[row], self.alloc[row] = begin, s.allocation
@@ -320,6 +333,8 @@ class _Run:
             },
             columns=list(RESULT_COLUMNS),
         )
+        if isinstance(self.execution, TierExecution):
+            table = self.execution.annotate(table)
         if isinstance(self.execution, OutsideStaging):
             for name, values in self.execution.result_columns().items():
                 table[name] = values
