@@ -85,9 +85,8 @@ def main() -> int:
     for name, xs in (("registered -> published", up), ("removed -> gone", down)):
         print(f"{name}: median {statistics.median(xs) * 1e3:.1f} ms, p90 {_pct(xs, 0.9) * 1e3:.1f} ms, "
               f"max {max(xs) * 1e3:.1f} ms")  # fmt: skip
-    print(
-        f"one look at rates ({len(text.splitlines())} lines): {read_us:.1f} us (Python; sigsleep reads it in C)"
-    )
+    lines = len(text.splitlines())
+    print(f"one look at rates ({lines} lines): {read_us:.1f} us (a Python reader; sigsleep's is C)")
     return 0
 
 
