@@ -43,7 +43,7 @@ def add_staging(results: pd.DataFrame, records: list[dict], t0: float) -> pd.Dat
         out[f"stage_{kind}_begin"] = [r["start"] - t0 if r else np.nan for r in rows]
         out[f"stage_{kind}_s"] = [r["seconds"] if r else np.nan for r in rows]
         out[f"stage_{kind}_solo_s"] = [r["solo_s"] if r else np.nan for r in rows]
-        out[f"stage_{kind}_mb"] = [r["mb"] if r else np.nan for r in rows]
+        out[f"stage_{kind}_mb"] = [r.get("mb", np.nan) if r else np.nan for r in rows]
     return out
 
 
