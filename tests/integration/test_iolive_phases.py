@@ -91,6 +91,7 @@ def test_two_checkpoints_on_one_link_each_take_twice_their_solo_time(io_cluster:
     ckpt = {j: r["phases"][1] for j, r in rec.items()}
     assert all(r["reason"] == "completed" and all(p["done"] for p in r["phases"]) for r in rec.values())
     assert all(p["moved_mb"] == pytest.approx(CHECKPOINT_MB) for p in ckpt.values())
+    print({j: (p["running"], p["mean_mbps"], p["min_mbps"], p["start"]) for j, p in ckpt.items()})
     solo = ckpt[3]["running"]
     assert solo == pytest.approx(SOLO_S, rel=0.05)
     assert ckpt[3]["min_mbps"] == pytest.approx(1250.0)
