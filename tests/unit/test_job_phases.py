@@ -74,3 +74,14 @@ def test_phase_columns_and_dilation_against_the_same_job_alone() -> None:
     assert all(math.isnan(out.iloc[1][c]) for c in ("compute_s", "dilation"))
     assert phase_stats(out) == {"jobs_with_phases": 1, "mean_compute_s": 20.0, "mean_checkpoint_s": 4.0,
                                 "mean_io_s": 6.0, "mean_dilation": round(26.0 / 23.0, 6)}  # fmt: skip
+
+
+def test_phase_agreement_with_the_twin_scales_times_but_not_dilation() -> None:
+    from harness.emulation.fidelity import staging_agreement
+
+    emu = pd.DataFrame({"checkpoint_s": [1.0, 2.0], "io_s": [2.0, 2.0], "dilation": [1.2, 1.4]})  # x10
+    sim = pd.DataFrame({"checkpoint_s": [10.0, 20.0], "io_s": [25.0, 25.0], "dilation": [1.0, 1.0]})
+    got = staging_agreement(emu, sim, 10.0)
+    assert got["mean_checkpoint_s"] == {"emulated": 15.0, "simulated": 15.0, "rel_diff": 0.0}
+    assert got["mean_io_s"]["rel_diff"] == pytest.approx(-0.2)
+    assert got["mean_dilation"]["emulated"] == pytest.approx(1.3) and got["mean_dilation"]["simulated"] == 1.0
