@@ -85,8 +85,10 @@ def main() -> int:
     for name, xs in (("registered -> published", up), ("removed -> gone", down)):
         print(f"{name}: median {statistics.median(xs) * 1e3:.1f} ms, p90 {_pct(xs, 0.9) * 1e3:.1f} ms, "
               f"max {max(xs) * 1e3:.1f} ms")  # fmt: skip
-    lines = len(text.splitlines())
-    print(f"one look at rates ({lines} lines): {read_us:.1f} us (a Python reader; sigsleep's is C)")
+    print(
+        f"one look at rates ({len(text.splitlines())} lines): {read_us:.1f} us"
+        " (Python; sigsleep reads it in C)"
+    )
     return 0
 
 

@@ -185,18 +185,7 @@ def simulate_command(
 
     Metrics are in the trace's original time (a shrunk plan is unshrunk).
     """  # fmt: skip
-    from harness.platform import PlatformError, load_platform
-
-    try:
-        names = parse_policy_list(policy)
-        platform = load_platform(platform_file)
-    except (UnknownPolicyError, PlatformError) as exc:
-        raise click.ClickException(str(exc)) from None
-    _check_outputs(output, names, workload)
-    try:
-        plan, manifest = _load_workload(workload, platform, shrink, opts)
-    except (OSError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
+    names, platform, plan, manifest = _inputs(workload, policy, platform_file, shrink, output, opts)
     shrink_used = float(manifest.get("shrink") or 0.0)
     io_seed = int(manifest.get("seed", opts["bb_seed"]))
     if priority != "none" or preempt != "none":
@@ -225,6 +214,25 @@ def simulate_command(
         click.echo(json.dumps(results, indent=2))
     else:
         click.echo(_text_table(results, io=model == "io-aware"))
+
+
+def _inputs(
+    workload: str, policy: str, platform_file: str, shrink: float | None, output: Path | None, opts: dict
+) -> tuple[list[str], Any, Any, dict]:
+    """(policy names, platform, plan, manifest) or a ClickException naming what is wrong."""
+    from harness.platform import PlatformError, load_platform
+
+    try:
+        names = parse_policy_list(policy)
+        platform = load_platform(platform_file)
+    except (UnknownPolicyError, PlatformError) as exc:
+        raise click.ClickException(str(exc)) from None
+    _check_outputs(output, names, workload)
+    try:
+        plan, manifest = _load_workload(workload, platform, shrink, opts)
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    return names, platform, plan, manifest
 
 
 def _simulate_one(
