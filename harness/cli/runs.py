@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from harness.cli.options import HarnessCommand, HarnessGroup, json_option
+from harness.model.polling import poll_until
 
 INCOMPLETE_EXIT = 3  # the exit status of a run that did not complete
 
@@ -115,9 +116,6 @@ def stop_command(run_dir: Path, wait: float) -> None:
         raise click.ClickException(f"{run_dir}: no running process on this host (see `harness runs`)")
     os.kill(pid, signal.SIGINT)
     click.echo(f"asked the run (pid {pid}) to stop; waiting for it to write {run_dir}", err=True)
-    deadline = time.monotonic() + wait
-    while process_alive(run_dir) == pid and time.monotonic() < deadline:
-        time.sleep(0.5)
-    if process_alive(run_dir) == pid:
+    if not poll_until(lambda: process_alive(run_dir) != pid, wait, interval=0.5):
         raise click.ClickException(f"the run (pid {pid}) is still going after {wait:g} s")
     _finish(run_dir)

@@ -8,14 +8,16 @@ generated password never enters an image, the database lives in ``state/db``.
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
 import docker.errors
 
 from harness.cluster.base import ClusterError
+from harness.model.polling import poll_until
 
 if TYPE_CHECKING:
+    from docker.models.containers import Container
+
     from harness.cluster.docker import DockerCluster
 
 READY_FILE = "/run/slurm/dbd-ready"
@@ -36,14 +38,8 @@ def start_dbd(cluster: DockerCluster, tag: str, user: str) -> None:
     ctr = cluster.run_container(
         tag, dbd_container_name(cluster.name), ["dbd", account, user], cluster.state.dbd_mounts()
     )
-    deadline = time.monotonic() + DBD_READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if ctr.exec_run(["test", "-e", READY_FILE]).exit_code == 0:
-            return
-        ctr.reload()
-        if ctr.status == "exited":
-            break
-        time.sleep(0.1)
+    if poll_until(lambda: _ready_or_exited(ctr), DBD_READY_TIMEOUT_S) == "ready":
+        return
     raise ClusterError(
         f"slurmdbd of '{cluster.name}' not ready within {DBD_READY_TIMEOUT_S:.0f} s. Last log lines:\n"
         + cluster.tail(cluster.state.log / "slurmdbd.log", 10)
@@ -54,6 +50,13 @@ def start_dbd(cluster: DockerCluster, tag: str, user: str) -> None:
     )
 
 
+def _ready_or_exited(ctr: Container) -> str | None:
+    if ctr.exec_run(["test", "-e", READY_FILE]).exit_code == 0:
+        return "ready"
+    ctr.reload()
+    return "exited" if ctr.status == "exited" else None
+
+
 def restart_dbd(cluster: DockerCluster) -> None:
     """Restart the dbd container (MariaDB and slurmdbd); the database is kept."""
     try:
@@ -61,9 +64,6 @@ def restart_dbd(cluster: DockerCluster) -> None:
     except docker.errors.NotFound:
         raise ClusterError(f"cluster '{cluster.name}' has no accounting container") from None
     ctr.restart(timeout=20)
-    deadline = time.monotonic() + DBD_READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if ctr.exec_run(["test", "-e", READY_FILE]).exit_code == 0:
-            return
-        time.sleep(0.1)
+    if poll_until(lambda: _ready_or_exited(ctr), DBD_READY_TIMEOUT_S) == "ready":
+        return
     raise ClusterError(f"slurmdbd of '{cluster.name}' not ready again after a restart")

@@ -24,6 +24,7 @@ from harness.cluster.ports import check_ports
 from harness.cluster.state import CONTROLLER_CPU_SHARES, SUBMIT_USER, ClusterState, render_compose
 from harness.model.atomic import atomic_write_text
 from harness.model.commands import CommandResult
+from harness.model.polling import poll_until
 from harness.platform import Platform, load_platform
 from harness.slurm.config import SchedulerConfig
 
@@ -288,21 +289,21 @@ class DockerCluster:
             self.run_container(tag, f"{self.name}-nodes{index}", ["nodes", ",".join(group)])
 
     def _wait_controller(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._ctld_answers():
-                return
-            ctr = self._controller()
-            ctr.reload()
-            if ctr.status == "exited":
-                break
-            time.sleep(0.1)
+        if poll_until(self._ctld_answers_or_exited, timeout) == "answers":
+            return
         raise ClusterError(
             f"slurmctld did not answer within {timeout:.0f} s. Last log lines:\n"
             + self.tail(self.state.log / "slurmctld.log", 15)
             + "\nContainer output:\n"
             + self._controller().logs(tail=15).decode(errors="replace")
         )
+
+    def _ctld_answers_or_exited(self) -> str | None:
+        if self._ctld_answers():
+            return "answers"
+        ctr = self._controller()
+        ctr.reload()
+        return "exited" if ctr.status == "exited" else None
 
     @property
     def idle_timeout(self) -> float:
