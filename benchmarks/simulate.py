@@ -58,6 +58,7 @@ def run_one(
     seed: int,
     time_limit: float | None = None,
     model: str = "alloc-only",
+    tiers: bool = False,
 ) -> dict[str, Any]:
     platform = load_platform()
     policy = get_policy(name, seed=seed, time_limit_s=time_limit)
@@ -65,7 +66,7 @@ def run_one(
     shrink = float(manifest.get("shrink", 0.0) or 0.0)
     io_seed = int(manifest.get("seed", 2020))
     cpu_before = time.process_time()
-    result = simulate(plan, policy, platform, model=model, io_seed=io_seed, shrink=shrink)
+    result = simulate(plan, policy, platform, model=model, io_seed=io_seed, shrink=shrink, tiers=tiers)
     cpu = time.process_time() - cpu_before
     scale = time_scale_of(shrink)
     violations = check_schedule(result.jobs, platform)
@@ -76,7 +77,7 @@ def run_one(
         "cpu_s": cpu,
         "speedup": result.simulated_span_s * scale / max(result.wall_time_s, 1e-9),
         "latency": latency_report(result),
-        "model": model,
+        "model": model + ("+tiers" if tiers or getattr(policy, "tiered", False) else ""),
         "metrics": {
             **summary(result.jobs, platform, time_scale=scale),
             **io_summary(result.jobs, platform, result.link_bytes, time_scale=scale),
@@ -205,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=20, help="decisions per queue size in the sweep")
     ap.add_argument("--time-limit", type=float, default=None, help="wall-clock limit (s) of one plan search")
     ap.add_argument("--model", choices=("alloc-only", "io-aware"), default="alloc-only", help="job model")
+    ap.add_argument("--tiers", action="store_true", help="io-aware: Lackner's storage tiers for every policy")
     args = ap.parse_args(argv)
 
     plan, manifest = load_workload(args.trace, args.period, args.seed)
@@ -221,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in parse_policy_list(args.policies):
         began = time.perf_counter()
-        row = run_one(name, plan, manifest, args.policy_seed, args.time_limit, args.model)
+        row = run_one(name, plan, manifest, args.policy_seed, args.time_limit, args.model, args.tiers)
         row["workload"] = {"trace": str(args.trace), "period": args.period, "jobs": len(plan)}
         rows.append(row)
         lat = row["latency"].get("all", {})

@@ -139,6 +139,14 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, scale: float) 
     help="Job model: resources held for the trace runtime, or I/O phases sharing bandwidth.",
 )
 @click.option(
+    "--staging",
+    type=click.Choice(["inside", "outside"]),
+    default="inside",
+    show_default=True,
+    help="io-aware: stage inside the allocation (the thesis), or outside it (Slurm's burst-buffer life "
+    "cycle: BB from stage-in start, nodes from run start to run end).",
+)
+@click.option(
     "--tick",
     type=NON_NEGATIVE_SECONDS,
     default=0.0,
@@ -166,6 +174,7 @@ def simulate_command(
     output: Path | None,
     check: bool,
     model: str,
+    staging: str,
     tick: float,
     launch_delay: float,
     **opts: Any,
@@ -199,7 +208,7 @@ def simulate_command(
             name,
             plan,
             platform,
-            (model, tick, launch_delay),
+            (model, tick, launch_delay, staging),
             shrink_used,
             io_seed,
             policy_seed,
@@ -217,7 +226,7 @@ def _simulate_one(
     name: str,
     plan: Any,
     platform: Any,
-    twin: tuple[str, float, float],
+    twin: tuple[str, float, float, str],
     shrink_used: float,
     io_seed: int,
     policy_seed: int,
@@ -236,12 +245,12 @@ def _simulate_one(
     from harness.sim.checks import check_schedule
     from harness.sim.engine import simulate
 
-    model, tick, delay = twin  # the job model and the tick-aware twin's settings
+    model, tick, delay, staging = twin  # the job model, the tick-aware twin's settings, the staging
     scale = time_scale_of(shrink_used)
     scheduler = get_policy(name, seed=policy_seed, time_limit_s=time_limit)
     try:
         result = simulate(plan, scheduler, platform, model=model, io_seed=io_seed, shrink=shrink_used,
-                          tick=tick, launch_delay=delay)  # fmt: skip
+                          tick=tick, launch_delay=delay, staging=staging)  # fmt: skip
     except ValueError as exc:
         raise click.ClickException(f"{name}: {exc}") from None
     if check:

@@ -91,10 +91,13 @@ class ReplayStatus:
     updated: float = 0.0
 
 
-def slurm_time_limit(walltime_s: float) -> str:
+def slurm_limit_minutes(walltime_s: float) -> int:
     """Slurm limits are whole minutes: round up so sigsleep's own exact limit fires first."""
-    minutes = max(1, math.ceil(walltime_s / 60.0))
-    return str(minutes)
+    return max(1, math.ceil(walltime_s / 60.0))
+
+
+def slurm_time_limit(walltime_s: float) -> str:
+    return str(slurm_limit_minutes(walltime_s))
 
 
 def sbatch_command(job: dict, opts: ReplayOptions, intended: float) -> list[str]:

@@ -17,10 +17,11 @@ import pandas as pd
 from harness import __version__
 from harness.analysis.metrics import summary
 from harness.cluster.base import ClusterBackend, ClusterError
+from harness.emulation.bb_check import keep_bb_states, staging_check
 from harness.emulation.collect import build_results, cross_check, decision_stats, finished, lag_stats
 from harness.emulation.collect_io import add_staging, staging_stats, wait_for_stage_outs
 from harness.emulation.faultlog import fault_section
-from harness.emulation.fidelity import compare_with_simulation, simulator_twin
+from harness.emulation.fidelity import compare_with_both_twins, measured_launch_delay, simulator_twin
 from harness.emulation.launch import SUBMIT_USER, HeadRun
 from harness.emulation.observe import RunObserver
 from harness.emulation.preemption import preemption_section
@@ -153,8 +154,13 @@ def collect(ctx: RunContext) -> dict[str, Any]:
         results = add_staging(results, read_jsonl(raw / RECORDS), t0)
     atomic_write_parquet(ctx.run_dir / rundir.RESULTS, results)
     atomic_write_csv(ctx.run_dir / rundir.RESULTS_CSV, results)
-    check = cross_check(results, slurm_jobs, t0, source)
-    sections: dict[str, Any] = {"submission": lag_stats(submissions), "cross_check": check.as_dict()}
+    check = cross_check(results, slurm_jobs, t0, source).as_dict()
+    if staged:  # Slurm's burst-buffer view and the order of staging against its times
+        ids = {int(s["slurm_job_id"]) for s in submissions if s.get("slurm_job_id") is not None}
+        bb = keep_bb_states(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, ids)
+        check["staging"] = staging_check(results, slurm_jobs, t0, bb)
+        check["ok"] = check["ok"] and check["staging"]["ok"]
+    sections: dict[str, Any] = {"submission": lag_stats(submissions), "cross_check": check}
     events = ctx.found("replay").get("fault_events", [])
     stopped = str(ctx.found("replay").get("reason", ""))
     faults = fault_section(
@@ -178,15 +184,20 @@ def fidelity(ctx: RunContext) -> dict[str, Any]:
         return {}
     twin = simulator_twin(ctx.opts.replay.policy)
     spec = ctx.opts.workload
-    found, simulated = compare_with_simulation(
-        ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, seed=spec.seed, model=spec.model
-    )
+    delay = measured_launch_delay(ran, float(ctx.found("collect").get("t0", 0.0)))
+    found, simulated = compare_with_both_twins(
+        ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, delay, seed=spec.seed, model=spec.model,
+        minute_limits=not ctx.uses_agent,
+    )  # fmt: skip
     (ctx.run_dir / rundir.SIMULATION_DIR).mkdir(exist_ok=True)
     atomic_write_parquet(ctx.run_dir / rundir.SIMULATION_DIR / rundir.RESULTS, simulated)
     tau, wait = found["start_order"]["kendall_tau"], found["metrics"]["mean_wait"]
+    ticked = found["tick_aware"]["metrics"]["mean_wait"]
     ctx.say(
         f"fidelity vs simulation ({twin}): start-order Kendall tau {tau:.3f}, mean wait "
-        f"{wait['emulated']:.0f} s emulated vs {wait['simulated']:.0f} s simulated"
+        f"{wait['emulated']:.0f} s emulated vs {wait['simulated']:.0f} s ideal twin "
+        f"({wait['rel_diff']:+.1%}), "
+        f"{ticked['simulated']:.0f} s tick-aware twin ({ticked['rel_diff']:+.1%})"
     )
     return {"fidelity": found}
 

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from harness import __version__
@@ -94,7 +95,8 @@ def _simulate(cell: Cell) -> tuple[pd.DataFrame, dict[str, Any], float]:
     platform = load_platform(cell.inputs["platform"])
     plan = _plan(cell, platform)
     policy = get_policy(p["policy"], seed=p["policy_seed"], time_limit_s=p["time_limit_s"])
-    result = simulate(plan, policy, platform)
+    tick, launch_delay = p.get("twin", (0.0, 0.0))
+    result = simulate(plan, policy, platform, tick=tick, launch_delay=launch_delay)
     problems = check_schedule(result.jobs, platform)
     if problems:
         raise RuntimeError(f"invalid schedule: {'; '.join(problems[:3])}")
@@ -119,7 +121,17 @@ def _plan(cell: Cell, platform: Any) -> pd.DataFrame:
         shuffle=p["shuffle"],
         shuffle_seed=p["shuffle_seed"],
     )
-    return plan
+    return with_drift(plan, p.get("drift", 0.0))
+
+
+def with_drift(plan: pd.DataFrame, drift: float) -> pd.DataFrame:
+    """Barberato's drift correction (Section 4.2.4), as the replay applies it: the i-th
+    submission (0-based, in submission order) comes ``drift * i`` seconds later."""
+    if not drift:
+        return plan
+    out = plan.sort_values("submit", kind="stable").reset_index(drop=True)
+    out["submit"] = out["submit"] + drift * np.arange(len(out))
+    return out
 
 
 def _slurm_job() -> str:
