@@ -183,19 +183,8 @@ def simulate_command(
 
     Metrics are in the trace's original time (a shrunk plan is unshrunk).
     """  # fmt: skip
-    from harness.platform import PlatformError, load_platform
-
-    try:
-        names = parse_policy_list(policy)
-        platform = load_platform(platform_file)
-    except (UnknownPolicyError, PlatformError) as exc:
-        raise click.ClickException(str(exc)) from None
-    _check_outputs(output, names, workload)
     tiers = (opts.pop("priority"), opts.pop("preempt"))
-    try:
-        plan, manifest = _load_workload(workload, platform, shrink, opts)
-    except (OSError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
+    names, platform, plan, manifest = _inputs(workload, policy, platform_file, shrink, output, opts)
     shrink_used = float(manifest.get("shrink") or 0.0)
     io_seed = int(manifest.get("seed", opts["bb_seed"]))
     if tiers != ("none", "none"):
@@ -220,6 +209,25 @@ def simulate_command(
             len(names) > 1,
         )
     click.echo(json.dumps(results, indent=2) if as_json else _text_table(results, io=model == "io-aware"))
+
+
+def _inputs(
+    workload: str, policy: str, platform_file: str, shrink: float | None, output: Path | None, opts: dict
+) -> tuple[list[str], Any, Any, dict]:
+    """(policy names, platform, plan, manifest) or a ClickException naming what is wrong."""
+    from harness.platform import PlatformError, load_platform
+
+    try:
+        names = parse_policy_list(policy)
+        platform = load_platform(platform_file)
+    except (UnknownPolicyError, PlatformError) as exc:
+        raise click.ClickException(str(exc)) from None
+    _check_outputs(output, names, workload)
+    try:
+        plan, manifest = _load_workload(workload, platform, shrink, opts)
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    return names, platform, plan, manifest
 
 
 def _simulate_one(
