@@ -15,7 +15,7 @@ if ((${#need_pkgs[@]})); then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
 fi
 
-if ! python3 -c 'import harness, pytest' 2>/dev/null || ! command -v harness >/dev/null \
+if ! python3 -c 'import harness, pytest, fabric' 2>/dev/null || ! command -v harness >/dev/null \
    || ! command -v ansible-playbook >/dev/null || ! command -v ansible-lint >/dev/null; then
   echo "installing the harness Python package (with Ansible for the cloud path and its tests)"
   python3 -m pip install --quiet -e '.[dev,ansible]'

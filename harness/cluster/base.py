@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import socket
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import IO, Any, Protocol
 
 from harness.model.commands import CommandResult
 from harness.platform import Platform
@@ -16,6 +15,20 @@ from harness.slurm.config import SchedulerConfig
 
 class ClusterError(RuntimeError):
     """The cluster could not be brought up, reached or used; the message says why."""
+
+
+class Spawned(Protocol):
+    """A started head-node command: ``subprocess.Popen`` here, a channel over SSH."""
+
+    args: Any
+    returncode: int | None
+    stdout: IO[str] | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def kill(self) -> None: ...
 
 
 class Cluster(Protocol):
@@ -41,7 +54,7 @@ class ClusterBackend(Cluster, Protocol):
         """Bring the cluster up if needed, apply ``sched``, return when every node is idle."""
         ...
 
-    def spawn(self, cmd: list[str], user: str | None = None) -> subprocess.Popen:
+    def spawn(self, cmd: list[str], user: str | None = None) -> Spawned:
         """Start ``cmd`` on the head node without waiting (stdout and stderr piped)."""
         ...
 

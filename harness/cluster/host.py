@@ -3,7 +3,8 @@
 
 Everything goes through one command runner, so both backends share every code path: a
 command for the head node is wrapped for the right user (``runuser``/``sudo -n``), then
-either run here or sent over SSH (one multiplexed connection: ControlMaster/ControlPersist).
+either run here or sent over SSH (``harness.cluster.ssh``: one persistent Fabric/Paramiko
+connection, a channel per command, SFTP for files the login user may move itself).
 
 The playbook leaves a description of the cluster on the head node (``/etc/harness``):
 ``cluster.json`` (head, workers, which worker runs which node) and ``platform.toml``.
@@ -15,6 +16,7 @@ whose node part does not depend on the scheduler settings.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
@@ -25,15 +27,13 @@ from pathlib import Path, PurePosixPath
 
 from harness.cluster.ansible_vars import CLUSTER_JSON, PLATFORM_TOML, SHARED_DIR, Layout, LayoutError
 from harness.cluster.ansible_vars import render_cluster_files as render_for_layout
-from harness.cluster.base import ClusterError, wait_for_idle
+from harness.cluster.base import ClusterError, Spawned, wait_for_idle
 from harness.cluster.runners import (
     MISSING_RC,
     SLACK_S,
-    SSH_FAILED_RC,
-    GroupPopen,
+    DirectRefused,
     LocalRunner,
     Runner,
-    SshRunner,
     as_user,
     install_script,
     parse_ssh_url,
@@ -112,18 +112,7 @@ class HostCluster:
         login: str | None = None,
     ) -> subprocess.CompletedProcess[bytes]:
         wrapped = as_user(with_timeout(argv, timeout), user, login or self.login)
-        local = self.runner.command(wrapped)
-        try:
-            res = subprocess.run(
-                local, input=data, capture_output=True, timeout=(timeout + SLACK_S) if timeout else None
-            )
-        except subprocess.TimeoutExpired:
-            return subprocess.CompletedProcess(local, 124, b"", b"timed out")
-        except FileNotFoundError as exc:
-            raise ClusterError(f"cannot run {local[0]}: {exc}") from None
-        if res.returncode == SSH_FAILED_RC and isinstance(self.runner, SshRunner):
-            raise ClusterError(f"ssh to {self.runner.describe()} failed: {res.stderr.decode().strip()}")
-        return res
+        return self.runner.run(wrapped, data, (timeout + SLACK_S) if timeout else None)
 
     def _check(self, res: subprocess.CompletedProcess[bytes], what: str) -> None:
         if res.returncode != 0:
@@ -137,17 +126,8 @@ class HostCluster:
             res.returncode, res.stdout.decode(errors="replace"), res.stderr.decode(errors="replace")
         )
 
-    def spawn(self, cmd: list[str], user: str | None = None) -> subprocess.Popen:
-        local = self.runner.command(as_user(cmd, user, self.login), tty=True)
-        popen = subprocess.Popen if isinstance(self.runner, SshRunner) else GroupPopen
-        return popen(
-            local,
-            stdin=subprocess.DEVNULL,  # never hand a local terminal to a remote pty
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
+    def spawn(self, cmd: list[str], user: str | None = None) -> Spawned:
+        return self.runner.spawn(as_user(cmd, user, self.login))
 
     def is_up(self) -> bool:
         try:
@@ -157,7 +137,9 @@ class HostCluster:
 
     # -- files ------------------------------------------------------------------------------
     def read_bytes(self, path: str, offset: int = 0) -> bytes | None:
-        """A head-node file's bytes from ``offset`` on (read as root), None if it does not exist."""
+        """A head-node file's bytes from ``offset`` on (as root if the login may not), None if absent."""
+        with contextlib.suppress(DirectRefused):
+            return self.runner.get_file(path, offset)
         res = self._call(read_script(path, offset), user=None, timeout=300)
         if res.returncode == MISSING_RC:
             return None
@@ -173,6 +155,8 @@ class HostCluster:
         return f"{self.shared_dir}/{rel}"
 
     def put(self, local: Path, rel: str) -> None:
+        with contextlib.suppress(DirectRefused):
+            return self.runner.put_file(self.shared_dir, rel, local.read_bytes())
         res = self._call(put_script(self.shared_dir, rel), user=None, timeout=300, data=local.read_bytes())
         self._check(res, f"cannot copy {local} to {self.shared_path(rel)}")
 
@@ -296,5 +280,7 @@ def local_cluster(platform: Platform | None = None) -> HostCluster:
 def ssh_cluster(url: str, platform: Platform | None = None) -> HostCluster:
     """The head node at ``ssh://[user@]head[:port]``; ``$HARNESS_SSH_KEY`` names an identity file,
     ``$HARNESS_SSH_KNOWN_HOSTS`` a known-hosts file."""
+    from harness.cluster.ssh import SshRunner  # Fabric and Paramiko load only for ssh://
+
     target = parse_ssh_url(url)
     return HostCluster(SshRunner.from_env(target), platform, login=target.user)

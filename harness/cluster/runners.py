@@ -1,25 +1,22 @@
 """Commands for a head node, run here or over SSH: addressing (``ssh://user@host:port``),
-the runners that turn a head-node argv into a local one (for the right user, with a
-timeout), and the small shell scripts that move files through them."""
+what a runner does (``LocalRunner`` here; ``harness.cluster.ssh.SshRunner`` over Fabric), who
+runs a command (``runuser``/``sudo``), and the small shell scripts that move files as root."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import signal
 import subprocess
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from harness.cluster.base import ClusterError
+from harness.cluster.base import ClusterError, Spawned
 
 SLACK_S = 30.0  # local grace on top of a remote `timeout`, for a slow SSH connection
 MISSING_RC = 3  # our read script's "no such file"
-SSH_FAILED_RC = 255
 ENV_KEY = "HARNESS_SSH_KEY"
 ENV_KNOWN_HOSTS = "HARNESS_SSH_KNOWN_HOSTS"
 
@@ -67,81 +64,64 @@ def as_user(argv: list[str], user: str | None, login: str) -> list[str]:
     return ["sudo", "-n", "-u", target, "--", *argv]
 
 
-# -- runners: turn a head-node argv into a local argv ------------------------------------
+# -- runners: run a head-node argv ----------------------------------------------------------
+class DirectRefused(Exception):
+    """A runner cannot move this file itself (as its login): move it through a command as root."""
+
+
 class Runner(Protocol):
-    def command(self, argv: list[str], tty: bool = False) -> list[str]:
-        """The local argv that runs ``argv`` on the head node."""
+    def run(
+        self, argv: list[str], data: bytes | None = None, timeout: float | None = None
+    ) -> subprocess.CompletedProcess[bytes]:
+        """``argv`` on the head node, ``data`` as its stdin; rc 124 when ``timeout`` s passed."""
+        ...
+
+    def spawn(self, argv: list[str]) -> Spawned:
+        """Start ``argv`` on the head node (stdout and stderr together, as text)."""
+        ...
+
+    def get_file(self, path: str, offset: int = 0) -> bytes | None:
+        """The file from ``offset`` on, None if absent; DirectRefused: use a command instead."""
+        ...
+
+    def put_file(self, root: str, rel: str, data: bytes) -> None:
+        """Write ``root/rel`` (parents made sticky world-writable); DirectRefused as above."""
         ...
 
     def describe(self) -> str: ...
 
 
 class LocalRunner:
-    """The head node is this machine."""
+    """The head node is this machine; files move through commands (as root, like the playbook)."""
 
-    def command(self, argv: list[str], tty: bool = False) -> list[str]:
-        return list(argv)
+    def run(
+        self, argv: list[str], data: bytes | None = None, timeout: float | None = None
+    ) -> subprocess.CompletedProcess[bytes]:
+        try:
+            return subprocess.run(argv, input=data, capture_output=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return subprocess.CompletedProcess(argv, 124, b"", b"timed out")
+        except FileNotFoundError as exc:
+            raise ClusterError(f"cannot run {argv[0]}: {exc}") from None
+
+    def spawn(self, argv: list[str]) -> GroupPopen:
+        return GroupPopen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+
+    def get_file(self, path: str, offset: int = 0) -> bytes | None:
+        raise DirectRefused(path)
+
+    def put_file(self, root: str, rel: str, data: bytes) -> None:
+        raise DirectRefused(f"{root}/{rel}")
 
     def describe(self) -> str:
         return "this host"
-
-
-class SshRunner:
-    """The head node over SSH: batch mode, one multiplexed connection, new host keys accepted."""
-
-    def __init__(
-        self,
-        target: SshTarget,
-        identity: str | None = None,
-        known_hosts: str | None = None,
-        control_dir: Path | None = None,
-    ) -> None:
-        self.target = target
-        self.identity = identity
-        self.known_hosts = known_hosts
-        default = Path(tempfile.gettempdir()) / f"harness-ssh-{os.getuid()}"
-        # A socket path holds at most 107 bytes: ssh adds "/" + %C (40) + a 17-byte temporary
-        # suffix while it sets the master up, so a deep directory silently breaks multiplexing.
-        too_long = control_dir is not None and len(str(control_dir)) + 58 > 107
-        self.control_dir = default if control_dir is None or too_long else control_dir
-
-    @classmethod
-    def from_env(cls, target: SshTarget) -> SshRunner:
-        return cls(target, os.environ.get(ENV_KEY) or None, os.environ.get(ENV_KNOWN_HOSTS) or None)
-
-    def options(self) -> list[str]:
-        opts = [
-            "-o", "BatchMode=yes",
-            "-o", "StrictHostKeyChecking=accept-new",
-            "-o", "ConnectTimeout=15",
-            "-o", "ServerAliveInterval=15",
-            "-o", "ControlMaster=auto",
-            # %C: a hash of host, port and user, short enough for a socket path.
-            "-o", f"ControlPath={self.control_dir}/%C",
-            "-o", "ControlPersist=120",
-            "-p", str(self.target.port),
-        ]  # fmt: skip
-        if self.identity:
-            opts += ["-i", self.identity, "-o", "IdentitiesOnly=yes"]
-        if self.known_hosts:
-            opts += ["-o", f"UserKnownHostsFile={self.known_hosts}"]
-        return opts
-
-    def command(self, argv: list[str], tty: bool = False) -> list[str]:
-        # -tt for spawned processes: when the local ssh dies, the remote pty hangs up and the
-        # remote process group gets SIGHUP, so nothing is left running on the head node.
-        self.control_dir.mkdir(mode=0o700, exist_ok=True)
-        return [
-            "ssh",
-            *self.options(),
-            "-tt" if tty else "-T",
-            self.target.destination,
-            "--",
-            shlex.join(argv),
-        ]
-
-    def describe(self) -> str:
-        return str(self.target)
 
 
 class GroupPopen(subprocess.Popen):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.cluster.base import ClusterBackend, node_states
+from harness.cluster.base import ClusterBackend, Spawned, node_states
 from harness.emulation.faultlog import FaultMonitor
 from harness.emulation.observe import RunObserver
 from harness.emulation.specs import ReplaySpec
@@ -111,7 +111,7 @@ class HeadRun:
         self.backend.put(Path(source), f"{self.shared}/{rundir.PLATFORM_FILE}")
         return self.backend.shared_path(f"{self.shared}/{rundir.PLATFORM_FILE}")
 
-    def stop(self, proc: subprocess.Popen) -> None:
+    def stop(self, proc: Spawned) -> None:
         if proc.poll() is None:
             self.backend.exec(
                 ["touch", self.backend.shared_path(f"{self.shared}/{rundir.STOP_FILE}")], timeout=30

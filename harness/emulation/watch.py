@@ -7,7 +7,6 @@ and the jobs' own records, read incrementally) and ``squeue``.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 from typing import TYPE_CHECKING
@@ -15,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from harness.cluster.base import ClusterBackend
+from harness.cluster.base import ClusterBackend, Spawned
 from harness.model.exitcodes import describe_exit
 from harness.model.jsonio import parse_jsonl
 from harness.model.rundir import SIGSLEEP_LOG, STATUS, SUBMISSIONS
@@ -79,7 +78,7 @@ class Watcher:
         self._queue_known = False
         self._queue_at: float | None = None
 
-    def wait(self, proc: subprocess.Popen, agent: subprocess.Popen | None = None) -> tuple[bool, str]:
+    def wait(self, proc: Spawned, agent: Spawned | None = None) -> tuple[bool, str]:
         while True:
             backend = self.head.backend
             status = _parse_status(backend.read_text(f"{self.shared}/{STATUS}"))
@@ -115,7 +114,7 @@ class Watcher:
         return self._queue if self._queue_known else None
 
     @staticmethod
-    def _agent_verdict(agent: subprocess.Popen | None) -> tuple[bool, str] | None:
+    def _agent_verdict(agent: Spawned | None) -> tuple[bool, str] | None:
         """A dead agent means nothing would start, or Slurm would start jobs in its own order."""
         if agent is None or agent.poll() is None:
             return None
@@ -123,7 +122,7 @@ class Watcher:
         return False, f"the ordering agent stopped ({describe_exit(agent.returncode)}): {output}"
 
     def _verdict(
-        self, proc: subprocess.Popen, status: dict, subs: list[dict], records: int, queued: int | None
+        self, proc: Spawned, status: dict, subs: list[dict], records: int, queued: int | None
     ) -> tuple[bool, str] | None:
         accepted = sum(1 for s in subs if s.get("slurm_job_id") is not None)
         replay_done = bool(status.get("done"))

@@ -60,6 +60,7 @@ RAW_FILES = (SUBMISSIONS, SIGSLEEP_LOG, STATUS, DECISIONS)
 SHARED_RUNS = "runs"  # the folder of run directories inside the shared directory
 JOBCOMP_LOG = "jobcomp.log"
 SACCT_JSON = "sacct.json"  # in slurm/: `sacct --json` of the run's jobs, as Slurm gave them
+BB_STATES = "burst_buffer.json"  # in slurm/: scontrol's burst-buffer request and state per job (lua)
 SLURM_JOBS = "jobs.json"  # in slurm/: Slurm's record of every job (from sacct or jobcomp)
 
 

@@ -14,7 +14,6 @@ HARNESS_ANSIBLE_KEEP=1 leaves the stand-ins running after the session (for debug
 from __future__ import annotations
 
 import glob
-import hashlib
 import json
 import os
 import re
@@ -30,9 +29,11 @@ import pytest
 
 from harness.cluster.base import port_in_use
 from harness.cluster.host import HostCluster
-from harness.cluster.runners import SshRunner, SshTarget
+from harness.cluster.runners import SshTarget
+from harness.cluster.ssh import SshRunner
 from harness.model.paths import repo_path
 from harness.platform import Platform, load_platform
+from tests.standin import standin_image
 
 HERE = Path(__file__).parent
 PLATFORM_FILE = HERE / "platform.toml"
@@ -137,14 +138,7 @@ class StandIns:
             pytest.fail(f"127.0.0.1 ports the stand-ins need are in use: {busy[:10]}")
 
     def build_image(self) -> None:
-        dockerfile = (HERE / "standin" / "Dockerfile").read_bytes()
-        self.image = f"harness-ansible-standin:{hashlib.sha256(dockerfile).hexdigest()[:12]}"
-        if _run(["docker", "image", "inspect", self.image]).returncode == 0:
-            return
-        res = _run(
-            ["docker", "build", "--quiet", "--network", "host", "-t", self.image, str(HERE / "standin")]
-        )
-        assert res.returncode == 0, f"stand-in image build failed:\n{res.stderr[-3000:]}"
+        self.image = standin_image()
 
     def make_key(self) -> None:
         res = _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "harness-ansible-test", "-f",
@@ -247,7 +241,6 @@ class StandIns:
             SshTarget("127.0.0.1", LOGIN, SSH_PORTS[HEAD]),
             identity=str(self.key),
             known_hosts=str(self.known_hosts),
-            control_dir=self.root / "harness-cp",
         )
         return HostCluster(runner, self.platform, login=LOGIN)
 

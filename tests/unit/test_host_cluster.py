@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -17,7 +15,8 @@ from harness.cluster import ansible_vars as av
 from harness.cluster import host, runners
 from harness.cluster.base import ClusterError
 from harness.cluster.host import HostCluster
-from harness.cluster.runners import LocalRunner, SshRunner, SshTarget, as_user, parse_ssh_url
+from harness.cluster.runners import LocalRunner, SshTarget, as_user, parse_ssh_url
+from harness.cluster.ssh import AcceptNew, SshRunner
 from harness.platform import load_platform
 from harness.slurm.config import SchedulerConfig
 from tests.platforms import platform_toml
@@ -75,39 +74,45 @@ def test_as_user(user: str | None, login: str, expected: list[str]) -> None:
     assert as_user(["sinfo"], user, login) == expected
 
 
-# -- ssh command lines -----------------------------------------------------------------------
-def test_ssh_command_is_batch_multiplexed_and_quoted() -> None:
-    ctl = Path(tempfile.mkdtemp(prefix="hc", dir="/tmp")) / "ctl"  # short: a socket path
-    runner = SshRunner(SshTarget("127.0.0.1", "debian", 2201), control_dir=ctl)
-    argv = ["sh", "-c", 'echo "$1" > x', "sh", "a b; rm -rf /"]
-    cmd = runner.command(argv)
-    assert cmd[0] == "ssh" and cmd[-3:-1] == ["debian@127.0.0.1", "--"]
-    assert shlex.split(cmd[-1]) == argv  # the remote shell gets the argv back, nothing injected
-    opts = " ".join(cmd)
-    for opt in ("BatchMode=yes", "StrictHostKeyChecking=accept-new", "ControlMaster=auto", "ControlPersist="):
-        assert opt in opts
-    assert f"ControlPath={ctl}/%C" in opts
-    assert cmd[cmd.index("-p") + 1] == "2201" and "-T" in cmd and "-tt" not in cmd
-    assert ctl.is_dir() and ctl.stat().st_mode & 0o777 == 0o700
-    assert "-tt" in runner.command(["harness", "replay"], tty=True)
-
-
+# -- the ssh runner (Fabric); against a real sshd in tests/integration/test_ssh_backend.py ----
 def test_ssh_identity_and_known_hosts_from_the_environment(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setenv("HARNESS_SSH_KEY", "/keys/id_test")
     monkeypatch.setenv("HARNESS_SSH_KNOWN_HOSTS", "/keys/known")
     runner = SshRunner.from_env(SshTarget("h", "u"))
-    runner.control_dir = tmp_path
-    cmd = runner.command(["true"])
-    assert cmd[cmd.index("-i") + 1] == "/keys/id_test" and "IdentitiesOnly=yes" in cmd
-    assert "UserKnownHostsFile=/keys/known" in cmd
+    kwargs = runner.connect_kwargs()
+    # only that key (IdentitiesOnly): neither the agent nor ~/.ssh/id_*
+    assert kwargs["key_filename"] == ["/keys/id_test"]
+    assert kwargs["look_for_keys"] is False and kwargs["allow_agent"] is False
+    assert runner.known_hosts_file() == Path("/keys/known")
     monkeypatch.delenv("HARNESS_SSH_KEY")
-    assert "-i" not in SshRunner.from_env(SshTarget("h")).options()
+    monkeypatch.delenv("HARNESS_SSH_KNOWN_HOSTS")
+    default = SshRunner.from_env(SshTarget("h"))
+    assert "key_filename" not in default.connect_kwargs() and default.connect_kwargs()["allow_agent"]
+    assert default.known_hosts_file() == Path.home() / ".ssh" / "known_hosts"
+
+
+def test_a_new_host_key_is_recorded_in_the_known_hosts_file(tmp_path: Path) -> None:
+    import paramiko
+
+    known = tmp_path / "ssh" / "known_hosts"
+    key = paramiko.Ed25519Key.from_private_key_file(_host_key(tmp_path))
+    client = paramiko.SSHClient()
+    AcceptNew(known).missing_host_key(client, "[127.0.0.1]:2201", key)
+    assert known.read_text() == f"[127.0.0.1]:2201 ssh-ed25519 {key.get_base64()}\n"
+    assert client.get_host_keys().lookup("[127.0.0.1]:2201") is not None
+    loaded = paramiko.HostKeys(str(known))  # what the next connection checks against
+    assert loaded.check("[127.0.0.1]:2201", key)
+
+
+def _host_key(tmp_path: Path) -> str:
+    path = tmp_path / "host_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
+    return str(path)
 
 
 def test_unreachable_head_is_a_cluster_error(tmp_path: Path) -> None:
     port = _closed_port()
-    runner = SshRunner(SshTarget("127.0.0.1", "nobody", port), control_dir=tmp_path / "c")
-    runner.known_hosts = str(tmp_path / "known_hosts")
+    runner = SshRunner(SshTarget("127.0.0.1", "nobody", port), known_hosts=str(tmp_path / "known_hosts"))
     cluster = HostCluster(runner, load_platform(), login="nobody")
     with pytest.raises(ClusterError, match=f"ssh to ssh://nobody@127.0.0.1:{port} failed"):
         cluster.exec(["true"])
@@ -309,12 +314,3 @@ def test_make_backend_builds_host_clusters() -> None:
     assert isinstance(ssh, HostCluster) and isinstance(ssh.runner, SshRunner)
     assert ssh.runner.target == SshTarget("127.0.0.1", "debian", 2201) and ssh.login == "debian"
     assert isinstance(make_backend(ClusterSpec(backend="local")).runner, LocalRunner)
-
-
-def test_control_dir_too_deep_for_a_socket_path_falls_back_to_a_short_one(tmp_path) -> None:
-    deep = tmp_path / ("d" * 60)
-    runner = SshRunner(SshTarget("127.0.0.1", "debian", 2201), control_dir=deep)
-    assert runner.control_dir != deep
-    assert len(str(runner.control_dir)) + 58 <= 107
-    short = SshRunner(SshTarget("127.0.0.1", "debian", 2201), control_dir=Path("/tmp/hc"))
-    assert short.control_dir == Path("/tmp/hc")
