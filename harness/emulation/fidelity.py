@@ -147,13 +147,14 @@ def measured_launch_delay(results: pd.DataFrame, t0: float) -> LaunchDelay:
 
 def staging_agreement(emulated: pd.DataFrame, simulated: pd.DataFrame, time_scale: float) -> dict[str, Any]:
     """Mean stage-in and stage-out times in original seconds, emulated (Slurm stages outside
-    the allocation) beside the IO-Aware twin's (inside it, as in the thesis)."""
+    the allocation) beside the IO-Aware twin's (inside it, as in the thesis); with sigsleep's
+    phases also the compute, checkpoint and I/O times and the dilation (no unit)."""
     out: dict[str, Any] = {}
-    for kind in ("in", "out"):
-        col = f"stage_{kind}_s"
+    for col in ("stage_in_s", "stage_out_s", "compute_s", "checkpoint_s", "io_s", "dilation"):
         if col not in emulated.columns or col not in simulated.columns:
             continue
-        e, s = float(emulated[col].mean() * time_scale), float(simulated[col].mean())
+        scale = 1.0 if col == "dilation" else time_scale
+        e, s = float(emulated[col].mean() * scale), float(simulated[col].mean())
         out[f"mean_{col}"] = {"emulated": e, "simulated": s, "rel_diff": (e - s) / s if s else float("nan")}
     return out
 
