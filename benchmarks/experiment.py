@@ -15,14 +15,14 @@ import argparse
 import re
 import tempfile
 import time
-import tomllib
-from importlib import resources
+from dataclasses import replace
 from pathlib import Path
 
 from harness.experiments.executors import LocalExecutor
 from harness.experiments.runner import run_experiment
 from harness.experiments.spec import load_spec
-from harness.platform import Platform, platform_from_dict
+from harness.platform import Platform, load_platform
+from harness.platform.writing import save_platform
 
 CLUSTER = "experbench"  # controller 6971, slurmd 25101-25109
 
@@ -52,40 +52,40 @@ def bench_local(cells: int, first_n: int) -> None:
           f"-j 2 {rates[2]:.2f} cells/s, ratio {rates[2] / rates[1]:.2f}")  # fmt: skip
 
 
-def bench_platform() -> Platform:
-    """The default machine cut to one chassis (8 compute + 1 BB node) on ports of its own."""
-    text = resources.files("harness.platforms").joinpath("default.toml").read_text()
-    for old, new in (("groups = 3", "groups = 1"), ("chassis_per_group = 4", "chassis_per_group = 1"),
-                     ("controller_port = 6817", "controller_port = 6971"),
-                     ("slurmd_base_port = 17001", "slurmd_base_port = 25101"),
-                     ("node_containers = 4", "node_containers = 1")):  # fmt: skip
-        assert old in text, old
-        text = text.replace(old, new)
-    return platform_from_dict(tomllib.loads(text), source="benchmark")
+def bench_platform(folder: Path) -> Platform:
+    """The bundled machine cut to one chassis (8 compute + 1 BB node) on ports of its own."""
+    one_chassis = replace(load_platform(), name="kth-one-chassis", groups=1, chassis_per_group=1)
+    moved = one_chassis.redeployed(controller_port=6971, slurmd_base_port=25101, node_containers=1)
+    return save_platform(moved, folder / "platform-bench.toml")
 
 
-def bench_slurm(cells: int, first_n: int) -> None:
+def bench_slurm(cells: int, first_n: int, cluster: str) -> None:
     from harness.cluster.docker import DockerCluster
 
-    backend = DockerCluster(name=CLUSTER, platform=bench_platform())
-    backend.down()
-    backend.up(progress=lambda _: None)
-    try:
-        shared = backend.state.shared / "bench"
-        shared.mkdir(parents=True, exist_ok=True)
-        (shared / "tiny.toml").write_text(tiny_spec(cells, first_n))
-        _head_run(backend, ["--executor", "local", "-j", "1"], "warm")  # compile caches, page cache
-        walls = {name: _head_run(backend, args, name) for name, args in (
-            ("local-j1", ["--executor", "local", "-j", "1"]),
-            ("slurm-j1", ["--executor", "slurm", "-j", "1"]),
-            ("slurm-j8", ["--executor", "slurm", "-j", "8"]),
-        )}  # fmt: skip
-    finally:
+    with tempfile.TemporaryDirectory(prefix="exper-bench-") as tmp:
+        backend = DockerCluster(name=cluster, platform=bench_platform(Path(tmp)))
         backend.down()
+        backend.up(progress=lambda _: None)
+        try:
+            walls = _slurm_walls(backend, cells, first_n)
+        finally:
+            backend.down()
     overhead = (walls["slurm-j1"] - walls["local-j1"]) / cells
     print(f"head node, {cells} cells: local -j 1 {walls['local-j1']:.1f} s, "
           f"slurm -j 1 {walls['slurm-j1']:.1f} s, slurm -j 8 {walls['slurm-j8']:.1f} s; "
           f"Slurm overhead {overhead:.2f} s per cell")  # fmt: skip
+
+
+def _slurm_walls(backend, cells: int, first_n: int) -> dict[str, float]:
+    shared = backend.state.shared / "bench"
+    shared.mkdir(parents=True, exist_ok=True)
+    (shared / "tiny.toml").write_text(tiny_spec(cells, first_n))
+    _head_run(backend, ["--executor", "local", "-j", "1"], "warm")  # compile caches, page cache
+    return {name: _head_run(backend, args, name) for name, args in (
+        ("local-j1", ["--executor", "local", "-j", "1"]),
+        ("slurm-j1", ["--executor", "slurm", "-j", "1"]),
+        ("slurm-j8", ["--executor", "slurm", "-j", "8"]),
+    )}  # fmt: skip
 
 
 def _head_run(backend, args: list[str], name: str) -> float:
@@ -106,10 +106,11 @@ def main() -> None:
     parser.add_argument("--cells", type=int, default=40)
     parser.add_argument("--first-n", type=int, default=30, help="jobs per cell")
     parser.add_argument("--slurm", action="store_true", help="also measure the Slurm executor (Docker)")
+    parser.add_argument("--name", default=CLUSTER, help="name of the benchmark's cluster")
     args = parser.parse_args()
     bench_local(args.cells, args.first_n)
     if args.slurm:
-        bench_slurm(args.cells, args.first_n)
+        bench_slurm(args.cells, args.first_n, args.name)
 
 
 if __name__ == "__main__":

@@ -106,7 +106,11 @@ def main() -> int:
     ap.add_argument("--seeds", default="1", help="workload seeds, comma-separated")
     ap.add_argument("--levels", default="0,10,20,30", help="PFS underprovisioning levels, %%")
     ap.add_argument("--out", default=None, help="append one JSON line per run")
+    ap.add_argument("--table", default=None, help="markdown tables from a JSON-lines file; no runs")
     args = ap.parse_args()
+    if args.table:
+        print(markdown(pd.read_json(args.table, lines=True)))
+        return 0
     platform = load_platform(PLATFORM)
     rows = []
     for seed in (int(s) for s in args.seeds.split(",")):
@@ -124,6 +128,41 @@ def main() -> int:
                         fh.write(json.dumps(row) + "\n")
     print_table(pd.DataFrame(rows))
     return 0
+
+
+# The paper's Figure 7 (Section 5.4): p75 and p95 decision times in seconds.
+PAPER_FIG7 = {"io-ignorant-easy": "< 0.07 / ~1.43", "io-easy": "< 0.12 / 1.97-6.64"}
+
+
+def markdown(df: pd.DataFrame) -> str:
+    """Figures 5-7 per level and scheduler (means over the workloads; the lowest job share is
+    the minimum), then Figure 8's ratios (mean and range of the per-workload ratios)."""
+    g = df.groupby(["underprovision_pct", "scheduler"])
+    mean = g.mean(numeric_only=True).reset_index()
+    low = g["job_share_min"].min().reset_index(name="lowest")
+    mean = mean.merge(low)
+    out = [f"Means over {df['seed'].nunique()} workloads.", "",
+           "| PFS under-provisioning | scheduler | computing share (Fig. 5) | lowest job share (Fig. 6) "
+           "| jobs contended | mean turnaround (s) | decision p50 / p75 / p95 (ms) (Fig. 7) "
+           "| paper p75 / p95 (s) | violations |",
+           "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for r in mean.sort_values(["underprovision_pct", "scheduler"], ascending=[True, False]).itertuples():
+        out.append(f"| {r.underprovision_pct} % | {r.scheduler} | {r.computing_share:.3f} | {r.lowest:.3f} "
+                   f"| {r.jobs_contended:.0f} | {r.mean_turnaround_s:,.0f} | {r.decision_p50_s * 1e3:.1f} / "
+                   f"{r.decision_p75_s * 1e3:.1f} / {r.decision_p95_s * 1e3:.1f} | {PAPER_FIG7[r.scheduler]} "
+                   f"| {r.violations:.0f} |")  # fmt: skip
+    key = ["seed", "underprovision_pct"]
+    aware = df[df.scheduler == "io-easy"].set_index(key)
+    ign = df[df.scheduler == "io-ignorant-easy"].set_index(key)
+    ratio = pd.DataFrame({"eff": aware.computing_share / ign.computing_share,
+                          "tat": aware.mean_turnaround_s / ign.mean_turnaround_s}).reset_index()  # fmt: skip
+    out += ["", "| under-provisioning | efficiency ratio (Fig. 8) | turnaround ratio (Fig. 8) | paper |",
+            "|---:|---:|---:|---|"]  # fmt: skip
+    for level, r in ratio.groupby("underprovision_pct"):
+        paper = "1.29 / 1.52" if level == 30 else "ratios rise with the level" if level else "1 / 1"
+        out.append(f"| {level} % | {r.eff.mean():.3f} ({r.eff.min():.3f}-{r.eff.max():.3f}) "
+                   f"| {r.tat.mean():.3f} ({r.tat.min():.3f}-{r.tat.max():.3f}) | {paper} |")  # fmt: skip
+    return "\n".join(out)
 
 
 def print_table(df: pd.DataFrame) -> None:

@@ -6,9 +6,9 @@ the Lackner I/O model's input, output and checkpoint volumes; one shared HPS poo
 with the tier chosen per job by SAS (Algorithm 2), always on HPS, always on LPS, or on
 HPS with probability p = 0, 0.05, ..., 1 (``harness.policies.sas.StorageAware``).
 
-The io-aware simulator does not yet honour a policy's tier (``TierStart``), so this
-script runs its own small event loop on ``SimMachine``: a job started on a tier holds
-its nodes (and on HPS its declared share of the pool) for that tier's duration
+Every run is ``harness simulate --model io-aware`` with a tier policy (the simulator's
+storage tiers, ``harness/sim/tiers.py``): a job started on a tier holds its nodes (and
+on HPS its declared share of the pool, on LPS no burst buffer) for that tier's duration
 computed from its *actual* runtime and I/O (``tiers.plans``), while the policy plans
 with the walltime and the declared I/O. Figure 3: both exact. Figure 5 (``--theta``):
 the declared volumes are drawn from N(v, (theta v)^2). ``--walltime-factor`` (not in
@@ -23,22 +23,21 @@ is declared without HPS storage: every scheduler runs it on LPS (counted below).
 from __future__ import annotations
 
 import argparse
-import heapq
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from harness.platform import load_platform
+from harness.platform import Machine, load_platform
 from harness.policies import tiers
 from harness.policies.sas import StorageAware
-from harness.policies.state import JobQueue, RunningJob, Topology
+from harness.policies.state import Topology
 from harness.policies.tiers import JobIo, TierChooser, TierRates
-from harness.sim.machine import SimMachine
+from harness.sim.checks import check_schedule
+from harness.sim.engine import simulate
 from harness.workload.feitelson96 import Feitelson96
 from harness.workload.io.lackner import LacknerIO
 from harness.workload.synthetic import feitelson96_plan
@@ -79,53 +78,27 @@ def workload(
     return plan, actual, declared, int(dropped)
 
 
-def run(plan: pd.DataFrame, io: dict[int, JobIo], policy: StorageAware, topology: Topology) -> dict[str, Any]:
-    """Event loop: submissions and ends trigger a decision; starts hold their tier's resources
-    (the declared HPS capacity) for the tier's duration from the actual runtime and I/O."""
-    df = plan.sort_values(["submit", "job_id"], kind="stable").reset_index(drop=True)
-    jid, submit = df["job_id"].to_numpy(np.int64), df["submit"].to_numpy(np.float64)
-    wall, nodes, runtime = (
-        df["walltime"].to_numpy(np.float64),
-        df["nodes"].to_numpy(np.int64),
-        df["runtime"].to_numpy(),
-    )
-    row_of = {int(j): i for i, j in enumerate(jid)}
-    machine, heap, queued, nxt = SimMachine(topology), [], [], 0
-    start, end, tier = np.full(len(df), np.nan), np.full(len(df), np.nan), [""] * len(df)
-    latency: list[float] = []
-    hps_mb = np.zeros(len(df))
-    while nxt < len(df) or heap or queued:
-        now = min(submit[nxt] if nxt < len(df) else np.inf, heap[0][0] if heap else np.inf)
-        if now == np.inf:
-            raise RuntimeError(f"{policy.name}: {len(queued)} jobs never start")
-        while heap and heap[0][0] <= now:
-            machine.finish(heapq.heappop(heap)[1])
-        while nxt < len(df) and submit[nxt] <= now:
-            queued.append(nxt)
-            nxt += 1
-        rows = np.array(queued, dtype=np.int64)
-        queue = JobQueue(jid[rows], submit[rows], wall[rows], nodes[rows], np.zeros(len(rows), np.int64))
-        t0 = time.perf_counter()
-        decision = policy.decide(machine.state(None), queue, now)
-        latency.append(time.perf_counter() - t0)
-        for s in decision.starts:
-            row = row_of[s.job_id]
-            t = getattr(s, "tier", tiers.LPS)
-            planned = tiers.plans(float(wall[row]), int(nodes[row]), policy.io[s.job_id], RATES)[t]
-            actual = tiers.plans(float(runtime[row]), int(nodes[row]), io[s.job_id], RATES)[t]
-            machine.start(RunningJob(s.job_id, now, now + planned.duration, planned.share_mb, s.allocation))
-            start[row], end[row], tier[row] = now, now + actual.duration, t
-            hps_mb[row] = planned.share_mb * nodes[row] * actual.duration
-            heapq.heappush(heap, (float(end[row]), s.job_id))
-            queued.remove(row)
-    lat, span = np.array(latency), float(end.max() - submit.min())
+def run(plan: pd.DataFrame, io: dict[int, JobIo], policy: StorageAware, platform: Machine) -> dict[str, Any]:
+    """One run of ``harness simulate --model io-aware`` (storage tiers, harness.sim.tiers): the
+    jobs' actual I/O ``io`` goes into the plan, the policy plans with its own (declared) I/O."""
+    df = plan.copy()
+    for col in ("input_mb", "output_mb", "data_mb", "storage_mb"):
+        df[col] = [getattr(io[int(j)], col) for j in df["job_id"]]
+    result = simulate(df, policy, platform, model="io-aware")
+    jobs = result.jobs
+    if check_schedule(jobs, platform):
+        raise RuntimeError(f"{policy.name}: the schedule breaks an invariant")
+    start, end, submit, nodes = (jobs[c].to_numpy(np.float64) for c in ("start", "end", "submit", "nodes"))
+    hps_mb = jobs["bb_per_node_mb"].to_numpy(np.float64) * nodes * (end - start)
+    lat, span = result.decisions["latency_s"].to_numpy(), float(end.max() - submit.min())
+    topology = Topology.from_platform(platform)
     return {
         "makespan_s": span,
         "util_nodes": float((nodes * (end - start)).sum() / (span * topology.compute_count)),
         "util_hps": float(hps_mb.sum() / (span * topology.bb_capacity_mb * topology.bb_count)),
         "mean_turnaround_s": float((end - submit).mean()),
         "mean_wait_s": float((start - submit).mean()),
-        "hps_share": float(np.mean([t == tiers.HPS for t in tier])),
+        "hps_share": float((jobs["tier"] == tiers.HPS).mean()),
         "decision_p50_s": float(np.quantile(lat, 0.5)),
         "decision_p99_s": float(np.quantile(lat, 0.99)),
     }
@@ -159,13 +132,14 @@ def main() -> int:
     only = set(args.only.split(",")) if args.only else None
     rows = []
     for cap in (int(c) for c in args.capacities.split(",")):
-        topology = Topology.from_platform(load_platform(HERE / "platforms" / f"lackner-{cap}.toml"))
+        platform = load_platform(HERE / "platforms" / f"lackner-{cap}.toml")
+        topology = Topology.from_platform(platform)
         for seed in (int(s) for s in args.seeds.split(",")):
             plan, actual, declared, dropped = workload(seed, args.walltime_factor, args.theta, topology)
             for name, chooser in choosers(ps, seed):
                 if only and name not in only and name.split("-")[0] not in only:
                     continue
-                res = run(plan, actual, StorageAware(name, chooser, RATES, declared), topology)
+                res = run(plan, actual, StorageAware(name, chooser, RATES, declared), platform)
                 row = {"capacity_gb": cap, "seed": seed, "theta": args.theta, "scheduler": name,
                        "walltime_factor": args.walltime_factor, "lps_only_jobs": dropped, **res}  # fmt: skip
                 rows.append(row)

@@ -29,7 +29,8 @@ from harness.cluster.base import ClusterError
 from harness.cluster.docker import DockerCluster
 from harness.emulation.runs import RUNNING, run_state
 from harness.model.jsonio import read_json
-from harness.platform import bundled_platform_file, load_platform
+from harness.platform import Platform, load_platform
+from harness.platform.writing import save_platform
 from harness.workload.plan import save_plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,13 +53,10 @@ def synthetic_plan(jobs: int, every: float) -> pd.DataFrame:
     )
 
 
-def platform_file(tmp: Path) -> Path:
-    text = bundled_platform_file().read_text()
-    text = text.replace("controller_port = 6817", "controller_port = 6996")
-    text = text.replace("slurmd_base_port = 17001", "slurmd_base_port = 24701")
-    path = tmp / "platform-bench.toml"
-    path.write_text(text)
-    return path
+def bench_platform(tmp: Path) -> Platform:
+    """The bundled platform on the benchmark's own ports, written to a file for ``--platform``."""
+    moved = load_platform().redeployed(controller_port=6996, slurmd_base_port=24701)
+    return save_platform(moved, tmp / "platform-bench.toml")
 
 
 def tree_rss_kb(pid: int) -> int:
@@ -179,8 +177,8 @@ def main() -> None:
         {"format": "harness-plan", "version": 1, "shrink": 0.0, "seed": 0},
         plan_path,
     )
-    platform = platform_file(tmp)
-    backend = DockerCluster(name=CLUSTER, platform=load_platform(str(platform)))
+    platform = bench_platform(tmp)
+    backend = DockerCluster(name=CLUSTER, platform=platform)
     try:
         backend.up(progress=print)
         command = [
@@ -194,7 +192,7 @@ def main() -> None:
             "--name",
             CLUSTER,
             "--platform",
-            str(platform),
+            platform.source,
             "--runs-dir",
             str(tmp / "runs"),
             "--detach",

@@ -44,6 +44,22 @@ run_controller() {
   done
 }
 
+# With burst_buffer/lua (the io-aware model) the contention service runs beside slurmctld:
+# it gives every job's checkpoint and I/O transfers their fair share of the platform's links
+# (harness/emulation/contention.py). It keeps no state (the flow files in /shared/io/flows
+# are the state), so when it dies it is simply started again; the jobs keep their last rate.
+run_contention() {
+  mkdir -p /shared/io/flows
+  chmod 1777 /shared/io /shared/io/flows
+  while [[ ! -f /run/slurm/stopping ]]; do
+    /opt/harness/bin/python -m harness.emulation.contention --platform /etc/slurm/platform.toml \
+      --dir /shared/io --squeue >>/var/log/slurm/contention.log 2>&1 || true
+    [[ -f /run/slurm/stopping ]] && return
+    log "contention service exited; restarting" >>/var/log/slurm/contention.log
+    sleep 0.5
+  done
+}
+
 run_nodes() {
   local nodes="$1"
   # One malloc arena per slurmd: ~100 daemons on one host otherwise each reserve several.
@@ -114,7 +130,9 @@ case "$role" in
 esac
 prepare_dirs
 case "$role" in
-  controller) run_controller ;;
+  controller)
+    if [[ -f /etc/slurm/burst_buffer.lua && -f /etc/slurm/platform.toml ]]; then run_contention & fi
+    run_controller ;;
   nodes) run_nodes "${2:?usage: nodes NAME[,NAME...]}" ;;
   *) exec "$@" ;;
 esac

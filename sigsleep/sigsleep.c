@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
@@ -59,6 +60,15 @@
  * so this only matters when a holder is stuck; below Slurm's KillWait. */
 #define LOCK_WAIT_US 1000000L
 
+/* Phases (--phases): at most this many, channel names this long. */
+#define MAX_PHASES 256
+#define MAX_CHANNEL 31
+/* A transfer re-reads its rate this often (running time), and this often while
+ * the contention service has not published it yet. */
+#define RATE_TICK_NS 100000000LL
+#define RATE_WAIT_NS 20000000LL
+#define DEFAULT_IO_DIR "/shared/io"
+
 enum reason { R_COMPLETED, R_TIMEOUT, R_KILLED, R_CUT };
 static const char *const REASON_NAME[] = {"completed", "timeout", "killed", "cut"};
 
@@ -66,6 +76,22 @@ struct meta {
     const char *key;
     size_t key_len;
     const char *value;
+};
+
+enum phase_kind { PH_COMPUTE, PH_IO, PH_CHECKPOINT };
+static const char *const PHASE_NAME[] = {"compute", "io", "checkpoint"};
+
+struct phase {
+    enum phase_kind kind;
+    char channel[MAX_CHANNEL + 1];
+    double seconds; /* compute: running time */
+    double mb;      /* transfer: megabytes (1e6 bytes) */
+    /* outcome */
+    bool started, done;
+    double start_real, end_real;
+    int64_t running_ns; /* running time spent in the phase (suspensions excluded) */
+    double moved_mb;
+    double min_mbps;
 };
 
 struct options {
@@ -81,6 +107,11 @@ struct options {
     double submit_intended, submit_actual, end_of_trace;
     struct meta meta[MAX_META];
     int n_meta;
+    bool has_runtime;
+    struct phase *phases; /* --phases, NULL without */
+    int n_phases;
+    const char *io_dir;
+    double time_scale;
 };
 
 struct interval {
@@ -97,6 +128,7 @@ struct run {
     size_t n_unrecorded;   /* intervals counted but not stored (out of memory) */
     int64_t known_running; /* last instant we know we were not stopped */
     int64_t eot_mono;      /* end of trace on the monotonic clock, or INT64_MAX */
+    int64_t goal_ns;       /* running time at which the current wait is over */
     enum reason reason;
     int signo;
 };
@@ -137,7 +169,7 @@ static struct timespec ns_to_ts(int64_t ns)
 static const char USAGE_LINE[] =
     "usage: sigsleep --runtime SECONDS --job-id N --log FILE [--walltime SECONDS]"
     " [--submit-intended EPOCH] [--submit-actual EPOCH] [--end-of-trace EPOCH]"
-    " [--meta KEY=VALUE]...";
+    " [--meta KEY=VALUE]... (or --phases LIST [--io-dir DIR] [--time-scale X] instead of --runtime)";
 
 /* Every bad invocation ends here: one line on stderr, exit status 2. */
 __attribute__((noreturn, format(printf, 1, 2))) static void usage_error(const char *fmt, ...)
@@ -164,6 +196,11 @@ static void print_help(void)
            "  --submit-actual EPOCH    when it was really submitted (recorded)\n"
            "  --end-of-trace EPOCH     wall-clock cut-off: stop there, reason 'cut'\n"
            "  --meta KEY=VALUE         extra pair copied into the record (repeatable)\n"
+           "  --phases LIST            instead of --runtime: comma-separated compute:SECONDS,\n"
+           "                           checkpoint:MB, io:CHANNEL:MB; transfers move at the rate\n"
+           "                           the contention service publishes in DIR/rates\n"
+           "  --io-dir DIR             the contention service's directory (default " DEFAULT_IO_DIR ")\n"
+           "  --time-scale X           bytes of X plan seconds per real second (>= 1, default 1)\n"
            "  --help, --version\n\n"
            "Exit status: 0 completed or cut, 124 timeout, 128+N killed by signal N,\n"
            "1 log not writable, 2 bad arguments.\n",
@@ -276,7 +313,61 @@ static void parse_meta(struct options *o, const char *arg)
 }
 
 enum { OPT_RUNTIME = 1000, OPT_JOB_ID, OPT_LOG, OPT_WALLTIME, OPT_SUBMIT_INTENDED, OPT_SUBMIT_ACTUAL,
-       OPT_END_OF_TRACE, OPT_META, OPT_HELP, OPT_VERSION };
+       OPT_END_OF_TRACE, OPT_META, OPT_PHASES, OPT_IO_DIR, OPT_TIME_SCALE, OPT_HELP, OPT_VERSION };
+
+/* One phase of --phases: compute:SECONDS, checkpoint:MB or io:CHANNEL:MB. */
+static void parse_phase(struct phase *ph, char *text, int number)
+{
+    char *kind = text, *rest = strchr(text, ':');
+    if (!rest)
+        usage_error("--phases: phase %d '%s' is not KIND:VALUE", number, text);
+    *rest++ = '\0';
+    const char *value = rest;
+    memset(ph, 0, sizeof *ph);
+    if (strcmp(kind, "compute") == 0) {
+        ph->kind = PH_COMPUTE;
+        ph->seconds = parse_number("phases", value, 0, MAX_DURATION_S, true);
+        return;
+    }
+    if (strcmp(kind, "checkpoint") == 0) {
+        ph->kind = PH_CHECKPOINT;
+        strcpy(ph->channel, "checkpoint");
+    } else if (strcmp(kind, "io") == 0) {
+        char *colon = strchr(rest, ':');
+        size_t len = colon ? (size_t)(colon - rest) : 0;
+        if (!colon || len == 0 || len > MAX_CHANNEL ||
+            strspn(rest, "abcdefghijklmnopqrstuvwxyz0123456789_-") < len)
+            usage_error("--phases: phase %d: io needs CHANNEL:MB, CHANNEL 1-%d of [a-z0-9_-]", number,
+                        MAX_CHANNEL);
+        ph->kind = PH_IO;
+        memcpy(ph->channel, rest, len);
+        value = colon + 1;
+    } else {
+        usage_error("--phases: phase %d: unknown kind '%s' (compute, checkpoint, io)", number, kind);
+    }
+    ph->mb = parse_number("phases", value, 0, 1e12, true);
+}
+
+static void parse_phases(struct options *o, const char *arg)
+{
+    static struct phase phases[MAX_PHASES];
+    static char copy[16384];
+    if (strlen(arg) >= sizeof copy)
+        usage_error("--phases: list too long (at most %zu characters)", sizeof copy - 1);
+    strcpy(copy, arg);
+    int n = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (n == MAX_PHASES)
+            usage_error("--phases: at most %d phases", MAX_PHASES);
+        parse_phase(&phases[n], tok, n + 1);
+        n++;
+    }
+    if (n == 0)
+        usage_error("--phases: empty list");
+    o->phases = phases;
+    o->n_phases = n;
+}
 
 static const struct option LONG_OPTS[] = {
     {"runtime", required_argument, NULL, OPT_RUNTIME},
@@ -287,6 +378,9 @@ static const struct option LONG_OPTS[] = {
     {"submit-actual", required_argument, NULL, OPT_SUBMIT_ACTUAL},
     {"end-of-trace", required_argument, NULL, OPT_END_OF_TRACE},
     {"meta", required_argument, NULL, OPT_META},
+    {"phases", required_argument, NULL, OPT_PHASES},
+    {"io-dir", required_argument, NULL, OPT_IO_DIR},
+    {"time-scale", required_argument, NULL, OPT_TIME_SCALE},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -310,6 +404,18 @@ static void apply_option(struct options *o, int c, const char *arg, bool seen[])
     case OPT_RUNTIME:
         o->runtime_s = parse_number(name, arg, 0, MAX_DURATION_S, true);
         o->runtime_ns = llround(o->runtime_s * 1e9);
+        o->has_runtime = true;
+        break;
+    case OPT_PHASES:
+        parse_phases(o, arg);
+        break;
+    case OPT_IO_DIR:
+        if (arg[0] == '\0')
+            usage_error("--io-dir: empty directory name");
+        o->io_dir = arg;
+        break;
+    case OPT_TIME_SCALE:
+        o->time_scale = parse_number(name, arg, 1, 1e9, true);
         break;
     case OPT_JOB_ID:
         o->job_id = parse_job_id(arg);
@@ -365,8 +471,14 @@ static void parse_args(int argc, char **argv, struct options *o)
     }
     if (optind < argc)
         usage_error("unexpected argument '%s'", argv[optind]);
-    if (!seen[OPT_RUNTIME - OPT_RUNTIME])
-        usage_error("--runtime is required");
+    if (o->has_runtime == (o->phases != NULL))
+        usage_error(o->has_runtime ? "--runtime and --phases exclude each other" : "--runtime is required");
+    if (!o->phases && (o->io_dir || o->time_scale > 0))
+        usage_error("--io-dir and --time-scale only go with --phases");
+    if (!o->io_dir)
+        o->io_dir = DEFAULT_IO_DIR;
+    if (o->time_scale == 0)
+        o->time_scale = 1;
     if (!o->has_job_id)
         usage_error("--job-id is required");
     if (!o->log_path)
@@ -557,7 +669,7 @@ static int64_t running_ns(const struct run *r, int64_t now)
 static int64_t time_to_limit(const struct options *o, const struct run *r, int64_t now)
 {
     int64_t run = running_ns(r, now);
-    int64_t left = o->runtime_ns - run;
+    int64_t left = r->goal_ns - run;
     if (o->has_walltime && o->walltime_ns - run < left)
         left = o->walltime_ns - run;
     if (r->eot_mono - now < left)
@@ -579,7 +691,7 @@ static int64_t slice(int64_t left)
 static enum reason why_stopped(const struct options *o, const struct run *r, int64_t now)
 {
     int64_t run = running_ns(r, now);
-    if (run >= o->runtime_ns)
+    if (run >= r->goal_ns)
         return R_COMPLETED;
     if (o->has_walltime && run >= o->walltime_ns)
         return R_TIMEOUT;
@@ -631,6 +743,131 @@ static void run_job(const struct options *o, struct run *r, const sigset_t *wait
             r->reason = why_stopped(o, r, mono_ns());
             return;
         }
+    }
+}
+
+/* ------------------------------------------------------------------ phases -- */
+
+/*
+ * A transfer talks to the contention service through two kinds of files in
+ * --io-dir (README.md, "Phases"): it registers flows/KEY.flow (one line:
+ * job, phase, channel, MB, time scale, nodes; written to a temporary name and
+ * renamed, so the service never reads half of it) and reads its current rate
+ * in MB/s from the line "KEY RATE" of the file rates, which the service
+ * rewrites atomically whenever the set of flows changes.
+ */
+static void flow_path(char *out, size_t n, const struct options *o, int index, const char *suffix)
+{
+    snprintf(out, n, "%s/flows/%llu.%d.flow%s", o->io_dir, o->job_id, index, suffix);
+}
+
+static bool register_flow(const struct options *o, int index, const struct phase *ph)
+{
+    char dir[PATH_MAX], path[PATH_MAX], tmp[PATH_MAX + 8];
+    snprintf(dir, sizeof dir, "%s/flows", o->io_dir);
+    mkdir(dir, 0777); /* EEXIST is fine; any other failure shows at open */
+    flow_path(path, sizeof path, o, index, "");
+    flow_path(tmp, sizeof tmp, o, index, ".tmp");
+    const char *slurm = getenv("SLURM_JOB_ID"), *nodes = getenv("SLURM_JOB_NODELIST");
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "sigsleep: cannot register flow '%s': %s\n", tmp, strerror(errno));
+        return false;
+    }
+    fprintf(f, "job=%llu slurm_job=%s phase=%d channel=%s mb=%.6f time_scale=%.9g pid=%ld nodes=%s\n",
+            o->job_id, slurm && *slurm ? slurm : "-", index, ph->channel, ph->mb, o->time_scale,
+            (long)getpid(), nodes && *nodes ? nodes : "-");
+    bool ok = fclose(f) == 0 && rename(tmp, path) == 0;
+    if (!ok)
+        fprintf(stderr, "sigsleep: cannot register flow '%s': %s\n", path, strerror(errno));
+    return ok;
+}
+
+static void unregister_flow(const struct options *o, int index)
+{
+    char path[PATH_MAX];
+    flow_path(path, sizeof path, o, index, "");
+    unlink(path);
+}
+
+/* This flow's rate in MB/s from DIR/rates, or -1 if the service has not published it. */
+static double read_rate(const struct options *o, int index)
+{
+    static char buf[1 << 20];
+    char path[PATH_MAX], key[64];
+    snprintf(path, sizeof path, "%s/rates", o->io_dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    int klen = snprintf(key, sizeof key, "%llu.%d ", o->job_id, index);
+    for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if (strncmp(line, key, (size_t)klen) == 0)
+            return strtod(line + klen, NULL);
+    return -1;
+}
+
+/* Wait until `goal` nanoseconds of running time (or a limit or a signal). */
+static void run_to(const struct options *o, struct run *r, const sigset_t *wait_mask, int64_t goal)
+{
+    r->goal_ns = goal;
+    run_job(o, r, wait_mask);
+}
+
+/* Move the phase's megabytes at the published rate, re-read every RATE_TICK_NS
+ * of running time; the last published rate holds while the service is away. */
+static void run_transfer(const struct options *o, struct run *r, const sigset_t *wait_mask, int index,
+                         struct phase *ph)
+{
+    double left = ph->mb, rate = -1;
+    bool registered = register_flow(o, index, ph);
+    ph->min_mbps = INFINITY;
+    while (left > 0) {
+        double published = registered ? read_rate(o, index) : -1;
+        if (published >= 0)
+            rate = published;
+        int64_t step = RATE_WAIT_NS;
+        if (rate > 0) {
+            double to_end = left / rate * 1e9;
+            step = to_end < RATE_TICK_NS ? (int64_t)ceil(to_end) : RATE_TICK_NS;
+            if (rate < ph->min_mbps)
+                ph->min_mbps = rate;
+        }
+        int64_t before = running_ns(r, mono_ns());
+        run_to(o, r, wait_mask, before + step);
+        int64_t after = running_ns(r, mono_ns());
+        if (rate > 0) {
+            double moved = rate * (double)(after - before) / 1e9;
+            left -= moved < left ? moved : left;
+        }
+        if (r->reason != R_COMPLETED)
+            break;
+    }
+    ph->moved_mb = ph->mb - left;
+    if (registered)
+        unregister_flow(o, index);
+}
+
+static void run_phases(const struct options *o, struct run *r, const sigset_t *wait_mask)
+{
+    for (int i = 0; i < o->n_phases; i++) {
+        struct phase *ph = &o->phases[i];
+        int64_t begin = mono_ns(), run_begin = running_ns(r, begin);
+        ph->started = true;
+        ph->start_real = real_s();
+        if (ph->kind == PH_COMPUTE)
+            run_to(o, r, wait_mask, run_begin + llround(ph->seconds * 1e9));
+        else
+            run_transfer(o, r, wait_mask, i, ph);
+        ph->end_real = real_s();
+        ph->running_ns = running_ns(r, mono_ns()) - run_begin;
+        ph->done = r->reason == R_COMPLETED;
+        if (!ph->done)
+            return;
     }
 }
 
@@ -763,6 +1000,39 @@ static void build_outcome(struct buf *b, const struct run *r)
     }
 }
 
+static void build_phases(struct buf *b, const struct options *o)
+{
+    if (!o->phases)
+        return;
+    buf_printf(b, ",\"phases\":[");
+    for (int i = 0; i < o->n_phases; i++) {
+        const struct phase *ph = &o->phases[i];
+        buf_printf(b, "%s{\"kind\":\"%s\",\"channel\":", i ? "," : "", PHASE_NAME[ph->kind]);
+        buf_json_str(b, ph->kind == PH_COMPUTE ? NULL : ph->channel);
+        if (ph->kind == PH_COMPUTE)
+            buf_printf(b, ",\"seconds\":%.6f,\"mb\":null", ph->seconds);
+        else
+            buf_printf(b, ",\"seconds\":null,\"mb\":%.6f", ph->mb);
+        if (!ph->started) {
+            buf_printf(b, ",\"start\":null,\"end\":null,\"running\":null,\"done\":false}");
+            continue;
+        }
+        double running = ph->running_ns / 1e9;
+        buf_printf(b, ",\"start\":%.6f,\"end\":%.6f,\"running\":%.6f,\"done\":%s", ph->start_real,
+                   ph->end_real, running, ph->done ? "true" : "false");
+        if (ph->kind != PH_COMPUTE) {
+            buf_printf(b, ",\"moved_mb\":%.6f,\"mean_mbps\":%.3f,\"min_mbps\":", ph->moved_mb,
+                       running > 0 ? ph->moved_mb / running : 0.0);
+            if (isfinite(ph->min_mbps))
+                buf_printf(b, "%.3f", ph->min_mbps);
+            else
+                buf_printf(b, "null");
+        }
+        buf_printf(b, "}");
+    }
+    buf_printf(b, "]");
+}
+
 static void build_meta(struct buf *b, const struct options *o)
 {
     buf_printf(b, ",\"meta\":{");
@@ -843,6 +1113,7 @@ static int write_record(int fd, const struct options *o, const struct run *r)
     build_identity(&b, o);
     build_request(&b, o);
     build_outcome(&b, r);
+    build_phases(&b, o);
     build_meta(&b, o);
     if (b.oom) {
         fprintf(stderr, "sigsleep: out of memory building the record\n");
@@ -871,6 +1142,19 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    /* Likewise the contention service's directory, if a phase transfers. */
+    for (int i = 0; i < o.n_phases; i++) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s/flows", o.io_dir);
+        if (o.phases[i].kind == PH_COMPUTE)
+            continue;
+        if ((mkdir(dir, 0777) != 0 && errno != EEXIST) || access(dir, W_OK) != 0) {
+            fprintf(stderr, "sigsleep: cannot register transfers in '%s': %s\n", dir, strerror(errno));
+            return 1;
+        }
+        break;
+    }
+
     sigset_t wait_mask;
     setup_signals(&wait_mask);
 
@@ -886,7 +1170,15 @@ int main(int argc, char **argv)
         r.eot_mono = left_s > 2 * MAX_DURATION_S ? INT64_MAX : r.start_mono + llround(left_s * 1e9);
     }
 
-    run_job(&o, &r, &wait_mask);
+    if (o.phases) {
+        run_phases(&o, &r, &wait_mask);
+        for (int i = 0; i < o.n_phases; i++)
+            if (o.phases[i].kind == PH_COMPUTE)
+                o.runtime_ns += llround(o.phases[i].seconds * 1e9);
+    } else {
+        r.goal_ns = o.runtime_ns;
+        run_job(&o, &r, &wait_mask);
+    }
 
     r.end_mono = mono_ns();
     r.end_real = real_s();

@@ -201,13 +201,27 @@ def _fidelity_section(fidelity: dict[str, Any]) -> Section:
         f"(Kendall's tau over {order.get('jobs', '?')} jobs): {_summarise(order.get('kendall_tau'))}; "
         f"mean absolute start shift: {_summarise(fidelity.get('mean_abs_start_shift_s'))} s."
     )
-    rows = [
-        [key, _summarise(v.get("emulated")), _summarise(v.get("simulated")), _summarise(v.get("rel_diff"))]
-        for key, v in (fidelity.get("metrics") or {}).items()
-        if isinstance(v, dict)
-    ]
-    table = Table(["metric", "emulated", "simulated", "relative difference"], rows)
-    return Section("Fidelity: emulation vs simulation", [text, table])
+    ticked = fidelity.get("tick_aware") or {}
+    tick_metrics = ticked.get("metrics") or {}
+    rows = []
+    for key, v in (fidelity.get("metrics") or {}).items():
+        if not isinstance(v, dict):
+            continue
+        row = [key, *(_summarise(v.get(k)) for k in ("emulated", "simulated", "rel_diff"))]
+        if ticked:
+            t = tick_metrics.get(key) or {}
+            row += [_summarise(t.get("simulated")), _summarise(t.get("rel_diff"))]
+        rows.append(row)
+    headers = ["metric", "emulated", "ideal twin", "relative difference"]
+    if ticked:
+        headers += ["tick-aware twin", "relative difference (tick-aware)"]
+        text += (
+            f" Tick-aware twin: the policy only on Slurm's pass every {_summarise(ticked.get('tick_s'))} s "
+            f"and a launch delay of {_summarise(ticked.get('launch_delay_s'))} s after it (original time; "
+            f"the median over {ticked.get('launch_delay_jobs', '?')} jobs)"
+            + ("; time limits rounded up to Slurm's whole minutes." if ticked.get("minute_limits") else ".")
+        )
+    return Section("Fidelity: emulation vs simulation", [text, Table(headers, rows)])
 
 
 def _repetitions_section(reps: dict[str, Any]) -> Section:

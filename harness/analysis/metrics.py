@@ -61,7 +61,8 @@ def job_metrics(df: pd.DataFrame, tau: float = DEFAULT_TAU_S, time_scale: float 
 def makespan(df: pd.DataFrame, time_scale: float = 1.0) -> float:
     if df.empty:
         return 0.0
-    return float(df["end"].max() - df["submit"].min()) * time_scale
+    last = df["bb_end"].max() if "bb_end" in df.columns else df["end"].max()
+    return float(last - df["submit"].min()) * time_scale
 
 
 def utilisation(df: pd.DataFrame, platform: Machine, time_scale: float = 1.0) -> tuple[float, float]:
@@ -72,6 +73,8 @@ def utilisation(df: pd.DataFrame, platform: Machine, time_scale: float = 1.0) ->
     run = (df["end"] - df["start"]).to_numpy(np.float64) * time_scale
     nodes = df["nodes"].to_numpy(np.float64)
     node_time = float(np.sum(nodes * run))
+    if "bb_end" in df.columns:  # staged outside the allocation: the BB is held longer than the nodes
+        run = (df["bb_end"] - df["bb_start"]).to_numpy(np.float64) * time_scale
     bb_time = float(np.sum(nodes * df["bb_per_node_mb"].to_numpy(np.float64) * run))
     return node_time / (platform.compute_count * span), bb_time / (platform.bb_total_mb * span)
 

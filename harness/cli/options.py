@@ -186,6 +186,34 @@ def bb_seed_option(default: int | None, help_extra: str = "") -> Callable[[F], F
                         help=text)  # fmt: skip
 
 
+class PriorityType(click.ParamType):
+    """A priority model (harness.workload.priority), checked when the option is read."""
+
+    name = "MODEL"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from harness.workload.priority import PriorityModelError, parse_priority
+
+        try:
+            return str(parse_priority(str(value)))
+        except PriorityModelError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def priority_options(func: F) -> F:
+    """``--priority MODEL`` and ``--preempt none|suspend`` (Barberato Section 4.3, Chapter 5)."""
+    func = click.option(
+        "--preempt", type=click.Choice(["none", "suspend"]), default="none", show_default=True,
+        help="suspend: a high-priority job that cannot start suspends low-priority running jobs "
+        "(Slurm PreemptMode=SUSPEND,GANG); they resume when it ends.",
+    )(func)  # fmt: skip
+    return click.option(
+        "--priority", type=PriorityType(), default="none", show_default=True,
+        help="High-priority jobs: none, random:F[:SEED] (a seeded random fraction F) or size:N "
+        "(jobs wider than N nodes); they go to Slurm's urgent partition (a higher tier).",
+    )(func)  # fmt: skip
+
+
 def policy_seed_option(func: F) -> F:
     return click.option("--policy-seed", "policy_seed", type=SEED, default=0, show_default=True,
                         help=POLICY_SEED_HELP)(func)  # fmt: skip

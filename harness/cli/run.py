@@ -22,6 +22,7 @@ from harness.cli.options import (
     platform_option,
     policy_option,
     policy_seed_option,
+    priority_options,
     quiet_option,
     shrink_option,
     time_limit_option,
@@ -98,6 +99,7 @@ RUN_POLICY_HELP = (
     "--model", type=click.Choice(["alloc-only", "io-aware"]), default="alloc-only", show_default=True,
     help="io-aware: jobs stage their data in and out through Slurm's burst_buffer/lua (docs/io-live.md).",
 )  # fmt: skip
+@priority_options
 @long_run_options
 def run_command(trace: Path | None, **kw: Any) -> None:
     """Replay TRACE (default: the bundled KTH slice) on the emulated Slurm; write a run directory.
@@ -136,11 +138,12 @@ def _run_options(trace: Path | None, kw: dict[str, Any]) -> Any:
     seed = prepare.pop("seed")
     return RunOptions(
         workload=WorkloadSpec(trace=trace, shrink=kw["shrink"], seed=seed, shuffle=kw["shuffle"],
-                              prepare=prepare, model=kw["model"], **selection_kwargs(kw)),
+                              prepare=prepare, model=kw["model"], priority=kw["priority"],
+                              **selection_kwargs(kw)),
         cluster=ClusterSpec(backend=kw["cluster"], name=kw["cluster_name"], platform=kw["platform_file"]),
         replay=ReplaySpec(policy=kw["policy"], policy_seed=kw["policy_seed"], warmup=kw["warmup"],
                           drift=kw["drift"], timeout=kw["timeout"], keep_jobs=kw["keep_jobs"],
-                          compare_sim=kw["compare_sim"]),
+                          compare_sim=kw["compare_sim"], preempt=kw["preempt"]),
         runs_dir=kw["output"], quiet=kw["quiet"] or bool(os.environ.get("CI")), verbose=kw["verbose"],
     )  # fmt: skip
 

@@ -17,6 +17,7 @@ from harness.cli.options import (
     output_option,
     policy_option,
     policy_seed_option,
+    priority_options,
     shrink_option,
     time_limit_option,
 )
@@ -138,6 +139,14 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, scale: float) 
     help="Job model: resources held for the trace runtime, or I/O phases sharing bandwidth.",
 )
 @click.option(
+    "--staging",
+    type=click.Choice(["inside", "outside"]),
+    default="inside",
+    show_default=True,
+    help="io-aware: stage inside the allocation (the thesis), or outside it (Slurm's burst-buffer life "
+    "cycle: BB from stage-in start, nodes from run start to run end).",
+)
+@click.option(
     "--tick",
     type=NON_NEGATIVE_SECONDS,
     default=0.0,
@@ -151,6 +160,7 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, scale: float) 
     show_default=True,
     help="Tick-aware twin: plan seconds from a start decision to the job's start (alloc-only).",
 )
+@priority_options
 def simulate_command(
     workload: str,
     policy: str,
@@ -164,6 +174,7 @@ def simulate_command(
     output: Path | None,
     check: bool,
     model: str,
+    staging: str,
     tick: float,
     launch_delay: float,
     **opts: Any,
@@ -172,6 +183,38 @@ def simulate_command(
 
     Metrics are in the trace's original time (a shrunk plan is unshrunk).
     """  # fmt: skip
+    tiers = (opts.pop("priority"), opts.pop("preempt"))
+    names, platform, plan, manifest = _inputs(workload, policy, platform_file, shrink, output, opts)
+    shrink_used = float(manifest.get("shrink") or 0.0)
+    io_seed = int(manifest.get("seed", opts["bb_seed"]))
+    if tiers != ("none", "none"):
+        _check_priority_twin(tiers[0], names, model, tick, launch_delay)
+        row = _simulate_priorities(plan, platform, *tiers, io_seed, shrink_used, tau, output)
+        return click.echo(json.dumps({names[0]: row}, indent=2) if as_json else _text_table({names[0]: row}))
+    results: dict[str, dict[str, Any]] = {}
+    for name in names:
+        results[name] = _simulate_one(
+            name,
+            plan,
+            platform,
+            (model, tick, launch_delay, staging),
+            shrink_used,
+            io_seed,
+            policy_seed,
+            time_limit,
+            tau,
+            ci,
+            check,
+            output,
+            len(names) > 1,
+        )
+    click.echo(json.dumps(results, indent=2) if as_json else _text_table(results, io=model == "io-aware"))
+
+
+def _inputs(
+    workload: str, policy: str, platform_file: str, shrink: float | None, output: Path | None, opts: dict
+) -> tuple[list[str], Any, Any, dict]:
+    """(policy names, platform, plan, manifest) or a ClickException naming what is wrong."""
     from harness.platform import PlatformError, load_platform
 
     try:
@@ -184,36 +227,14 @@ def simulate_command(
         plan, manifest = _load_workload(workload, platform, shrink, opts)
     except (OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
-    shrink_used = float(manifest.get("shrink") or 0.0)
-    io_seed = int(manifest.get("seed", opts["bb_seed"]))
-    results: dict[str, dict[str, Any]] = {}
-    for name in names:
-        results[name] = _simulate_one(
-            name,
-            plan,
-            platform,
-            (model, tick, launch_delay),
-            shrink_used,
-            io_seed,
-            policy_seed,
-            time_limit,
-            tau,
-            ci,
-            check,
-            output,
-            len(names) > 1,
-        )
-    if as_json:
-        click.echo(json.dumps(results, indent=2))
-    else:
-        click.echo(_text_table(results, io=model == "io-aware"))
+    return names, platform, plan, manifest
 
 
 def _simulate_one(
     name: str,
     plan: Any,
     platform: Any,
-    twin: tuple[str, float, float],
+    twin: tuple[str, float, float, str],
     shrink_used: float,
     io_seed: int,
     policy_seed: int,
@@ -232,12 +253,12 @@ def _simulate_one(
     from harness.sim.checks import check_schedule
     from harness.sim.engine import simulate
 
-    model, tick, delay = twin  # the job model and the tick-aware twin's settings
+    model, tick, delay, staging = twin  # the job model, the tick-aware twin's settings, the staging
     scale = time_scale_of(shrink_used)
     scheduler = get_policy(name, seed=policy_seed, time_limit_s=time_limit)
     try:
         result = simulate(plan, scheduler, platform, model=model, io_seed=io_seed, shrink=shrink_used,
-                          tick=tick, launch_delay=delay)  # fmt: skip
+                          tick=tick, launch_delay=delay, staging=staging)  # fmt: skip
     except ValueError as exc:
         raise click.ClickException(f"{name}: {exc}") from None
     if check:
@@ -253,4 +274,47 @@ def _simulate_one(
         if result.bandwidth is not None:
             plot = _write_bandwidth(result, platform, path, scale)
             click.echo(f"{name}: bandwidth over time in {plot} (and .csv)", err=True)
+    return row
+
+
+def _check_priority_twin(priority: str, names: list[str], model: str, tick: float, delay: float) -> None:
+    if priority == "none":
+        raise click.UsageError("--preempt suspend needs high-priority jobs: --priority random:F or size:N")
+    if names != ["backfill-1"] or model != "alloc-only" or tick or delay:
+        raise click.UsageError(
+            "--priority simulates Slurm's tiers (harness.sim.preemption): policy backfill-1 (EASY, "
+            "the twin of slurm-backfill-1), alloc-only, no --tick or --launch-delay"
+        )
+
+
+def _simulate_priorities(
+    plan: Any, platform: Any, priority: str, preempt: str, seed: int, shrink: float, tau: float,
+    output: Path | None,
+) -> dict[str, Any]:  # fmt: skip
+    """The suspend/resume twin: its summary row with the suspension counts (files with --output)."""
+    from harness.analysis.metrics import summary
+    from harness.analysis.preemption import plot_suspensions, suspension_counts
+    from harness.model.atomic import atomic_write_csv
+    from harness.model.timescale import time_scale_of
+    from harness.sim.preemption import simulate_preemption
+    from harness.workload.priority import assign, parse_priority
+
+    scale = time_scale_of(shrink)
+    try:
+        result = simulate_preemption(assign(plan, parse_priority(priority), seed), platform,
+                                     preempt=preempt == "suspend")  # fmt: skip
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    row = summary(result.jobs, platform, tau=tau, time_scale=scale)
+    row.update({"priority": priority, "preempt": preempt, "sim_wall_s": result.wall_time_s})
+    row.update(suspension_counts(result.jobs, result.suspensions, scale))
+    click.echo(f"{priority}, preempt {preempt}: {row['high_priority_jobs']} high-priority jobs, "
+               f"{row['suspensions']} suspensions of {row['suspended_jobs']} jobs", err=True)  # fmt: skip
+    if output is not None:
+        path = _write_jobs(result.jobs, output, "backfill-1", False)
+        spans = atomic_write_csv(path.with_suffix(".suspensions.csv"), result.suspensions)
+        plot = plot_suspensions(result.jobs, result.suspensions, platform.compute_count,
+                                path.with_suffix(".suspended.png"), time_scale=scale,
+                                title=f"Twin: {priority}, preempt {preempt}")  # fmt: skip
+        click.echo(f"per-job results in {path}, suspensions in {spans}, figure {plot}", err=True)
     return row

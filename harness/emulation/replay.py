@@ -43,11 +43,12 @@ from typing import TextIO
 import pandas as pd
 
 from harness.emulation.faultlog import note_outage
+from harness.emulation.job_phases import PLAN_COLUMN
 from harness.emulation.resubmit import ATTEMPT_TIMEOUT_S, SlurmUnavailable, squeue_run_jobs, submit_retrying
 from harness.emulation.staging import directive_line
 from harness.model.jsonio import read_json, read_jsonl
 from harness.model.rundir import SIGSLEEP_LOG, STATUS, STOP_FILE, SUBMISSIONS
-from harness.slurm.config import BANDWIDTH_LICENSE
+from harness.slurm.config import BANDWIDTH_LICENSE, URGENT_PARTITION
 from harness.slurm.jobspec import encode_comment
 
 DEFAULT_SIGSLEEP = "/usr/local/bin/sigsleep"
@@ -91,18 +92,24 @@ class ReplayStatus:
     updated: float = 0.0
 
 
-def slurm_time_limit(walltime_s: float) -> str:
+def slurm_limit_minutes(walltime_s: float) -> int:
     """Slurm limits are whole minutes: round up so sigsleep's own exact limit fires first."""
-    minutes = max(1, math.ceil(walltime_s / 60.0))
-    return str(minutes)
+    return max(1, math.ceil(walltime_s / 60.0))
+
+
+def slurm_time_limit(walltime_s: float) -> str:
+    return str(slurm_limit_minutes(walltime_s))
 
 
 def sbatch_command(job: dict, opts: ReplayOptions, intended: float) -> list[str]:
     """The sbatch invocation of one plan row (a dict of the plan columns)."""
     bb_total = int(job["nodes"]) * int(job["bb_per_node_mb"])
+    phases = str(job.get(PLAN_COLUMN) or "")  # io-aware: compute and checkpoint phases
+    work = ["--phases", phases, "--time-scale", f"{float(job['io_time_scale']):.9g}"] if phases else [
+        "--runtime", f"{float(job['runtime']):.6f}"]  # fmt: skip
     sigsleep = [
         opts.sigsleep,
-        "--runtime", f"{float(job['runtime']):.6f}",
+        *work,
         "--walltime", f"{float(job['walltime']):.6f}",
         "--job-id", str(int(job["job_id"])),
         "--log", str(opts.run_dir / SIGSLEEP_LOG),
@@ -112,7 +119,8 @@ def sbatch_command(job: dict, opts: ReplayOptions, intended: float) -> list[str]
     cmd = [
         "sbatch", "--parsable",
         f"--job-name=t{int(job['job_id'])}",
-        f"--partition={opts.partition}",
+        # a high-priority job (the plan's priority column) goes to the urgent tier
+        f"--partition={URGENT_PARTITION if job.get('priority', 0) else opts.partition}",
         f"--nodes={int(job['nodes'])}",
         f"--time={slurm_time_limit(float(job['walltime']))}",
         f"--chdir={opts.job_dir}",

@@ -24,6 +24,7 @@ from harness.platform import load_platform
 from harness.policies.registry import UnknownPolicyError, get_policy
 from harness.slurm.config import SchedulerConfig
 from harness.slurm.native import is_native, scheduler_for
+from harness.workload.priority import parse_priority
 
 
 class RunError(RuntimeError):
@@ -42,6 +43,19 @@ def scheduler_for_run(policy: str) -> SchedulerConfig:
         ) from None
     # sched/builtin only starts what the agent released, on the nodes it chose
     return SchedulerConfig(mode="builtin", external_ordering=True)
+
+
+def with_priorities(sched: SchedulerConfig, opts: RunOptions) -> SchedulerConfig:
+    """The urgent tier for a priority model; preemption by suspension on top with --preempt."""
+    tiers, preempt = parse_priority(opts.workload.priority).enabled, opts.replay.preempt == "suspend"
+    if preempt and not tiers:
+        raise RunError("--preempt suspend needs high-priority jobs: give --priority random:F or size:N")
+    if tiers and sched.external_ordering:
+        raise RunError(
+            f"--priority works with Slurm's own scheduler (slurm-fcfs, slurm-backfill-D), "
+            f"not with the agent's policy {opts.replay.policy!r}"
+        )
+    return replace(sched, priority_tiers=tiers, preempt_suspend=preempt)
 
 
 def make_backend(spec: ClusterSpec) -> ClusterBackend:
@@ -71,6 +85,7 @@ class Experiment:
         self.sched = scheduler_for_run(opts.replay.policy)
         if opts.workload.model == "io-aware":  # Slurm's burst-buffer life cycle, not the license
             self.sched = replace(self.sched, burst_buffer="lua")
+        self.sched = with_priorities(self.sched, opts)
         self.backend = make_backend(opts.cluster)
 
     def run_dir(self) -> tuple[Path, str]:

@@ -9,7 +9,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from harness.slurm.config import PREEMPT_MODES
 from harness.workload.plan import DEFAULT_SEED, Sampling, bundled_slice_path
+from harness.workload.priority import parse_priority
 
 MODELS = ("alloc-only", "io-aware")  # the simulator's models (harness.sim.engine.MODELS)
 
@@ -31,10 +33,13 @@ class WorkloadSpec:
     # alloc-only: a job holds its BB license from start to end; io-aware: Kopański's I/O
     # columns, staged in and out through Slurm's burst_buffer/lua (harness/emulation/staging.py)
     model: str = "alloc-only"
+    # which jobs are high priority (harness.workload.priority): none, random:F[:SEED], size:N
+    priority: str = "none"
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:
             raise ValueError(f"unknown model {self.model!r}: use one of {', '.join(MODELS)}")
+        parse_priority(self.priority)  # a bad model is refused before anything runs
 
     @property
     def source(self) -> Path:
@@ -58,6 +63,11 @@ class ReplaySpec:
     keep_jobs: bool = False  # on interruption, leave the submitted jobs in Slurm
     compare_sim: bool = False  # also simulate the plan with the same policy; report the difference
     interim_every: float = 900.0  # seconds of wall time between interim results (0: none)
+    preempt: str = "none"  # suspend: high-priority jobs suspend low ones (PreemptMode=SUSPEND,GANG)
+
+    def __post_init__(self) -> None:
+        if self.preempt not in PREEMPT_MODES:
+            raise ValueError(f"unknown preemption mode {self.preempt!r}: use {' or '.join(PREEMPT_MODES)}")
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,11 @@ from harness.emulation.bb_check import keep_bb_states, staging_check
 from harness.emulation.collect import build_results, cross_check, decision_stats, finished, lag_stats
 from harness.emulation.collect_io import add_staging, staging_stats, wait_for_stage_outs
 from harness.emulation.faultlog import fault_section
-from harness.emulation.fidelity import compare_with_simulation, simulator_twin
+from harness.emulation.fidelity import compare_with_both_twins, measured_launch_delay, simulator_twin
+from harness.emulation.job_phases import add_phases, phase_stats, with_phase_lists
 from harness.emulation.launch import SUBMIT_USER, HeadRun
 from harness.emulation.observe import RunObserver
+from harness.emulation.preemption import preemption_section
 from harness.emulation.slurm_view import slurm_records
 from harness.emulation.specs import RunOptions, WorkloadSpec
 from harness.emulation.staging import RECORDS
@@ -35,6 +37,7 @@ from harness.platform import Platform
 from harness.slurm.config import SchedulerConfig
 from harness.workload.io import HerbeinIO, KopanskiIO
 from harness.workload.plan import PlanError, is_plan_file, load_plan, prepare, save_plan
+from harness.workload.priority import assign, parse_priority
 
 Progress = Callable[[str], None]
 
@@ -82,8 +85,12 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
     plan, manifest = plan_for(spec, ctx.backend.platform)
     if spec.model == "io-aware":
         plan, manifest = with_io_columns(plan, spec.seed, spec.shrink), {**manifest, "model": spec.model}
+        plan = with_phase_lists(plan, ctx.backend.platform)  # sigsleep's compute and checkpoint phases
     if ctx.sched.bandwidth_license:  # each job's PFS drain rate, held as a license
         plan = HerbeinIO().apply(plan, seed=spec.seed)
+    model = parse_priority(spec.priority)
+    if model.enabled:  # the high-priority jobs go to the urgent partition (replay)
+        plan, manifest = assign(plan, model, seed=spec.seed), {**manifest, "priority": str(model)}
     save_plan(plan, manifest, ctx.run_dir / rundir.PLAN)
     ctx.say(f"run {ctx.run_id}: {len(plan)} jobs, shrink {spec.shrink:g}, policy {ctx.opts.replay.policy}")
     # what `harness run --resume` needs to take the run up again
@@ -143,10 +150,12 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     t0 = float(read_json(raw / rundir.STATUS).get("t0", 0.0))
     submissions = read_jsonl(raw / rundir.SUBMISSIONS)
     slurm_jobs, source = slurm_records(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, submissions)
-    results = build_results(ctx.plan()[0], submissions, read_jsonl(raw / rundir.SIGSLEEP_LOG), t0, slurm_jobs)
+    records = read_jsonl(raw / rundir.SIGSLEEP_LOG)
+    results = build_results(ctx.plan()[0], submissions, records, t0, slurm_jobs)
     if staged:  # the staging records of every run on the cluster: keep this run's jobs
         ctx.backend.get(f"{ctx.sched.staging_dir.removeprefix('/shared/')}/{RECORDS}", raw / RECORDS)
         results = add_staging(results, read_jsonl(raw / RECORDS), t0)
+        results = add_phases(results, records, ctx.backend.platform, time_scale_of(ctx.opts.workload.shrink))
     atomic_write_parquet(ctx.run_dir / rundir.RESULTS, results)
     atomic_write_csv(ctx.run_dir / rundir.RESULTS_CSV, results)
     bb_license = ctx.backend.platform.deployment.bb_license
@@ -167,7 +176,7 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     if ctx.uses_agent:
         sections["agent"] = decision_stats(read_jsonl(raw / rundir.DECISIONS))
     if staged:
-        sections["staging"] = staging_stats(results)
+        sections["staging"] = {**staging_stats(results), **phase_stats(results)}
     counts = results["status"].value_counts()
     return {"t0": t0, "missing": int(counts.get("missing", 0)), "rejected": int(counts.get("rejected", 0)),
             "sections": sections}  # fmt: skip
@@ -180,17 +189,38 @@ def fidelity(ctx: RunContext) -> dict[str, Any]:
         return {}
     twin = simulator_twin(ctx.opts.replay.policy)
     spec = ctx.opts.workload
-    found, simulated = compare_with_simulation(
-        ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, seed=spec.seed, model=spec.model
-    )
+    delay = measured_launch_delay(ran, float(ctx.found("collect").get("t0", 0.0)))
+    found, simulated = compare_with_both_twins(
+        ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, delay, seed=spec.seed, model=spec.model,
+        minute_limits=not ctx.uses_agent,
+    )  # fmt: skip
     (ctx.run_dir / rundir.SIMULATION_DIR).mkdir(exist_ok=True)
     atomic_write_parquet(ctx.run_dir / rundir.SIMULATION_DIR / rundir.RESULTS, simulated)
     tau, wait = found["start_order"]["kendall_tau"], found["metrics"]["mean_wait"]
+    ticked = found["tick_aware"]["metrics"]["mean_wait"]
     ctx.say(
         f"fidelity vs simulation ({twin}): start-order Kendall tau {tau:.3f}, mean wait "
-        f"{wait['emulated']:.0f} s emulated vs {wait['simulated']:.0f} s simulated"
+        f"{wait['emulated']:.0f} s emulated vs {wait['simulated']:.0f} s ideal twin "
+        f"({wait['rel_diff']:+.1%}), "
+        f"{ticked['simulated']:.0f} s tick-aware twin ({ticked['rel_diff']:+.1%})"
     )
     return {"fidelity": found}
+
+
+def preemption(ctx: RunContext) -> dict[str, Any]:
+    """With a priority model: the suspensions, emulated and predicted (harness.emulation.preemption)."""
+    if not parse_priority(ctx.opts.workload.priority).enabled:
+        return {}
+    raw = ctx.run_dir / rundir.RAW_DIR
+    section = preemption_section(
+        ctx.run_dir, ctx.plan()[0], pd.read_parquet(ctx.run_dir / rundir.RESULTS),
+        read_jsonl(raw / rundir.SIGSLEEP_LOG), float(ctx.found("collect").get("t0", 0.0)),
+        ctx.backend.platform, ctx.opts.workload.shrink, ctx.sched.preempt_suspend,
+    )  # fmt: skip
+    emu, twin = section["emulated"], section["twin"]
+    ctx.say(f"suspensions: {emu['suspensions']} emulated ({emu['suspended_jobs']} jobs), "
+            f"{twin['suspensions']} predicted by the twin ({twin['suspended_jobs']} jobs)")  # fmt: skip
+    return {"preemption": section}
 
 
 def measure(ctx: RunContext) -> dict[str, Any]:
@@ -200,6 +230,7 @@ def measure(ctx: RunContext) -> dict[str, Any]:
     metrics = summary(ran, ctx.backend.platform, time_scale=scale) if len(ran) else {}
     metrics.update(ctx.found("collect").get("sections", {}))
     metrics.update(ctx.found("fidelity"))
+    metrics.update(ctx.found("preemption"))
     write_json(ctx.run_dir / rundir.METRICS, metrics)
     return {"jobs": len(ran)}
 
@@ -246,6 +277,7 @@ STEPS: tuple[tuple[str, Callable[[RunContext], dict[str, Any]]], ...] = (
     ("replay", replay),
     ("collect", collect),
     ("fidelity", fidelity),
+    ("preemption", preemption),
     ("metrics", measure),
     ("manifest", manifest),
     ("report", report),

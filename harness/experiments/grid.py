@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.experiments.keys import SpecError
-from harness.experiments.spec import ExperimentSpec, policy_instances
+from harness.experiments.spec import ExperimentSpec, SimulateSpec, policy_instances, workload_axes
 from harness.model.jsonio import json_default
 
+NO_TWIN = SimulateSpec()  # the ideal twin
 KEY_LENGTH = 16  # hex digits of the sha256: 64 bits, no collision in any grid a person writes
 
 
@@ -40,6 +41,7 @@ def axis_names(spec: ExperimentSpec) -> list[str]:
         names += ["family", *spec.sweep]
     if spec.workload.periods:
         names.append("period")
+    names += [name for name, _ in workload_axes(spec)]
     names.append("bb_seed")
     if spec.emulate is not None:
         names.append("shrink")
@@ -57,7 +59,7 @@ def expand(spec: ExperimentSpec) -> list[Cell]:
     for axes in _axis_values(spec):
         if any(_matches(rule, axes) for rule in spec.exclude):
             continue
-        params = {**fixed, **axes, **_derived(spec, axes["rep"])}
+        params = _workload_params({**fixed, **axes, **_derived(spec, axes["rep"])})
         key = cell_key(params)
         if key not in seen:  # two templates naming the same policy make one cell
             seen.add(key)
@@ -79,12 +81,32 @@ def _fixed_params(spec: ExperimentSpec) -> dict[str, Any]:
         "bb_constant_mb": w.bb_constant_mb,
         "first_n": w.first_n,
         "window": list(w.window) if w.window else None,
-        "sampling": w.sampling,
+        "sampling": _first_values(w.sampling),
         "shuffle": w.shuffle,
         "tau": spec.tau,
         "time_limit_s": spec.time_limit_s,
         **({"cluster": spec.emulate.cluster} if spec.emulate else {}),
+        # only when set, so that the cells of files without them keep their keys
+        **({"drift": w.drift[0]} if w.drift != (0.0,) else {}),
+        **{name: getattr(w, name)[0] for name in ("priority", "preempt") if getattr(w, name) != ("none",)},
+        **({"twin": [spec.simulate.tick, spec.simulate.launch_delay]} if spec.simulate != NO_TWIN else {}),
     }
+
+
+def _first_values(sampling: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The sampling of a cell: the first offset and ratio (an axis overrides them)."""
+    if sampling is None:
+        return None
+    ratio = sampling["ratio"]
+    return {**sampling, "offset": sampling["offset"][0], "ratio": ratio[0] if ratio else None}
+
+
+def _workload_params(params: dict[str, Any]) -> dict[str, Any]:
+    """The ``offset`` and ``ratio`` axes go into the cell's sampling (the cell key hashes both)."""
+    for name in ("offset", "ratio"):
+        if name in params:
+            params["sampling"] = {**params["sampling"], name: params[name]}
+    return params
 
 
 def _derived(spec: ExperimentSpec, rep: int) -> dict[str, Any]:
@@ -101,6 +123,7 @@ def _axis_values(spec: ExperimentSpec) -> list[dict[str, Any]]:
     tail: list[tuple[str, tuple[Any, ...]]] = []
     if w.periods:
         tail.append(("period", w.period))
+    tail += workload_axes(spec)
     tail.append(("bb_seed", w.bb_seeds))
     if spec.emulate is not None:
         tail.append(("shrink", spec.emulate.shrink))

@@ -23,6 +23,10 @@ from harness.platform import PlatformError, load_platform
 from harness.policies.registry import UnknownPolicyError, get_policy
 from harness.workload.bbmodel import MODELS
 from harness.workload.plan import BUNDLED, SAMPLING_METHODS, resolve_input
+from harness.workload.priority import SYNTAX as PRIORITY_SYNTAX
+from harness.workload.priority import PriorityModelError, parse_priority
+
+PREEMPT_MODES = ("none", "suspend")  # as harness.slurm.config.PREEMPT_MODES
 
 MODES = ("simulate", "emulate")
 KTH = "kth"  # stands for the KTH-SP2 trace wherever this machine keeps it
@@ -33,7 +37,9 @@ JOB_METRICS = ("wait", "turnaround", "runtime", "slowdown", "bsld", "wslowdown")
 DEFAULT_METRICS = ("mean_wait", "mean_turnaround", "mean_slowdown", "mean_bsld")
 DEFAULT_JOB_METRICS = ("wait", "turnaround", "slowdown", "bsld")
 _VAR = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
-_RESERVED = {"policy", "period", "bb_seed", "shrink", "rep"}  # axes with their own keys
+# axes with their own keys
+_RESERVED = {"policy", "period", "offset", "ratio", "drift", "priority", "preempt", "bb_seed", "shrink",
+             "rep"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -48,9 +54,20 @@ class WorkloadSpec:
     bb_constant_mb: int | None = None
     first_n: int | None = None
     window: tuple[float, float | None] | None = None
-    sampling: dict[str, Any] | None = None
+    sampling: dict[str, Any] | None = None  # "offset" and "ratio" are tuples: axes when longer than 1
     shuffle: bool = False
     shuffle_seed: int = 0
+    drift: tuple[float, ...] = (0.0,)  # seconds per job added to the submission instants
+    priority: tuple[str, ...] = ("none",)  # priority models (harness.workload.priority)
+    preempt: tuple[str, ...] = ("none",)  # none or suspend (the twin: harness.sim.preemption)
+
+
+@dataclass(frozen=True)
+class SimulateSpec:
+    """The simulator twin of a simulate-mode file: 0 and 0 is the ideal twin."""
+
+    tick: float = 0.0  # the policy only on multiples of this (s); Slurm's pass: 1
+    launch_delay: float = 0.0  # from the decision to the start (s)
 
 
 @dataclass(frozen=True)
@@ -81,6 +98,7 @@ class ExperimentSpec:
     sweep: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     exclude: tuple[dict[str, Any], ...] = ()
     emulate: EmulateSpec | None = None
+    simulate: SimulateSpec = SimulateSpec()
 
 
 def load_spec(path: str | Path) -> ExperimentSpec:
@@ -99,7 +117,7 @@ def load_spec(path: str | Path) -> ExperimentSpec:
 
 def spec_from_dict(data: dict[str, Any], path: Path, text: str = "") -> ExperimentSpec:
     top = Keys(data, "", path)
-    top.expect("experiment", "workload", "platform", "policies", "sweep", "exclude", "emulate")
+    top.expect("experiment", "workload", "platform", "policies", "sweep", "exclude", "emulate", "simulate")
     exp = top.table("experiment")
     policies = top.table("policies")
     names = policies.strings("names")
@@ -125,6 +143,7 @@ def spec_from_dict(data: dict[str, Any], path: Path, text: str = "") -> Experime
         sweep=sweep,
         exclude=_exclude(top.raw("exclude", []), path),
         emulate=_emulate(top.table("emulate")) if "emulate" in data else None,
+        simulate=_simulate(top.table("simulate")),
     )
     for keys in (exp, policies, top):
         keys.finish()
@@ -164,6 +183,9 @@ def _workload(keys: Keys, spec_path: Path) -> WorkloadSpec:
         sampling=_sampling(keys.table("sampling")) if "sampling" in keys.data else None,
         shuffle=keys.boolean("shuffle", False),
         shuffle_seed=keys.integer("shuffle_seed", 0, minimum=0),
+        drift=_non_negative(keys, "drift", (0.0,)),
+        priority=_choices(keys, "priority", _priority_model),
+        preempt=_choices(keys, "preempt", lambda v: v if v in PREEMPT_MODES else None),
     )
     if spec.bb_model == "constant" and spec.bb_constant_mb is None:
         raise keys.fail("bb_constant_mb", 'an integer >= 0 when bb_model = "constant"')
@@ -205,17 +227,65 @@ def _window(keys: Keys) -> tuple[float, float | None] | None:
 
 
 def _sampling(keys: Keys) -> dict[str, Any]:
+    """``offset`` and ``ratio`` may be lists: the sweeps of Barberato's Table 4.8 (offsets)
+    and Figure 4.11 (ratios)."""
     out = {
         "method": keys.string("method", "ordered", SAMPLING_METHODS),
         "n": keys.integer("n", None, minimum=1),
-        "ratio": keys.number("ratio", None),
-        "offset": keys.integer("offset", 0, minimum=0),
+        "ratio": keys.numbers("ratio", None),
+        "offset": keys.integers("offset", (0,), minimum=0),
         "window": keys.number("window_s", 60.0),
     }
     if (out["n"] is None) == (out["ratio"] is None):
         raise keys.fail("n", "exactly one of n and ratio")
+    if out["ratio"] is not None and min(out["ratio"]) < 1:
+        raise keys.fail("ratio", "sampling ratios >= 1", list(out["ratio"]))
+    if out["offset"] != (0,) and out["method"] != "ordered":
+        raise keys.fail("offset", 'method = "ordered" (the "su" method has no offset)', list(out["offset"]))
+    if out["ratio"] is not None and max(out["offset"]) >= min(out["ratio"]):
+        raise keys.fail(
+            "offset", f"offsets below the sampling ratio {min(out['ratio']):g}", list(out["offset"])
+        )
     keys.finish()
     return out
+
+
+def _choices(keys: Keys, key: str, check: Any) -> tuple[str, ...]:
+    """A string or a list of strings, each accepted by ``check`` (None: refused); default none."""
+    value = keys.raw(key, "none")
+    values = tuple(keys.strings(key)) if isinstance(value, list) else (value,)
+    bad = [v for v in values if not isinstance(v, str) or check(v) is None]
+    if bad:
+        what = PRIORITY_SYNTAX if key == "priority" else " or ".join(PREEMPT_MODES)
+        raise keys.fail(key, f"one or a list of: {what}", bad[0])
+    return tuple(str(check(v)) for v in values)
+
+
+def _priority_model(text: str) -> str | None:
+    try:
+        return str(parse_priority(text))
+    except PriorityModelError:
+        return None
+
+
+def _non_negative(keys: Keys, key: str, default: tuple[float, ...]) -> tuple[float, ...]:
+    values = keys.numbers(key, default)
+    if min(values) < 0:
+        raise keys.fail(key, "seconds >= 0", list(values))
+    return tuple(values)
+
+
+def _simulate(keys: Keys) -> SimulateSpec:
+    spec = SimulateSpec(_one_non_negative(keys, "tick"), _one_non_negative(keys, "launch_delay"))
+    keys.finish()
+    return spec
+
+
+def _one_non_negative(keys: Keys, key: str) -> float:
+    value = keys.number(key, 0.0)
+    if not 0 <= value < float("inf"):
+        raise keys.fail(key, "a number of seconds >= 0", value)
+    return float(value)
 
 
 def _platform(keys: Keys, spec_path: Path) -> tuple[str, str]:
@@ -298,3 +368,17 @@ def _check_mode(spec: ExperimentSpec, path: Path) -> None:
         raise SpecError(f'{path}: [emulate]: missing (required when mode = "emulate")')
     if spec.mode == "simulate" and spec.emulate is not None:
         raise SpecError(f'{path}: [emulate]: only for mode = "emulate" (this file simulates)')
+    if spec.mode == "emulate" and spec.simulate != SimulateSpec():
+        raise SpecError(f'{path}: [simulate]: only for mode = "simulate" (the emulation has its own pass)')
+
+
+def workload_axes(spec: ExperimentSpec) -> list[tuple[str, tuple[Any, ...]]]:
+    """The workload settings given as lists of several values: ``offset`` and ``ratio`` of
+    the sampling, ``drift``, ``priority``, ``preempt`` (axes of the grid, in this order)."""
+    w, out = spec.workload, []
+    if w.sampling is not None:
+        out += [(name, w.sampling[name]) for name in ("offset", "ratio") if len(w.sampling[name] or ()) > 1]
+    if len(w.drift) > 1:
+        out.append(("drift", w.drift))
+    out += [(name, getattr(w, name)) for name in ("priority", "preempt") if len(getattr(w, name)) > 1]
+    return out

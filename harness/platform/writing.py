@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
+from harness.platform.loading import load_platform
 from harness.platform.machine import NodeKind
 from harness.platform.platform import Platform
 
@@ -59,3 +61,10 @@ def platform_to_toml(platform: Platform, comment: str = "") -> str:
     if accounting is not None:
         lines += _table("deployment.accounting", accounting)
     return "\n".join(lines)
+
+
+def save_platform(platform: Platform, path: Path, comment: str = "") -> Platform:
+    """Write ``platform`` to ``path`` and load it back: the platform a cluster or a command
+    (``--platform path``) reads, e.g. the bundled one ``redeployed`` on other ports."""
+    path.write_text(platform_to_toml(platform, comment), encoding="utf-8")
+    return load_platform(str(path))

@@ -18,6 +18,8 @@ from harness.policies.fcfs import Fcfs, Filler
 from harness.policies.ioaware import IoAware
 from harness.policies.maxutil import MaxUtil
 from harness.policies.plan import OBJECTIVES, AnnealingConfig, PlanPolicy
+from harness.policies.sas import StorageAware
+from harness.policies.tiers import TierChooser
 from harness.policies.window import WindowPolicy
 
 
@@ -101,6 +103,13 @@ FAMILIES: tuple[Family, ...] = (
         lambda name, m, o: IoAware(name, backfill=m["kind"] == "easy", aware=not m["ign"]),
         ("io-easy", "io-ignorant-easy", "io-fcfs"),
     ),
+    Family(
+        "sas[-hps|-lps|-random-P]",
+        re.compile(r"sas(?:-(?P<kind>hps|lps|random-(?P<p>\d+(?:\.\d+)?)))?"),
+        StorageAware.description + " (-hps, -lps, -random-P: Lackner's baselines; --model io-aware)",
+        lambda name, m, o: StorageAware(name, _tier_chooser(name, m, o)),
+        ("sas", "sas-lps", "sas-random-0.2"),
+    ),
 )  # fmt: skip
 
 # The policies of the thesis's experiments (Chapter 4), in its order.
@@ -112,6 +121,15 @@ THESIS_POLICIES: tuple[str, ...] = (
     "plan-sum-0", "plan-square-0", "plan-cube-0", "plan-start-0",
     "plan-sum-1", "plan-square-1", "plan-start-1",
 )  # fmt: skip
+
+
+def _tier_chooser(name: str, m: re.Match[str], o: PolicyOptions) -> TierChooser:
+    kind = m["kind"] or "sas"
+    if not kind.startswith("random"):
+        return TierChooser(kind)
+    if float(m["p"]) > 1:
+        raise UnknownPolicyError(f"policy {name!r}: P must be a probability in [0, 1], got {m['p']}")
+    return TierChooser("random", float(m["p"]), o.seed)
 
 
 def _at_least_one(name: str, what: str, text: str) -> int:

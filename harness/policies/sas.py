@@ -34,6 +34,9 @@ DEFAULT_LPS_MB_S = 1_000.0
 
 class StorageAware(Policy):
     description = "SJF backfilling choosing per job the storage tier (BB or PFS) with the shorter turnaround"
+    tiered = True  # emits TierStart: the simulator runs it with storage tiers (harness.sim.tiers)
+    # A job can start on LPS while the BB is full: the policy must see every event.
+    needs_every_event = True
 
     def __init__(
         self,
@@ -47,9 +50,9 @@ class StorageAware(Policy):
         self.rates = rates or TierRates.lackner(DEFAULT_LPS_MB_S)
         self.io: Mapping[int, JobIo] = io or {}
 
-    def with_io(self, io: Mapping[int, JobIo]) -> StorageAware:
-        """The same policy knowing the jobs' declared I/O (from the plan)."""
-        return StorageAware(self.name, self.chooser, self.rates, io)
+    def with_io(self, io: Mapping[int, JobIo], rates: TierRates | None = None) -> StorageAware:
+        """The same policy knowing the jobs' declared I/O (from the plan) and the platform's rates."""
+        return StorageAware(self.name, self.chooser, rates or self.rates, io)
 
     def decide(self, state: ClusterState, queue: Sequence[QueuedJob], now: float) -> Decision:
         jobs = JobQueue.of(queue)

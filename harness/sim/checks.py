@@ -38,31 +38,42 @@ def _check_jobs(df: pd.DataFrame, tol: float) -> Iterator[str]:
 
 
 def _check_overlaps(df: pd.DataFrame, platform: Machine) -> Iterator[str]:
-    events: list[tuple[float, int, int]] = []  # (time, 0 = end first / 1 = start, row)
+    """Compute nodes over [start, end]; BB nodes over [bb_start, bb_end] when the
+    schedule staged outside the allocation (those columns), else over [start, end] too."""
     maps = []
-    for row, r in enumerate(df.itertuples(index=False)):
+    for r in df.itertuples(index=False):
         pairs = parse_bb_map(platform, r.bb_nodes)
         computes = [c for c, _ in pairs]
         if len(pairs) != r.nodes or len(set(computes)) != len(computes):
             yield f"job {r.job_id}: needs one BB node per each of its {r.nodes} compute nodes"
         maps.append(pairs)
-        if r.end > r.start:  # a job that ran for no time holds nothing
-            events.append((float(r.start), 1, row))
-            events.append((float(r.end), 0, row))
-    events.sort()
-    owner: dict[int, int] = {}
-    used = [0] * platform.bb_count
-    shares = df["bb_per_node_mb"].to_numpy()
     ids = df["job_id"].to_numpy()
-    for _, is_start, row in events:
-        sign = 1 if is_start else -1
-        for c, b in maps[row]:
-            used[b] += sign * int(shares[row])
+    owner: dict[int, int] = {}
+    for _, is_start, row in _sweep(df["start"], df["end"]):
+        for c, _ in maps[row]:
             if is_start:
                 if c in owner:
                     yield f"compute node {c} runs jobs {owner[c]} and {ids[row]} at once"
                 owner[c] = int(ids[row])
             else:
                 owner.pop(c, None)
+    held = ("bb_start", "bb_end") if "bb_end" in df.columns else ("start", "end")
+    used = [0] * platform.bb_count
+    shares = df["bb_per_node_mb"].to_numpy()
+    for _, is_start, row in _sweep(df[held[0]], df[held[1]]):
+        for _, b in maps[row]:
+            used[b] += (1 if is_start else -1) * int(shares[row])
         if is_start and max(used) > platform.bb_capacity_mb:
             yield f"a BB node exceeds its capacity when job {ids[row]} starts"
+
+
+def _sweep(begin: pd.Series, end: pd.Series) -> list[tuple[float, int, int]]:
+    """(time, 0 = end first / 1 = start, row) of every interval that lasts; a job that
+    ran for no time holds nothing."""
+    events = []
+    for row, (b, e) in enumerate(zip(begin.to_numpy(np.float64), end.to_numpy(np.float64), strict=True)):
+        if e > b:
+            events.append((float(b), 1, row))
+            events.append((float(e), 0, row))
+    events.sort()
+    return events

@@ -32,6 +32,8 @@ from harness.policies.state import Allocation, JobQueue, RunningJob, Topology
 from harness.sim.io_execution import IOExecution
 from harness.sim.io_mode import io_columns, io_execution
 from harness.sim.machine import SimMachine, SimulationError, bb_map_string
+from harness.sim.staging import OutsideStaging, check_staging, outside_execution
+from harness.sim.tiers import TierExecution, is_tiered, tier_setup
 
 MODELS = ("alloc-only", "io-aware")
 DEFAULT_IO_SEED = 2020  # the plan's default seed (harness.workload.plan.DEFAULT_SEED)
@@ -97,23 +99,42 @@ def simulate(
     shrink: float = 0.0,
     tick: float = 0.0,
     launch_delay: float = 0.0,
+    staging: str = "inside",
+    tiers: bool = False,
 ) -> SimulationResult:
     """Run ``policy`` on ``plan`` (columns of :data:`PLAN_COLUMNS`) and return the schedule.
 
     ``io-aware`` takes the plan's I/O columns, or draws them with ``io_seed`` (the
     plan's ``shrink`` keeps phases and bandwidths in original time). ``tick`` and
     ``launch_delay`` are in the plan's time unit (see the module's docstring).
+    ``staging`` (io-aware): ``inside`` the allocation or ``outside`` it
+    (:mod:`harness.sim.staging`).
+    ``tiers`` runs Lackner's storage tiers (:mod:`harness.sim.tiers`) for any policy,
+    as always for a policy that chooses tiers.
     """
     if model not in MODELS:
         raise ValueError(f"unknown job model '{model}' (models: {', '.join(MODELS)})")
     _check_twin(tick, launch_delay, model)
+    check_staging(staging, model)
     platform = platform or load_platform()
     topology = Topology.from_platform(platform)
+    tiered = tiers or is_tiered(policy)  # storage tiers (harness.sim.tiers): Lackner's I/O, a tier per job
+    if tiered and staging == "outside":
+        raise ValueError("storage tiers stage inside the allocation: drop --staging outside or the tiers")
+    if tiered:
+        plan, policy = tier_setup(plan, policy, platform, model, io_seed, shrink)
     jobs = _Plan(plan, topology)
-    execution = _execution(model, jobs, platform, topology, io_seed, shrink)
+    machine = None
+    execution: _AllocOnly | IOExecution | TierExecution
+    if staging == "outside":
+        execution, machine = outside_execution(jobs.df, platform, topology, seed=io_seed, shrink=shrink)
+    elif tiered:
+        execution = TierExecution(jobs.df, platform, policy)
+    else:
+        execution = _execution(model, jobs, platform, topology, io_seed, shrink)
     kernels.warm_up()  # compile before the clock starts: not part of any decision's latency
     began = time.perf_counter()
-    sim = _Run(jobs, policy, topology, execution, Twin(tick, launch_delay))
+    sim = _Run(jobs, policy, topology, execution, Twin(tick, launch_delay), machine)
     sim.run()
     wall = time.perf_counter() - began
     table = sim.results(platform)
@@ -189,13 +210,14 @@ class _Run:
         jobs: _Plan,
         policy: Policy,
         topology: Topology,
-        execution: _AllocOnly | IOExecution,
+        execution: _AllocOnly | IOExecution | TierExecution,
         twin: Twin | None = None,
+        machine: SimMachine | None = None,
     ) -> None:
         self.twin = twin or Twin()
         self.jobs = jobs
         self.policy = policy
-        self.machine = SimMachine(topology)
+        self.machine = machine or SimMachine(topology)
         self.row_of = {int(j): i for i, j in enumerate(jobs.job_id)}
         self.queued = np.empty(0, dtype=np.int64)  # plan rows, in submission order
         self.execution = execution
@@ -274,9 +296,11 @@ class _Run:
                 raise SimulationError(f"{self.policy.name} started job {s.job_id}, which is not waiting")
             if len(s.allocation.compute) != self.jobs.nodes[row]:
                 raise SimulationError(f"job {s.job_id}: allocation size differs from its request")
-            walltime = float(self.jobs.walltime[row])
+            walltime, share = float(self.jobs.walltime[row]), int(self.jobs.share[row])
+            if isinstance(self.execution, TierExecution):  # the tier sets both
+                walltime, share = self.execution.hold(row, s)
             begin = now + self.twin.launch_delay
-            job = RunningJob(s.job_id, now, begin + walltime, int(self.jobs.share[row]), s.allocation)
+            job = RunningJob(s.job_id, now, begin + walltime, share, s.allocation)
             self.machine.start(job)
             self.execution.start(row, begin, s.allocation.compute, s.allocation.bb)
             self.start[row], self.alloc[row] = begin, s.allocation
@@ -291,22 +315,30 @@ class _Run:
     def results(self, platform: Machine) -> pd.DataFrame:
         j, end = self.jobs, self.execution.end
         killed = self.execution.timeout
+        start, allocs = self.start, self.alloc
+        if isinstance(self.execution, OutsideStaging):  # the run on the nodes, not the decision
+            start, allocs = self.execution.run_start, self.execution.allocation
         table = pd.DataFrame(
             {
                 "job_id": j.job_id,
                 "submit": j.submit,
-                "start": self.start,
+                "start": start,
                 "end": end,
-                "runtime": end - self.start,
+                "runtime": end - start,
                 "walltime": j.walltime,
                 "nodes": j.nodes,
                 "bb_per_node_mb": j.share,
-                "bb_nodes": [bb_map_string(platform, a) if a else "" for a in self.alloc],
+                "bb_nodes": [bb_map_string(platform, a) if a else "" for a in allocs],
                 "status": np.where(killed, "timeout", "completed"),
             },
             columns=list(RESULT_COLUMNS),
         )
-        if isinstance(self.execution, IOExecution):
+        if isinstance(self.execution, TierExecution):
+            table = self.execution.annotate(table)
+        if isinstance(self.execution, OutsideStaging):
+            for name, values in self.execution.result_columns().items():
+                table[name] = values
+        elif isinstance(self.execution, IOExecution):
             for name, values in io_columns(self.execution, self.start, self.alloc).items():
                 table[name] = values
         return table

@@ -28,6 +28,10 @@ STAGING_MODULE = "harness.emulation.staging"
 # The PFS bandwidth as a license in MB/s (Herbein's I/O-aware scheduling done by Slurm):
 # a job holds nodes x its per-node drain rate; with bf_licenses backfill reserves it too.
 BANDWIDTH_LICENSE = "pfsbw"
+# The partition of high-priority jobs (harness.workload.priority): same compute nodes, a higher
+# PriorityTier; with preempt_suspend its jobs suspend the compute partition's jobs.
+URGENT_PARTITION = "urgent"
+PREEMPT_MODES = ("none", "suspend")
 
 SchedulerMode = Literal["builtin", "backfill"]
 BurstBufferMode = Literal["licenses", "lua"]
@@ -57,6 +61,9 @@ class SchedulerConfig:
     # suspend the compute partition's jobs (PreemptMode=SUSPEND,GANG); used to check that
     # sigsleep's running time survives Slurm's own preemption, not only scontrol suspend.
     preempt_suspend: bool = False
+    # The 'urgent' tier without preemption: its jobs only go first (Barberato's backfill with
+    # priorities, Table 4.5). preempt_suspend implies the tier.
+    priority_tiers: bool = False
     bf_interval: int = 1
     bf_resolution: int = 1
     bf_window_min: int = 2880
@@ -183,6 +190,7 @@ def template_context(
         "compute_hostlist": compress_hostlist(platform.compute_nodes()),
         "bb_hostlist": compress_hostlist(platform.bb_nodes()),
         "bandwidth_license": BANDWIDTH_LICENSE,
+        "urgent_partition": URGENT_PARTITION,
         "pfs_mbps": int(platform.io.pfs_capacity_mbps(platform.compute_count)),
     }
 

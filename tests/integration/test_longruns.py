@@ -25,7 +25,8 @@ import pytest
 from harness.analysis.metrics import summary
 from harness.cluster.docker import DockerCluster
 from harness.model.timescale import time_scale_of
-from harness.platform import bundled_platform_file, load_platform
+from harness.platform import Platform, load_platform
+from harness.platform.writing import save_platform
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "bblong"
@@ -33,13 +34,9 @@ JOBS = 20
 SHRINK = 0.85
 
 
-def _platform(tmp: Path) -> Path:
-    text = bundled_platform_file().read_text()
-    text = text.replace("controller_port = 6817", "controller_port = 6995")
-    text = text.replace("slurmd_base_port = 17001", "slurmd_base_port = 24501")
-    path = tmp / "platform-long.toml"
-    path.write_text(text)
-    return path
+def _platform(tmp: Path) -> Platform:
+    moved = load_platform().redeployed(controller_port=6995, slurmd_base_port=24501)
+    return save_platform(moved, tmp / "platform-long.toml")
 
 
 def _trace(tmp: Path) -> Path:
@@ -59,7 +56,7 @@ def _trace(tmp: Path) -> Path:
 def long_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     tmp = tmp_path_factory.mktemp("longruns")
     platform = _platform(tmp)
-    backend = DockerCluster(name=NAME, platform=load_platform(str(platform)))
+    backend = DockerCluster(name=NAME, platform=platform)
     backend.down()
     backend.up(progress=print)
     try:
@@ -76,7 +73,7 @@ def harness(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
 
 def start(env: dict, runs: Path) -> Path:
     began = time.monotonic()
-    where = ["--name", NAME, "--platform", str(env["platform"]), "-o", str(runs)]
+    where = ["--name", NAME, "--platform", env["platform"].source, "-o", str(runs)]
     res = harness(
         "run", str(env["trace"]), "--shrink", str(SHRINK), *where, "--detach", "--interim-every", "3s"
     )
@@ -132,7 +129,7 @@ def test_detached_run_completes_watched_with_interim_results(long_env: dict) -> 
     assert interim.pop("interim")["finished"] == len(covered) < JOBS
     final = pd.read_parquet(run_dir / "results.parquet")
     final = final[final["job_id"].isin(covered["job_id"])]
-    again = summary(final, load_platform(str(long_env["platform"])), time_scale=time_scale_of(SHRINK))
+    again = summary(final, long_env["platform"], time_scale=time_scale_of(SHRINK))
     assert again == pytest.approx(interim)
     assert "INTERIM" in (snapshot / "report.md").read_text()
 

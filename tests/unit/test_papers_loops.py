@@ -1,4 +1,4 @@
-"""The event loops of benchmarks/cerberus.py and benchmarks/lackner.py on hand-computed cases."""
+"""benchmarks/cerberus.py's event loop and benchmarks/lackner.py's simulator runs on hand-computed cases."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from harness.model.paths import repo_path
 from harness.platform import load_platform
 from harness.policies.cerberus import CerberusConfig
 from harness.policies.sas import StorageAware
-from harness.policies.state import Topology
 from harness.policies.tiers import JobIo, TierChooser
 
 cerberus = pytest.importorskip("benchmarks.cerberus")
@@ -42,15 +41,14 @@ def test_three_phases_overlap_staging_with_the_other_jobs_run() -> None:
 def test_sas_puts_a_job_on_hps_when_it_is_faster_alone() -> None:
     # 100,000 MB of input at R_lps = 1,000 MB/s: 100 s of the 1,000 s on LPS, 6.67 s on
     # HPS, plus 20 s of stage-in at 5,000 MB/s: 1,000 - 93.33 + 20 = 926.67 s on HPS.
-    topology = Topology.from_platform(
-        load_platform(repo_path("benchmarks", "platforms", "lackner-2048.toml"))
-    )
+    platform = load_platform(repo_path("benchmarks", "platforms", "lackner-2048.toml"))
     plan = pd.DataFrame(
-        {"job_id": [1], "submit": [0.0], "nodes": [1], "runtime": [1000.0], "walltime": [1000.0]}
-    )
+        {"job_id": [1], "submit": [0.0], "nodes": [1], "runtime": [1000.0], "walltime": [1000.0],
+         "bb_per_node_mb": [0]}
+    )  # fmt: skip
     io = {1: JobIo(100_000.0, 0.0, 0.0, 100_000)}
-    sas = lackner.run(plan, io, StorageAware("sas", TierChooser("sas"), lackner.RATES, io), topology)
-    lps = lackner.run(plan, io, StorageAware("lps", TierChooser("lps"), lackner.RATES, io), topology)
+    sas = lackner.run(plan, io, StorageAware("sas", TierChooser("sas"), lackner.RATES, io), platform)
+    lps = lackner.run(plan, io, StorageAware("lps", TierChooser("lps"), lackner.RATES, io), platform)
     assert sas["mean_turnaround_s"] == pytest.approx(1000.0 - 100.0 + 100_000 / 15_000 + 20.0)
     assert sas["hps_share"] == 1.0
     assert lps["mean_turnaround_s"] == pytest.approx(1000.0)

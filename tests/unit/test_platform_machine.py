@@ -113,3 +113,15 @@ def test_redeployed_changes_only_the_deployment() -> None:
     assert moved.machine == p.machine and moved.ports()["c001"] == 40001
     with pytest.raises(PlatformError, match="collides"):
         p.redeployed(controller_port=17005)
+
+
+def test_save_platform_writes_the_redeployed_platform(tmp_path: Path) -> None:
+    from harness.platform import platform_text
+    from harness.platform.writing import save_platform
+
+    moved = load_platform().redeployed(controller_port=6970, slurmd_base_port=25001)
+    saved = save_platform(moved, tmp_path / "moved.toml")
+    assert saved == moved and saved.source == str(tmp_path / "moved.toml")
+    assert saved.deployment.controller_port == 6970 and saved.ports()["c001"] == 25001
+    assert platform_text(saved) == (tmp_path / "moved.toml").read_text()
+    assert load_platform(str(tmp_path / "moved.toml")).node_count == 108

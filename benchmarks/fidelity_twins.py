@@ -1,0 +1,68 @@
+"""The fidelity table of docs/emulation-method.md: emulated runs against both twins.
+
+For every run directory (made by `harness run`), the emulated mean wait against the ideal
+twin and the tick-aware twin (Slurm's one-second pass, the launch delay measured in the run,
+and for Slurm's own scheduler its whole-minute time limits), recomputed from the run's own
+files with the code `--compare-sim` uses; two ablations show what each part explains: the
+minute limits toggled, and no launch delay.
+
+    PYTHONPATH=. python3 benchmarks/fidelity_twins.py RUN_DIR... [--metric mean_wait]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+
+from harness.emulation.collect import finished
+from harness.emulation.fidelity import (
+    LaunchDelay,
+    compare_with_both_twins,
+    measured_launch_delay,
+    simulator_twin,
+)
+from harness.emulation.run import resume_options
+from harness.model import rundir
+from harness.model.jsonio import read_json
+from harness.platform import load_platform
+from harness.slurm.native import is_native
+
+
+def row(run_dir: Path, metric: str) -> list[str]:
+    opts = resume_options(run_dir)
+    spec, platform = opts.workload, load_platform(opts.cluster.platform)
+    plan = pd.read_parquet(run_dir / rundir.PLAN)
+    ran = finished(pd.read_parquet(run_dir / rundir.RESULTS))
+    delay = measured_launch_delay(ran, float(read_json(run_dir / rundir.MANIFEST)["t0"]))
+    twin, native = simulator_twin(opts.replay.policy), is_native(opts.replay.policy)
+    cells = [opts.replay.policy, f"{delay.seconds:.2f} s"]
+    ablations = [(delay, native), (delay, not native), (LaunchDelay(0.0, 0), native)]
+    for i, (d, minutes) in enumerate(ablations):
+        found, _ = compare_with_both_twins(
+            plan, ran, twin, platform, spec.shrink, d, spec.seed, spec.model, minutes
+        )
+        if i == 0:
+            ideal = found["metrics"][metric]
+            cells += [f"{ideal['emulated']:,.0f}", f"{ideal['simulated']:,.0f} ({ideal['rel_diff']:+.1%})"]
+        m = found["tick_aware"]["metrics"][metric]
+        cells.append(f"{m['simulated']:,.0f} ({m['rel_diff']:+.1%})")
+    return cells
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=Path)
+    parser.add_argument("--metric", default="mean_wait")
+    args = parser.parse_args()
+    headers = ["policy", "launch delay", f"emulated {args.metric}", "ideal twin", "tick-aware twin",
+               "minute limits toggled", "no launch delay"]  # fmt: skip
+    print("| " + " | ".join(headers) + " |")
+    print("|" + "---|" * len(headers))
+    for run_dir in args.runs:
+        print("| " + " | ".join(row(run_dir, args.metric)) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,278 @@
+"""The contention service: one small process beside slurmctld that gives every running
+transfer of every job its fair share of the platform's links, live.
+
+``sigsleep --phases ...`` (a job's compute, checkpoint and I/O phases) registers each of
+its transfers as a file ``flows/<job>.<phase>.flow`` in the I/O directory (``/shared/io``,
+shared by every container), one line of ``key=value`` fields::
+
+    job=17 slurm_job=42 phase=1 channel=checkpoint mb=4000 time_scale=10 pid=311 nodes=c[001-004]
+
+and removes it when the transfer ends. This service watches that directory (its
+modification time, every ``tick`` seconds), and when the set changes solves max-min over
+all flows with the simulator's links (:class:`harness.sim.io_network.IONetwork`) and
+solver (:func:`harness.flow.max_min_rates`), and rewrites ``rates`` atomically (a
+temporary file renamed over it: readers see the old set or the new one, never half)::
+
+    17.1 1250.000000
+
+(MB per real second; ``time_scale`` = 1 / (1 - shrink) multiplies the platform's
+bandwidths as in the simulator). sigsleep re-reads its line every 0.1 s of running time.
+
+**Channels** (the routes of :mod:`harness.sim.io_network`): ``checkpoint`` (the job's
+compute nodes -> the BB node of their chassis, one flow per chassis weighted by its
+nodes, as the simulator's checkpoint), ``drain`` (that BB node -> PFS, the simulator's
+drain) and ``stage`` (striped over every BB node -> PFS, as the live staging of
+:mod:`harness.emulation.staging`). A job split over chassis moves its bytes in
+proportion to its nodes there and progresses at its slowest chassis's pace (the
+simulator's transfer ends with its last flow).
+
+**Nothing to lose on a restart.** The service keeps no state: the flow files are the
+state. Killed and started again (the controller's entrypoint restarts it), it reads
+them and rewrites ``rates``; meanwhile every transfer keeps its last published rate.
+A flow whose job Slurm no longer runs (killed with SIGKILL, which sigsleep cannot
+catch to remove its file) is dropped at the next check of ``squeue`` (every
+``stale_every`` seconds, with ``--squeue``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from harness.flow import NO_LINK, max_min_rates
+from harness.model.hostlist import HostlistError, expand_hostlist
+from harness.platform import Machine, load_platform
+from harness.sim.io_network import MB, IONetwork
+
+FLOWS_DIR = "flows"
+RATES = "rates"
+CHANNELS = ("checkpoint", "drain", "stage")
+STAGING_PHASES = {"in": -1, "out": -2}  # the phase number of the staging command's transfers
+DEFAULT_DIR = "/shared/io"
+DEFAULT_TICK = 0.02  # seconds between two looks at the flows directory
+STALE_EVERY = 5.0  # seconds between two checks of squeue for flows of jobs gone
+_INT_FIELDS = ("job", "phase", "pid")
+_FLOAT_FIELDS = ("mb", "time_scale")
+
+
+class FlowFileError(ValueError):
+    """A flow file with a missing or bad field (named with its file)."""
+
+
+@dataclass(frozen=True)
+class Flow:
+    """One transfer of a running job, as sigsleep registered it."""
+
+    job: int
+    phase: int
+    channel: str
+    mb: float
+    nodes: tuple[str, ...]
+    time_scale: float = 1.0
+    slurm_job: int | None = None
+    pid: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.job}.{self.phase}"
+
+
+def parse_flow(text: str, source: str = "<flow>") -> Flow:
+    """The flow of one ``.flow`` file's line, checked."""
+    fields = dict(tok.partition("=")[::2] for tok in text.split())
+    missing = [f for f in (*_INT_FIELDS, *_FLOAT_FIELDS, "channel", "nodes") if f not in fields]
+    if missing:
+        raise FlowFileError(f"{source}: missing {', '.join(missing)}")
+    try:
+        ints = {f: int(fields[f]) for f in _INT_FIELDS}
+        floats = {f: float(fields[f]) for f in _FLOAT_FIELDS}
+        slurm = None if fields.get("slurm_job", "-") == "-" else int(fields["slurm_job"])
+        nodes = tuple(expand_hostlist(fields["nodes"])) if fields["nodes"] != "-" else ()
+    except (ValueError, HostlistError) as exc:
+        raise FlowFileError(f"{source}: {exc}") from None
+    if fields["channel"] not in CHANNELS:
+        raise FlowFileError(f"{source}: unknown channel {fields['channel']!r} (known: {', '.join(CHANNELS)})")
+    if not nodes:
+        raise FlowFileError(f"{source}: no nodes (sigsleep outside a Slurm job without SLURM_JOB_NODELIST)")
+    if not floats["mb"] >= 0 or not floats["time_scale"] >= 1:
+        raise FlowFileError(f"{source}: mb must be >= 0 and time_scale >= 1")
+    return Flow(ints["job"], ints["phase"], fields["channel"], floats["mb"], nodes, floats["time_scale"],
+                slurm, ints["pid"])  # fmt: skip
+
+
+# -- rates: the simulator's routes and solver ------------------------------------------------
+def _pieces(
+    flow: Flow, net: IONetwork, machine: Machine, index: dict[str, int]
+) -> list[tuple[tuple[int, ...], int]]:
+    """(route, nodes) of each piece of ``flow``: per chassis, or per BB node when striped."""
+    if flow.channel == "stage":
+        stripes = len(net.bb_links)
+        return [(net.staging(b), 0) for b in range(stripes)]  # 0: weight nodes / stripes, below
+    chassis = Counter(machine.chassis_of_compute(index[n]) for n in flow.nodes)
+    pieces = []
+    for ch, k in sorted(chassis.items()):
+        bb = machine.bbs_of_chassis(ch)[0]
+        route = net.checkpoint(bb, ch) if flow.channel == "checkpoint" else net.staging(bb)
+        pieces.append((route, k))
+    return pieces
+
+
+def flow_rates(flows: list[Flow], machine: Machine) -> np.ndarray:
+    """MB per real second of each flow, all sharing ``machine``'s links (max-min)."""
+    if not flows:
+        return np.zeros(0)
+    net = IONetwork.from_platform(machine)
+    index = {machine.compute.name(i + 1): i for i in range(machine.compute_count)}
+    rows: list[tuple[int, ...]] = []
+    weights: list[float] = []
+    owner: list[tuple[int, float]] = []  # (flow, its share of the flow's bytes)
+    for f, flow in enumerate(flows):
+        n = len(flow.nodes)
+        pieces = _pieces(flow, net, machine, index)
+        for route, k in pieces:
+            w = n / len(pieces) if k == 0 else float(k)
+            rows.append(route)
+            weights.append(w)
+            owner.append((f, w / n))
+    width = max(len(r) for r in rows)
+    routes = np.full((len(rows), width), NO_LINK, dtype=np.int64)
+    for i, route in enumerate(rows):
+        routes[i, : len(route)] = route
+    w_arr = np.asarray(weights)
+    rates = max_min_rates(routes, np.asarray(net.network.capacities), w_arr, w_arr * net.compute_link_bps)
+    out = np.full(len(flows), np.inf)
+    for (f, share), rate in zip(owner, rates, strict=True):
+        out[f] = min(out[f], rate / share)  # the job's pace is its slowest piece's
+    return out / MB * np.asarray([f.time_scale for f in flows])
+
+
+# -- the files -------------------------------------------------------------------------------
+def read_flows(directory: Path, report: Callable[[str], None] = print) -> list[Flow]:
+    """The flows registered in ``directory/flows`` (a bad file is reported once per look)."""
+    flows = []
+    for path in sorted((directory / FLOWS_DIR).glob("*.flow")):
+        with contextlib.suppress(FileNotFoundError):
+            try:
+                flows.append(parse_flow(path.read_text(), str(path)))
+            except FlowFileError as exc:
+                report(f"harness contention: {exc}")
+    return flows
+
+
+def staging_flow(job: int, kind: str, nodes: int, mb: float, time_scale: float) -> Flow:
+    """A stage-in or stage-out of the staging command as a flow (striped: no node names needed)."""
+    return Flow(job, STAGING_PHASES[kind], "stage", mb, ("*",) * nodes, time_scale)
+
+
+def known_flows(flows: list[Flow], machine: Machine, report: Callable[[str], None]) -> list[Flow]:
+    """The flows whose nodes are all compute nodes of ``machine`` (the others reported)."""
+    known = {machine.compute.name(i + 1) for i in range(machine.compute_count)}
+    kept = []
+    for f in flows:
+        if f.channel == "stage" or known.issuperset(f.nodes):
+            kept.append(f)
+        else:
+            report(f"harness contention: flow {f.key}: nodes {','.join(f.nodes)} are not all compute nodes")
+    return kept
+
+
+def write_rates(directory: Path, flows: list[Flow], rates: Iterable[float]) -> None:
+    """``rates`` rewritten atomically (no fsync: it is rebuilt from the flows on a restart)."""
+    text = "".join(f"{f.key} {r:.6f}\n" for f, r in zip(flows, rates, strict=True))
+    tmp = directory / f".{RATES}.{os.getpid()}.tmp"
+    tmp.write_text(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, directory / RATES)
+
+
+def publish(directory: Path, machine: Machine, report: Callable[[str], None] = print,
+            running: set[int] | None = None) -> list[Flow]:  # fmt: skip
+    """One look: read the flows, drop those of jobs Slurm no longer runs, write the rates."""
+    flows = read_flows(directory, report)
+    if running is not None:
+        gone = [f for f in flows if f.slurm_job is not None and f.slurm_job not in running]
+        for f in gone:
+            (directory / FLOWS_DIR / f"{f.key}.flow").unlink(missing_ok=True)
+        flows = [f for f in flows if f not in gone]
+    flows = known_flows(flows, machine, report)
+    rates = flow_rates([*flows, *active_stagings(directory)], machine)  # stagings share the links
+    write_rates(directory, flows, rates[: len(flows)])
+    return flows
+
+
+def active_stagings(directory: Path) -> list[Flow]:
+    """The staging command's running transfers (``active/``), as flows."""
+    from harness.emulation.staging import active_transfers  # staging imports this module
+
+    return [staging_flow(t.job, t.kind, t.nodes, t.mb, t.time_scale) for t in active_transfers(directory)]
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except FileNotFoundError:
+        return 0
+
+
+def squeue_running() -> set[int] | None:
+    """Slurm job ids running or suspended (``None`` if squeue does not answer)."""
+    try:
+        res = subprocess.run(["squeue", "-h", "-t", "R,S,CG", "-o", "%A"], capture_output=True, text=True,
+                             timeout=30, check=True)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {int(tok) for tok in res.stdout.split() if tok.isdigit()}
+
+
+def serve(directory: Path, machine: Machine, *, tick: float = DEFAULT_TICK, squeue: bool = False,
+          stale_every: float = STALE_EVERY, stop: Callable[[], bool] = lambda: False) -> None:  # fmt: skip
+    """Publish the rates whenever the set of flows changes, until ``stop()``."""
+    flows_dir = directory / FLOWS_DIR
+    flows_dir.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(PermissionError):
+        os.chmod(flows_dir, 0o1777)  # jobs run as an unprivileged user
+    seen: tuple[int, int] | None = None
+    next_stale = time.monotonic() + stale_every
+    while not stop():
+        changed = (flows_dir.stat().st_mtime_ns, _mtime(directory / "active"))
+        running = None
+        if squeue and time.monotonic() >= next_stale:
+            running, next_stale = squeue_running(), time.monotonic() + stale_every
+        if changed != seen or running is not None:
+            seen = changed
+            publish(directory, machine, lambda m: print(m, file=sys.stderr, flush=True), running)
+        time.sleep(tick)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.emulation.contention", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser.add_argument("--platform", default=None, help="platform TOML (default: the built-in one)")
+    parser.add_argument("--dir", type=Path, default=Path(DEFAULT_DIR), help="the I/O directory")
+    parser.add_argument("--tick", type=float, default=DEFAULT_TICK, help="seconds between two looks")
+    parser.add_argument("--squeue", action="store_true", help="drop flows of jobs Slurm no longer runs")
+    args = parser.parse_args(argv)
+    try:
+        machine = load_platform(args.platform)
+    except (OSError, ValueError) as exc:
+        print(f"harness contention: {exc}", file=sys.stderr)
+        return 2
+    if not args.tick > 0:
+        print(f"harness contention: --tick must be positive, not {args.tick}", file=sys.stderr)
+        return 2
+    serve(args.dir, machine, tick=args.tick, squeue=args.squeue)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,218 @@
+"""Staging semantics of the io-aware simulator: *inside* the allocation or *outside* it.
+
+``inside`` (the thesis, :class:`~harness.sim.io_execution.IOExecution`): a started
+job holds its compute nodes and its burst buffer from stage-in start to stage-out end.
+
+``outside`` (Slurm's burst-buffer life cycle, which Cerberus assumes): a policy's
+start takes the job's BB shares and begins its stage-in; the compute nodes stay free.
+Once staged in, the job takes compute nodes (jobs staged in take nodes first come,
+first served, before the policy is asked again): the nodes the policy chose when they
+are still free, else the lowest free ones, each keeping the BB node of the share it
+replaces. It frees them when its last compute phase ends, or at ``run start +
+walltime`` (the walltime bounds the run only, as in Slurm), then stages out; its burst
+buffer is held until the stage-out and every checkpoint drain are done. Results:
+``start``/``end`` bound the run on the compute nodes (Slurm's start and end);
+``bb_start``/``bb_end`` bound the BB hold; ``node_wait_s`` is the time between the
+end of stage-in and the run start.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from harness.platform import Machine
+from harness.policies.state import Allocation, ClusterState, RunningJob, Topology
+from harness.sim.io_execution import IOExecution, JobIO, _Job
+from harness.sim.io_mode import io_columns, job_io
+from harness.sim.io_network import IONetwork
+from harness.sim.machine import SimMachine, SimulationError
+
+STAGINGS = ("inside", "outside")
+
+
+def check_staging(staging: str, model: str) -> None:
+    if staging not in STAGINGS:
+        raise ValueError(f"unknown staging '{staging}' (stagings: {', '.join(STAGINGS)})")
+    if staging == "outside" and model != "io-aware":
+        raise ValueError("staging outside the allocation needs the io-aware job model (--model io-aware)")
+
+
+class StagedMachine(SimMachine):
+    """A machine on which burst buffer and compute nodes are taken and freed apart.
+
+    ``start`` (the policy's decision) takes the BB shares only; the execution takes and
+    frees the compute nodes (:meth:`take_nodes`, :meth:`release_nodes`) and frees the
+    burst buffer (:meth:`release_bb`). Policies see in ``running`` the jobs on compute
+    nodes; the BB of jobs staging in or out is taken from ``free_bb`` only.
+    """
+
+    def __init__(self, topology: Topology) -> None:
+        super().__init__(topology)
+        self.holding: dict[int, RunningJob] = {}  # BB held: stage-in start to stage-out end
+
+    def state(self, memo: dict | None) -> ClusterState:
+        held = tuple(j for i, j in self.holding.items() if i not in self.running)
+        return replace(super().state(memo), holding_bb=held)
+
+    def start(self, job: RunningJob) -> None:
+        for b in job.allocation.bb:
+            self.free_bb[b] -= job.bb_per_node_mb
+        if min(self.free_bb) < 0:
+            raise SimulationError(f"job {job.job_id}: a BB node is over-allocated")
+        self.holding[job.job_id] = job
+
+    def take_nodes(self, job_id: int, compute: tuple[int, ...], now: float) -> RunningJob:
+        held = self.holding[job_id]
+        for c in compute:
+            if not self.free[c]:
+                raise SimulationError(f"job {job_id}: compute node {c} is busy")
+            self.free[c] = False
+        self.free_count -= len(compute)
+        walltime = held.expected_end - held.start
+        job = RunningJob(
+            job_id, now, now + walltime, held.bb_per_node_mb, Allocation(compute, held.allocation.bb)
+        )
+        self.running[job_id] = job
+        return job
+
+    def release_nodes(self, job_id: int) -> None:
+        job = self.running.pop(job_id)
+        for c in job.allocation.compute:
+            self.free[c] = True
+        self.free_count += job.nodes
+
+    def release_bb(self, job_id: int) -> None:
+        job = self.holding.pop(job_id)
+        for b in job.allocation.bb:
+            self.free_bb[b] += job.bb_per_node_mb
+
+    def finish(self, job_id: int) -> None:
+        """Nothing: the execution has freed what the job held as each phase ended."""
+
+
+class OutsideStaging(IOExecution):
+    """:class:`IOExecution` with Slurm's life cycle: stage-in and stage-out off the compute nodes.
+
+    ``advance`` reports the rows whose resources changed (nodes freed at the end of the
+    run, burst buffer at the end of stage-out): the simulator then asks the policy.
+    ``end`` is the end of the run; ``bb_end`` that of the BB hold.
+    """
+
+    def __init__(
+        self,
+        net: IONetwork,
+        jobs: JobIO,
+        chassis: tuple[int, ...],
+        machine: StagedMachine,
+        job_ids: np.ndarray,
+    ) -> None:
+        super().__init__(net, jobs, chassis)
+        self.machine = machine
+        self.job_ids = job_ids
+        n = len(jobs.nodes)
+        self.bb_start, self.bb_end = np.full(n, np.nan), np.full(n, np.nan)
+        self.run_start = np.full(n, np.nan)
+        self.node_wait = np.zeros(n)
+        self.allocation: list[Allocation | None] = [None] * n
+        self.waiting: list[int] = []  # staged in, waiting for compute nodes (first come, first served)
+        self._wanted: dict[int, Allocation] = {}
+
+    def start(self, row: int, now: float, compute: tuple[int, ...], bb: tuple[int, ...]) -> None:
+        self.engine.advance(now)
+        job = _Job(row, now, sorted(Counter(bb).items()), [], began=now)
+        self.running[row] = job
+        self.bb_start[row] = now
+        self._wanted[row] = Allocation(compute, bb)
+        self._stage(job, now, "stage_in", self.jobs.stage_in_mb[row])
+        self._refresh_flows()
+
+    # -- the run on compute nodes --------------------------------------------------
+    def _phase_done(self, job: _Job, now: float) -> None:
+        if job.phase != "stage_in":
+            super()._phase_done(job, now)
+            return
+        self.phase_s["stage_in"][job.row] += now - job.began
+        job.phase, job.began = "waiting", now
+        self.waiting.append(job.row)
+        self._place(now)
+
+    def _place(self, now: float) -> None:
+        """Give compute nodes to the staged-in jobs, in order, while the first one fits."""
+        free = self.machine.free
+        while self.waiting and self.machine.free_count >= int(self.jobs.nodes[self.waiting[0]]):
+            row = self.waiting.pop(0)
+            wanted = self._wanted.pop(row)
+            chosen = set(wanted.compute)
+            spare = iter(c for c in range(len(free)) if free[c] and c not in chosen)
+            compute = tuple(c if free[c] else next(spare) for c in wanted.compute)
+            self.machine.take_nodes(int(self.job_ids[row]), compute, now)
+            self.allocation[row] = Allocation(compute, wanted.bb)
+            job = self.running[row]
+            merged: Counter[tuple[int, int]] = Counter(
+                (b, self.chassis[c]) for b, c in zip(wanted.bb, compute, strict=True)
+            )
+            job.by_bb_chassis = [(b, ch, k) for (b, ch), k in sorted(merged.items())]
+            self.run_start[row] = now
+            self.node_wait[row] = now - job.began
+            if self.kills:
+                self.queue.push(now + float(self.jobs.walltime[row]), ("kill", row))
+            self._compute(job, now)
+
+    def _compute_done(self, job: _Job, now: float) -> None:
+        if job.done_phases + 1 >= int(self.jobs.phases[job.row]):
+            self._release_nodes(job, now)
+        super()._compute_done(job, now)
+
+    def _release_nodes(self, job: _Job, now: float) -> None:
+        self.end[job.row] = now
+        self.queue.cancel(("kill", job.row))
+        self.machine.release_nodes(int(self.job_ids[job.row]))
+        self._ended.append(job.row)
+        self._place(now)
+
+    # -- ends ------------------------------------------------------------------------
+    def _kill(self, job: _Job, now: float) -> None:
+        """At run start + walltime: transfers in flight are lost; the nodes are freed; stage-out."""
+        for key in job.flows:
+            self.io_bytes[job.row] -= self.engine.remove(key)
+        job.flows.clear()
+        job.blocking = job.drains = 0
+        self.queue.cancel(("phase", job.row))
+        if job.phase in ("compute", "checkpoint"):
+            self.phase_s[job.phase][job.row] += now - job.began
+        self.timeout[job.row] = True
+        self._release_nodes(job, now)
+        self._stage(job, now, "stage_out", self.jobs.stage_out_mb[job.row])
+
+    def _finish(self, job: _Job, now: float, *, timeout: bool) -> None:
+        if job.phase == "draining":  # waiting for the drains counts as staging out
+            self.phase_s["stage_out"][job.row] += now - job.began
+        del self.running[job.row]
+        self.bb_end[job.row] = now
+        self.machine.release_bb(int(self.job_ids[job.row]))
+        self._ended.append(job.row)
+
+    def result_columns(self) -> dict[str, np.ndarray]:
+        """The io-aware columns, plus the BB hold and the wait for nodes.
+
+        Dilation compares the life cycle without the wait for nodes (stage-in, run,
+        stage-out) with the job alone, which never waits.
+        """
+        busy = self.bb_end - self.bb_start - self.node_wait
+        cols = io_columns(self, self.end - busy, self.allocation)
+        cols.update({"bb_start": self.bb_start, "bb_end": self.bb_end, "node_wait_s": self.node_wait})
+        return cols
+
+
+def outside_execution(
+    plan: pd.DataFrame, platform: Machine, topology: Topology, *, seed: int, shrink: float
+) -> tuple[OutsideStaging, StagedMachine]:
+    """The execution and the machine it shares with the simulator (``plan`` sorted as simulated)."""
+    net = IONetwork.from_platform(platform, time_scale=1.0 / (1.0 - shrink))
+    machine = StagedMachine(topology)
+    ids = plan["job_id"].to_numpy(np.int64)
+    return OutsideStaging(net, job_io(plan, seed, shrink), topology.chassis_of_compute, machine, ids), machine

@@ -1,0 +1,92 @@
+"""Barberato's method in experiment files: sampling offset/ratio sweeps, drift, the twin."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.experiments.grid import axis_names, expand
+from harness.experiments.keys import SpecError
+from harness.experiments.spec import SimulateSpec, load_spec
+
+HEAD = '[policies]\nnames = ["fcfs"]\n[workload]\ntrace = "bundled"\n'
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "exp.toml"
+    path.write_text(text)
+    return path
+
+
+def test_offsets_are_an_axis_and_reach_the_cells(tmp_path: Path) -> None:
+    text = HEAD + '[workload.sampling]\nmethod = "ordered"\nratio = 4.0\noffset = [0, 1, 3]\n'
+    spec = load_spec(write(tmp_path, text))
+    cells = expand(spec)
+    assert axis_names(spec) == ["policy", "offset", "bb_seed", "rep"]
+    assert [c.axes["offset"] for c in cells] == [0, 1, 3]
+    assert [c.params["sampling"]["offset"] for c in cells] == [0, 1, 3]
+    assert {c.params["sampling"]["ratio"] for c in cells} == {4.0}
+    assert len({c.key for c in cells}) == 3
+
+
+def test_ratios_are_an_axis(tmp_path: Path) -> None:
+    text = HEAD + '[workload.sampling]\nmethod = "su"\nratio = [2.0, 5.0]\n'
+    cells = expand(load_spec(write(tmp_path, text)))
+    assert [(c.axes["ratio"], c.params["sampling"]["ratio"]) for c in cells] == [(2.0, 2.0), (5.0, 5.0)]
+    assert {c.params["sampling"]["offset"] for c in cells} == {0}
+
+
+def test_one_offset_keeps_the_cell_key_of_a_scalar(tmp_path: Path) -> None:
+    scalar = expand(load_spec(write(tmp_path, HEAD + "[workload.sampling]\nratio = 4.0\noffset = 2\n")))
+    listed = expand(load_spec(write(tmp_path, HEAD + "[workload.sampling]\nratio = [4.0]\noffset = [2]\n")))
+    assert [c.key for c in scalar] == [c.key for c in listed]
+    assert scalar[0].params["sampling"] == {
+        "method": "ordered",
+        "n": None,
+        "ratio": 4.0,
+        "offset": 2,
+        "window": 60.0,
+    }
+
+
+def test_drift_axis_and_twin(tmp_path: Path) -> None:
+    text = HEAD.replace('"bundled"\n', '"bundled"\ndrift = [0.0, 0.5]\n') + "[simulate]\nlaunch_delay = 0.5\n"
+    spec = load_spec(write(tmp_path, text))
+    assert spec.workload.drift == (0.0, 0.5) and spec.simulate == SimulateSpec(0.0, 0.5)
+    cells = expand(spec)
+    assert [(c.axes["drift"], c.params["drift"]) for c in cells] == [(0.0, 0.0), (0.5, 0.5)]
+    assert cells[0].params["twin"] == [0.0, 0.5]
+
+
+def test_without_the_new_keys_the_params_are_unchanged(tmp_path: Path) -> None:
+    (cell,) = expand(load_spec(write(tmp_path, HEAD)))
+    assert "drift" not in cell.params and "twin" not in cell.params
+
+
+SAMPLING = HEAD + "[workload.sampling]\n"
+S = "[workload.sampling] "
+DRIFT = HEAD.replace('"bundled"\n', '"bundled"\ndrift = ')
+BAD = [
+    (SAMPLING + "ratio = 4.0\noffset = [0, 4]\n", S + "offset: expected offsets below the sampling ratio 4"),
+    (SAMPLING + "ratio = 4.0\noffset = [-1]\n", S + "offset: expected an integer >= 0, got -1"),
+    (SAMPLING + "ratio = 4.0\noffset = [1, 1]\n", S + "offset: expected distinct integers"),
+    (SAMPLING + "ratio = [0.5, 2.0]\n", S + "ratio: expected sampling ratios >= 1, got [0.5, 2.0]"),
+    (SAMPLING + 'method = "su"\nratio = 4.0\noffset = [1]\n', S + 'offset: expected method = "ordered"'),
+    (DRIFT + "-0.1\n", "[workload] drift: expected seconds >= 0, got [-0.1]"),
+    (DRIFT + '"x"\n', "[workload] drift: expected a number or a list"),
+    (HEAD + "[simulate]\ntick = -1\n", "[simulate] tick: expected a number of seconds >= 0, got -1.0"),
+    (HEAD + "[simulate]\nlaunch = 1\n", "[simulate] unknown key launch"),
+    (
+        '[experiment]\nmode = "emulate"\n' + HEAD + "[emulate]\nshrink = 0.9\n[simulate]\ntick = 1\n",
+        '[simulate]: only for mode = "simulate"',
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "message"), BAD)
+def test_bad_values_name_the_key(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(SpecError) as err:
+        load_spec(write(tmp_path, text))
+    assert str(err.value).startswith(str(tmp_path / "exp.toml") + ": ")
+    assert message in str(err.value)

@@ -1,0 +1,93 @@
+"""`--compare-sim` with both twins: the measured launch delay and the tick-aware figures."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from harness.analysis.document import Table, _fidelity_section
+from harness.emulation.fidelity import LaunchDelay, compare_with_both_twins, measured_launch_delay
+from harness.policies.registry import get_policy
+from harness.sim.engine import simulate
+from tests.platforms import tiny_machine
+
+TINY = tiny_machine()  # 4 compute nodes, 2 BB nodes of 100 MB
+
+# Shrunk plan (shrink 0.5): two whole-machine jobs, (job_id, submit, runtime, walltime, nodes, bb)
+TWO_WIDE = pd.DataFrame(
+    [(1, 0.3, 2.5, 10.0, 4, 0), (2, 0.5, 1.0, 10.0, 4, 0)],
+    columns=["job_id", "submit", "runtime", "walltime", "nodes", "bb_per_node_mb"],
+)
+
+
+def test_delay_is_the_median_time_after_a_whole_wall_clock_second() -> None:
+    # t0 = 100.75: starts at 101.0, 101.875, 103.05, 104.2 and 105.1 on the wall clock, i.e.
+    # 0.0, 0.875, 0.05, 0.2, 0.1 after a whole second -> median 0.1; the unstarted job is left out
+    results = pd.DataFrame({"start": [0.25, 1.125, 2.3, 3.45, 4.35, None]})
+    delay = measured_launch_delay(results, t0=100.75)
+    assert delay.seconds == pytest.approx(0.1) and delay.jobs == 5
+
+
+def test_nothing_started_gives_no_delay() -> None:
+    assert measured_launch_delay(pd.DataFrame({"start": [None]}), t0=0.0) == LaunchDelay(0.0, 0)
+
+
+def test_both_twins_in_original_time() -> None:
+    # The "emulation" is the tick-aware schedule itself (shrunk): starts 1.25 and 4.25.
+    # Original time (x2): tick 2 s, delay 0.5 s; submits 0.6 and 1.0. Ideal twin: 0.6 and
+    # 5.6 -> mean wait (0 + 4.6) / 2 = 2.3; emulated: (1.9 + 7.5) / 2 = 4.7.
+    emulated = simulate(TWO_WIDE, get_policy("fcfs"), TINY, tick=1.0, launch_delay=0.25).jobs
+    delay = LaunchDelay(0.25, 2)
+    found, ideal = compare_with_both_twins(TWO_WIDE, emulated, "fcfs", TINY, 0.5, delay)
+    assert ideal["start"].tolist() == pytest.approx([0.6, 5.6])
+    wait = found["metrics"]["mean_wait"]
+    assert (wait["emulated"], wait["simulated"]) == (pytest.approx(4.7), pytest.approx(2.3))
+    assert wait["rel_diff"] == pytest.approx(2.4 / 2.3)
+    ticked = found["tick_aware"]
+    assert (ticked["tick_s"], ticked["launch_delay_s"], ticked["launch_delay_jobs"]) == (2.0, 0.5, 2)
+    assert ticked["metrics"]["mean_wait"]["simulated"] == pytest.approx(4.7)
+    assert ticked["metrics"]["mean_wait"]["rel_diff"] == pytest.approx(0.0, abs=1e-12)
+    assert ticked["mean_abs_start_shift_s"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_report_shows_both_twins() -> None:
+    ticked = {
+        "tick_s": 2.0,
+        "launch_delay_s": 0.5,
+        "minute_limits": True,
+        "launch_delay_jobs": 2,
+        "metrics": {"mean_wait": {"simulated": 4.7, "rel_diff": 0.0}},
+    }
+    fidelity = {
+        "simulator_policy": "fcfs", "start_order": {"jobs": 2, "kendall_tau": 1.0},
+        "mean_abs_start_shift_s": 1.0, "tick_aware": ticked,
+        "metrics": {"mean_wait": {"emulated": 4.7, "simulated": 2.3, "rel_diff": 1.04}},
+    }  # fmt: skip
+    section = _fidelity_section(fidelity)
+    table = section.blocks[1]
+    assert isinstance(table, Table)
+    assert table.headers[-2:] == ["tick-aware twin", "relative difference (tick-aware)"]
+    assert len(table.rows[0]) == 6
+    assert "every 2.000 s and a launch delay of 0.500 s after it" in str(section.blocks[0])
+    assert "rounded up to Slurm's whole minutes" in str(section.blocks[0])
+
+
+def test_slurm_plans_with_whole_minutes() -> None:
+    # 4 nodes, unshrunk. Job 1 (2 nodes, runs 10 s, limit 30 s), job 2 (4 nodes) at 0.5, job 3
+    # (2 nodes, 25 s, limit 25 s) at 1. Exact limits: job 3 ends by 26 <= job 2's reserved
+    # start 30 -> backfilled at 1, job 2 starts 26. Whole minutes: job 1 planned to 60, job 3
+    # to 61 > 60 -> not backfilled.
+    jobs = pd.DataFrame(
+        [(1, 0.0, 10.0, 30.0, 2, 0), (2, 0.5, 5.0, 100.0, 4, 0), (3, 1.0, 25.0, 25.0, 2, 0)],
+        columns=["job_id", "submit", "runtime", "walltime", "nodes", "bb_per_node_mb"],
+    )
+    emulated = simulate(jobs, get_policy("backfill-1"), TINY).jobs
+    assert emulated["start"].tolist() == [0.0, 26.0, 1.0]  # job 3 backfilled (the ideal twin)
+    found, _ = compare_with_both_twins(
+        jobs, emulated, "backfill-1", TINY, 0.0, LaunchDelay(0.0, 0), minute_limits=True
+    )
+    # tick 1 s, minute limits: job 1 at 0 (to 10), job 2 planned at 60 would block job 3
+    # (planned 1..61) -> job 3 waits; at 10 job 1 ends, job 2 starts 10 (to 15), job 3 at 15
+    ticked = found["tick_aware"]
+    assert ticked["minute_limits"] is True
+    assert ticked["metrics"]["mean_wait"]["simulated"] == pytest.approx((0.0 + 9.5 + 14.0) / 3)

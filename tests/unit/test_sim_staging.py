@@ -1,0 +1,129 @@
+"""Staging outside the allocation (Slurm's burst-buffer life cycle) on hand-computed schedules.
+
+The tiny platform of ``test_simulator_io``: one chassis of 2 compute nodes, one BB
+node, every link 100 MB/s, so that 100 MB take 1 s. Each job takes both nodes and
+25 MB of burst buffer per node (50 MB on the BB node).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.policies.registry import get_policy
+from harness.sim.checks import check_schedule
+from harness.sim.engine import simulate
+from tests.unit.test_simulator_io import io_plan, job, tiny
+
+NO_IO = {"io_phases": 1, "io_checkpoint_mb": 0.0, "io_stage_in_mb": 0.0, "io_stage_out_mb": 0.0}
+
+
+def run(rows: list[dict], staging: str, capacity_mb: int = 100):
+    platform = tiny(1, 2, capacity_mb)
+    result = simulate(io_plan(rows), get_policy("fcfs"), platform, model="io-aware", staging=staging)
+    assert check_schedule(result.jobs, platform) == []
+    return result.jobs.set_index("job_id")
+
+
+def staged(job_id: int, compute_s: float, stage_in_mb: float, stage_out_mb: float, **kw: float) -> dict:
+    return job(job_id, **{**NO_IO, "io_compute_s": compute_s, "io_stage_in_mb": stage_in_mb,
+                          "io_stage_out_mb": stage_out_mb, **kw})  # fmt: skip
+
+
+def test_the_nodes_are_free_during_stage_in_and_the_bb_is_held_from_its_start() -> None:
+    # Job 1 stages 2 x 50 MB in over [0, 1]. Job 2 (no I/O, 5 s) arrives at 0.5 and
+    # takes the free nodes at once, [0.5, 5.5]; job 1, staged in at 1, waits for them
+    # and runs [5.5, 15.5]; its BB is held from 0 to 15.5 (no stage-out).
+    jobs = run([staged(1, 10.0, 50.0, 0.0), staged(2, 5.0, 0.0, 0.0, submit=0.5)], "outside")
+    assert (jobs.loc[2, "start"], jobs.loc[2, "end"]) == (0.5, 5.5)
+    assert (jobs.loc[1, "start"], jobs.loc[1, "end"], jobs.loc[1, "runtime"]) == (5.5, 15.5, 10.0)
+    assert (jobs.loc[1, "bb_start"], jobs.loc[1, "bb_end"]) == (0.0, 15.5)
+    assert jobs.loc[1, "stage_in_s"] == 1.0
+    assert jobs.loc[1, "node_wait_s"] == 4.5
+    assert jobs.loc[1, "dilation"] == pytest.approx(1.0)  # the wait for nodes is no I/O dilation
+    # inside the allocation job 1 holds the nodes from 0 to 11: job 2 runs [11, 16]
+    inside = run([staged(1, 10.0, 50.0, 0.0), staged(2, 5.0, 0.0, 0.0, submit=0.5)], "inside")
+    assert (inside.loc[1, "start"], inside.loc[1, "end"]) == (0.0, 11.0)
+    assert (inside.loc[2, "start"], inside.loc[2, "end"]) == (11.0, 16.0)
+
+
+def test_a_second_job_uses_the_nodes_during_the_first_ones_stage_out() -> None:
+    # Job 1 runs [0, 10] and stages 2 x 50 MB out over [10, 11], holding 50 MB of BB
+    # until 11; job 2 (waiting since 0) gets the nodes at 10 and runs [10, 15].
+    jobs = run([staged(1, 10.0, 0.0, 50.0), staged(2, 5.0, 0.0, 0.0)], "outside")
+    assert (jobs.loc[1, "start"], jobs.loc[1, "end"]) == (0.0, 10.0)
+    assert (jobs.loc[1, "bb_start"], jobs.loc[1, "bb_end"]) == (0.0, 11.0)
+    assert jobs.loc[1, "stage_out_s"] == 1.0
+    assert (jobs.loc[2, "start"], jobs.loc[2, "end"]) == (10.0, 15.0)
+    inside = run([staged(1, 10.0, 0.0, 50.0), staged(2, 5.0, 0.0, 0.0)], "inside")
+    assert (inside.loc[1, "end"], inside.loc[2, "start"], inside.loc[2, "end"]) == (11.0, 11.0, 16.0)
+
+
+def test_the_bb_is_held_across_stage_in_run_and_stage_out() -> None:
+    # 50 MB per BB node: job 2 needs the whole BB node too. Job 1: stage-in [0, 1], run
+    # [1, 11], stage-out [11, 12]; job 2 (arrived at 0.5) can start only at 12, when
+    # the BB is freed, although the nodes were free during [0.5, 1] and from 11.
+    jobs = run([staged(1, 10.0, 50.0, 50.0), staged(2, 5.0, 0.0, 0.0, submit=0.5)], "outside", capacity_mb=50)
+    assert (jobs.loc[1, "bb_start"], jobs.loc[1, "start"], jobs.loc[1, "end"], jobs.loc[1, "bb_end"]) == (
+        0.0, 1.0, 11.0, 12.0,
+    )  # fmt: skip
+    assert (jobs.loc[2, "bb_start"], jobs.loc[2, "start"], jobs.loc[2, "end"]) == (12.0, 12.0, 17.0)
+
+
+def test_the_walltime_bounds_the_run_only_and_a_killed_job_still_stages_out() -> None:
+    # Run 10 s within a walltime of 10.5: inside, stage-in (1 s) + run exceed it.
+    fits = [staged(1, 10.0, 50.0, 0.0, walltime=10.5)]
+    assert run(fits, "outside").loc[1, "status"] == "completed"
+    assert run(fits, "inside").loc[1, "status"] == "timeout"
+    # a 20 s run with a walltime of 10: killed at 1 + 10, then stages out [11, 12]
+    killed = run([staged(1, 20.0, 50.0, 50.0, walltime=10.0)], "outside").loc[1]
+    assert killed["status"] == "timeout"
+    assert (killed["start"], killed["end"], killed["bb_end"]) == (1.0, 11.0, 12.0)
+    assert (killed["compute_s"], killed["stage_out_s"]) == (10.0, 1.0)
+
+
+def test_outside_staging_needs_the_io_aware_model_and_a_known_name() -> None:
+    plan = io_plan([staged(1, 10.0, 0.0, 0.0)])
+    with pytest.raises(ValueError, match="needs the io-aware job model"):
+        simulate(plan, get_policy("fcfs"), tiny(1, 2, 100), staging="outside")
+    with pytest.raises(ValueError, match="unknown staging 'beside'"):
+        simulate(plan, get_policy("fcfs"), tiny(1, 2, 100), model="io-aware", staging="beside")
+
+
+def test_simulate_command_stages_outside() -> None:
+    args = ["simulate", "--model", "io-aware", "--staging", "outside", "--first-n", "30", "--json", "bundled"]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    summary = json.loads(result.output)["backfill-1"]
+    assert summary["jobs"] == 30
+    assert summary["mean_dilation"] >= 1.0
+    refused = CliRunner().invoke(main, ["simulate", "--staging", "outside", "--first-n", "5", "bundled"])
+    assert refused.exit_code != 0
+    assert "needs the io-aware job model" in refused.output
+
+
+def test_a_reserving_policy_sees_the_bb_of_a_job_staging_out() -> None:
+    # 50 MB per BB node: job 2 needs the BB that job 1 holds while staging out [10, 11].
+    # backfill-1 reserves for job 2 (a profile where that BB is never released would
+    # refuse it as never fitting) and starts it at 11.
+    platform = tiny(1, 2, 50)
+    plan = io_plan([staged(1, 10.0, 0.0, 50.0), staged(2, 5.0, 0.0, 0.0)])
+    result = simulate(plan, get_policy("backfill-1"), platform, model="io-aware", staging="outside")
+    jobs = result.jobs.set_index("job_id")
+    assert (jobs.loc[2, "start"], jobs.loc[2, "end"]) == (11.0, 16.0)
+    assert check_schedule(result.jobs, platform) == []
+
+
+def test_the_profile_releases_the_bb_of_a_staging_job_but_no_nodes() -> None:
+    from harness.policies.profile import AvailabilityProfile
+    from harness.policies.state import Allocation, RunningJob, Topology
+
+    topo = Topology.from_platform(tiny(1, 2, 100))
+    on_nodes = RunningJob(1, 0.0, 20.0, 25, Allocation((0,), (0,)))
+    staging = RunningJob(2, 0.0, 10.0, 25, Allocation((1,), (0,)))
+    prof = AvailabilityProfile.from_running(topo, [on_nodes], 5.0, 1, [50], holding_bb=[staging])
+    assert prof.times.tolist() == [5.0, 10.0, 20.0]
+    assert prof.compute.tolist() == [1, 1, 2]
+    assert prof.bb[:, 0].tolist() == [50, 75, 100]
