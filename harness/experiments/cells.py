@@ -4,7 +4,9 @@
 It never raises: a failure comes back as a :class:`CellResult` with the error, and the
 traceback stays in the cell's folder. Its folder ``cells/<key>/`` holds
 
-* ``jobs.parquet``: the per-job results (the schedule, in the plan's time unit);
+* ``jobs.parquet``: the per-job results (the schedule, in the plan's time unit: shrunk for
+  an emulated cell, whose ``time_scale`` turns it into original time);
+* ``run/``: an emulated cell's run directory (``harness.experiments.emulate_cell``);
 * ``result.json``: the metrics in original time, written last (its presence = done);
 * ``error.txt``: the traceback of a failed attempt.
 """
@@ -59,7 +61,12 @@ def run_cell(cell: Cell, exp_dir: str) -> CellResult:
     folder = cell_dir(exp_dir, cell.key)
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        jobs, metrics, time_scale = _simulate(cell)
+        if cell.params["mode"] == "emulate":  # on Slurm, never silently in the simulator
+            from harness.experiments.emulate_cell import emulate
+
+            jobs, metrics, time_scale = emulate(cell, folder)
+        else:
+            jobs, metrics, time_scale = _simulate(cell)
     except Exception as exc:  # a cell's failure is data for the runner, not a crash
         atomic_write_text(folder / ERROR_FILE, traceback.format_exc())
         return CellResult(cell.key, False, seconds=_since(began), host=socket.gethostname(),

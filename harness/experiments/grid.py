@@ -53,6 +53,8 @@ def expand(spec: ExperimentSpec) -> list[Cell]:
     """Every cell of the grid, in a stable order (policy slowest, repetition fastest)."""
     fixed = _fixed_params(spec)
     inputs = {"trace_path": str(spec.workload.path), "platform": spec.platform}
+    if spec.emulate is not None:  # where the cells replay, not what they find: not hashed
+        inputs["cluster_name"] = spec.emulate.cluster_name
     _check_exclusions(spec)
     cells: list[Cell] = []
     seen: set[str] = set()
