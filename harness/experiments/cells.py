@@ -105,7 +105,9 @@ def _simulate(cell: Cell) -> tuple[pd.DataFrame, dict[str, Any], float]:
         return _simulate_tiers(cell, plan, platform)
     policy = get_policy(p["policy"], seed=p["policy_seed"], time_limit_s=p["time_limit_s"])
     tick, launch_delay = p.get("twin", (0.0, 0.0))
-    result = simulate(plan, policy, platform, tick=tick, launch_delay=launch_delay)
+    model = p.get("model", "alloc-only")
+    result = simulate(plan, policy, platform, model=model, io_seed=p["bb_seed"], tick=tick,
+                      launch_delay=launch_delay)  # fmt: skip
     problems = check_schedule(result.jobs, platform)
     if problems:
         raise RuntimeError(f"invalid schedule: {'; '.join(problems[:3])}")
@@ -120,9 +122,10 @@ def _simulate_tiers(cell: Cell, plan: pd.DataFrame, platform: Any) -> tuple[pd.D
 
     p = cell.params
     model, preempt = parse_priority(p.get("priority", "none")), p.get("preempt", "none") == "suspend"
-    if p["policy"] != "backfill-1" or (preempt and not model.enabled):
-        raise ValueError("priority/preempt cells: policy backfill-1 (the twin of slurm-backfill-1) and, "
-                         "with preempt = suspend, a priority model other than none")  # fmt: skip
+    if p["policy"] != "backfill-1" or (preempt and not model.enabled) or "model" in p:
+        raise ValueError("priority/preempt cells: policy backfill-1 (the twin of slurm-backfill-1), "
+                         "model alloc-only and, with preempt = suspend, a priority model other "
+                         "than none")  # fmt: skip
     result = simulate_preemption(assign(plan, model, seed=p["bb_seed"]), platform, preempt=preempt)
     metrics = summary(result.jobs, platform, tau=p["tau"])
     metrics["suspensions"] = result.n_suspensions
