@@ -1,4 +1,4 @@
-"""An emulate-mode experiment on the real Slurm: two cells (two policies, one shrink), each a
+"""An emulate-mode experiment on the real Slurm: two cells (two policies, one shrink 0.99), each a
 run directory in its cell's folder and rows in the table (cluster ``experemu``, ports 6972 /
 25201+)."""
 
@@ -21,7 +21,7 @@ from tests.platforms import platform_toml
 
 pytestmark = pytest.mark.integration
 CLUSTER = "experemu"
-# four jobs, 400 s of original time (2 s at shrink 0.995)
+# four jobs, 400 s of original time at best (4 s at shrink 0.99)
 SWF = """; MaxNodes: 8
 1 0 -1 200 4 -1 -1 4 400 -1 1 1 1 -1 1 -1 -1 -1
 2 10 -1 200 8 -1 -1 8 400 -1 1 1 1 -1 1 -1 -1 -1
@@ -42,7 +42,7 @@ file = "platform.toml"
 [policies]
 names = ["slurm-backfill-1", "slurm-fcfs"]
 [emulate]
-shrink = [0.995]
+shrink = [0.99]
 cluster = "docker"
 cluster_name = "{CLUSTER}"
 """
@@ -67,12 +67,12 @@ def test_emulate_grid_replays_each_cell_on_slurm(tmp_path: Path) -> None:
     assert sorted(set(table["policy"])) == ["slurm-backfill-1", "slurm-fcfs"]
     for _, rows in table.groupby("key"):  # a row per numeric metric of the run, once each
         assert {"mean_wait", "makespan"} <= set(rows["metric"]) and not rows["metric"].duplicated().any()
-    assert set(table["shrink"]) == {0.995}
+    assert set(table["shrink"]) == {0.99}
     for key in set(table["key"]):
         result = read_cell_result(out, key)
-        assert result is not None and result.ok and result.time_scale == pytest.approx(200.0)
+        assert result is not None and result.ok and result.time_scale == pytest.approx(100.0)
         run = out / "cells" / key / RUN_DIR
         assert (run / rundir.METRICS).exists() and (run / rundir.RESULTS).exists()
         makespan = float(table[(table["key"] == key) & (table["metric"] == "makespan")]["value"].iloc[0])
-        assert 390 <= makespan <= 1200  # 400 s ideally (original time); each start may pay a pass
+        assert 390 <= makespan <= 2000  # original time: 400-500 s ideally, + ~100 s per late pass
         assert len(cell_jobs(out, key, tau=10.0)) == 4
