@@ -12,6 +12,10 @@ Emulated cells share one cluster, so they run one at a time (:func:`check_execut
 from __future__ import annotations
 
 import shutil
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -19,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from harness.experiments.grid import Cell
+from harness.model.exitcodes import Terminated
 
 RUN_DIR = "run"  # the run directory of an emulated cell, inside the cell's folder
 
@@ -83,7 +88,8 @@ def emulate(cell: Cell, folder: Path) -> tuple[pd.DataFrame, dict[str, Any], flo
     if run_dir.exists():  # a failed or interrupted attempt: a cell is a pure function, start over
         shutil.rmtree(run_dir)
     opts = run_options(cell, folder)
-    Experiment(opts, progress=lambda _: None).execute()
+    with _sigterm_stops_the_run():  # the runner's cancel (SIGTERM) stops and cancels the replay
+        Experiment(opts, progress=lambda _: None).execute()
     manifest = read_json(run_dir / rundir.MANIFEST)
     if not manifest.get("complete"):
         raise RuntimeError(f"the run in {run_dir} is incomplete: {manifest.get('incomplete_reason')}")
@@ -93,3 +99,21 @@ def emulate(cell: Cell, folder: Path) -> tuple[pd.DataFrame, dict[str, Any], flo
     platform = load_platform(cell.inputs["platform"])
     metrics.update(summary(finished(jobs), platform, tau=cell.params["tau"], time_scale=scale))
     return jobs, metrics, scale
+
+
+@contextmanager
+def _sigterm_stops_the_run() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` (a KeyboardInterrupt), as under ``harness run``: the
+    run stops its replay and cancels its jobs instead of leaving them in Slurm."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise Terminated(f"stopped by {signal.Signals(signum).name}")
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

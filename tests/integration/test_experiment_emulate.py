@@ -12,6 +12,7 @@ from harness.cluster.docker import DockerCluster
 from harness.experiments.cells import read_cell_result
 from harness.experiments.emulate_cell import RUN_DIR
 from harness.experiments.executors import LocalExecutor
+from harness.experiments.report import write_experiment_report
 from harness.experiments.results import cell_jobs, load_table
 from harness.experiments.runner import run_experiment
 from harness.experiments.spec import load_spec
@@ -76,3 +77,4 @@ def test_emulate_grid_replays_each_cell_on_slurm(tmp_path: Path) -> None:
         makespan = float(table[(table["key"] == key) & (table["metric"] == "makespan")]["value"].iloc[0])
         assert 390 <= makespan <= 2000  # original time: 400-500 s ideally, + ~100 s per late pass
         assert len(cell_jobs(out, key, tau=10.0)) == 4
+    assert (out / "report.md") in write_experiment_report(out)  # boxen plots of the emulated jobs

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -9,9 +11,15 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.experiments.cells import JOBS_FILE, RESULT_FILE, cell_dir, run_cell
-from harness.experiments.emulate_cell import EmulateModeError, check_executor, run_options
+from harness.experiments.emulate_cell import (
+    EmulateModeError,
+    _sigterm_stops_the_run,
+    check_executor,
+    run_options,
+)
 from harness.experiments.grid import expand
 from harness.experiments.spec import load_spec
+from harness.model.exitcodes import Terminated
 from harness.workload.plan import bundled_slice_path
 
 SPEC = """
@@ -96,3 +104,10 @@ def test_the_command_refuses_parallel_emulation(tmp_path: Path) -> None:
     assert ran.exit_code == 1
     assert '-j 2: the cells of an experiment with mode = "emulate" share one cluster' in ran.output
     assert not (tmp_path / "o").exists()
+
+
+def test_sigterm_during_an_emulated_cell_stops_the_run_as_ctrl_c_does() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Terminated, match=r"^stopped by SIGTERM$"), _sigterm_stops_the_run():
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert signal.getsignal(signal.SIGTERM) is before
