@@ -24,6 +24,7 @@ import numpy as np
 
 from harness.analysis.io_metrics import io_summary
 from harness.analysis.metrics import summary
+from harness.model.paths import KTH_NAME, kth_trace
 from harness.model.timescale import time_scale_of
 from harness.platform import load_platform
 from harness.policies import kernels
@@ -31,7 +32,7 @@ from harness.policies.registry import get_policy, parse_policy_list
 from harness.sim.checks import check_schedule
 from harness.sim.engine import SimulationResult, simulate
 
-DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "shared" / "data" / "KTH-SP2-1996-2.1-cln.swf.gz"
+DEFAULT_TRACE = kth_trace() or KTH_NAME
 FAST_POLICIES = "fcfs,backfill-no-future-1,backfill-1,filler,backfill-sjf-1,backfill-4"
 LATENCY_QUANTILES = (0.5, 0.9, 0.99)
 
@@ -59,6 +60,7 @@ def run_one(
     time_limit: float | None = None,
     model: str = "alloc-only",
     tiers: bool = False,
+    staging: str = "inside",
 ) -> dict[str, Any]:
     platform = load_platform()
     policy = get_policy(name, seed=seed, time_limit_s=time_limit)
@@ -66,7 +68,9 @@ def run_one(
     shrink = float(manifest.get("shrink", 0.0) or 0.0)
     io_seed = int(manifest.get("seed", 2020))
     cpu_before = time.process_time()
-    result = simulate(plan, policy, platform, model=model, io_seed=io_seed, shrink=shrink, tiers=tiers)
+    result = simulate(
+        plan, policy, platform, model=model, io_seed=io_seed, shrink=shrink, tiers=tiers, staging=staging
+    )
     cpu = time.process_time() - cpu_before
     scale = time_scale_of(shrink)
     violations = check_schedule(result.jobs, platform)
@@ -78,6 +82,7 @@ def run_one(
         "speedup": result.simulated_span_s * scale / max(result.wall_time_s, 1e-9),
         "latency": latency_report(result),
         "model": model + ("+tiers" if tiers or getattr(policy, "tiered", False) else ""),
+        "staging": staging,
         "metrics": {
             **summary(result.jobs, platform, time_scale=scale),
             **io_summary(result.jobs, platform, result.link_bytes, time_scale=scale),
@@ -209,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--time-limit", type=float, default=None, help="wall-clock limit (s) of one plan search")
     ap.add_argument("--model", choices=("alloc-only", "io-aware"), default="alloc-only", help="job model")
     ap.add_argument("--tiers", action="store_true", help="io-aware: Lackner's storage tiers for every policy")
+    ap.add_argument("--staging", choices=("inside", "outside"), default="inside",
+                    help="io-aware: staging inside the allocation or outside it")  # fmt: skip
     args = ap.parse_args(argv)
 
     plan, manifest = load_workload(args.trace, args.period, args.seed)
@@ -225,7 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in parse_policy_list(args.policies):
         began = time.perf_counter()
-        row = run_one(name, plan, manifest, args.policy_seed, args.time_limit, args.model, args.tiers)
+        row = run_one(
+            name, plan, manifest, args.policy_seed, args.time_limit, args.model, args.tiers, args.staging
+        )
         row["workload"] = {"trace": str(args.trace), "period": args.period, "jobs": len(plan)}
         rows.append(row)
         lat = row["latency"].get("all", {})

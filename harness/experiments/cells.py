@@ -94,6 +94,8 @@ def _simulate(cell: Cell) -> tuple[pd.DataFrame, dict[str, Any], float]:
     p = cell.params
     platform = load_platform(cell.inputs["platform"])
     plan = _plan(cell, platform)
+    if p.get("priority", "none") != "none" or p.get("preempt", "none") != "none":
+        return _simulate_tiers(cell, plan, platform)
     policy = get_policy(p["policy"], seed=p["policy_seed"], time_limit_s=p["time_limit_s"])
     tick, launch_delay = p.get("twin", (0.0, 0.0))
     result = simulate(plan, policy, platform, tick=tick, launch_delay=launch_delay)
@@ -101,6 +103,23 @@ def _simulate(cell: Cell) -> tuple[pd.DataFrame, dict[str, Any], float]:
     if problems:
         raise RuntimeError(f"invalid schedule: {'; '.join(problems[:3])}")
     return result.jobs, summary(result.jobs, platform, tau=p["tau"]), 1.0
+
+
+def _simulate_tiers(cell: Cell, plan: pd.DataFrame, platform: Any) -> tuple[pd.DataFrame, dict, float]:
+    """A priority model (and suspend/resume) in the twin of Slurm's tiers (harness.sim.preemption)."""
+    from harness.analysis.metrics import summary
+    from harness.sim.preemption import simulate_preemption
+    from harness.workload.priority import assign, parse_priority
+
+    p = cell.params
+    model, preempt = parse_priority(p.get("priority", "none")), p.get("preempt", "none") == "suspend"
+    if p["policy"] != "backfill-1" or (preempt and not model.enabled):
+        raise ValueError("priority/preempt cells: policy backfill-1 (the twin of slurm-backfill-1) and, "
+                         "with preempt = suspend, a priority model other than none")  # fmt: skip
+    result = simulate_preemption(assign(plan, model, seed=p["bb_seed"]), platform, preempt=preempt)
+    metrics = summary(result.jobs, platform, tau=p["tau"])
+    metrics["suspensions"] = result.n_suspensions
+    return result.jobs, metrics, 1.0
 
 
 def _plan(cell: Cell, platform: Any) -> pd.DataFrame:

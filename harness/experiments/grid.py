@@ -88,6 +88,7 @@ def _fixed_params(spec: ExperimentSpec) -> dict[str, Any]:
         **({"cluster": spec.emulate.cluster} if spec.emulate else {}),
         # only when set, so that the cells of files without them keep their keys
         **({"drift": w.drift[0]} if w.drift != (0.0,) else {}),
+        **{name: getattr(w, name)[0] for name in ("priority", "preempt") if getattr(w, name) != ("none",)},
         **({"twin": [spec.simulate.tick, spec.simulate.launch_delay]} if spec.simulate != NO_TWIN else {}),
     }
 

@@ -45,16 +45,19 @@ class AvailabilityProfile:
         now: float,
         free_compute: int,
         free_bb_mb: Iterable[int],
+        holding_bb: Iterable[RunningJob] = (),
     ) -> AvailabilityProfile:
-        """Profile from ``now`` on, with running jobs releasing at their expected end."""
+        """Profile from ``now`` on, with running jobs releasing at their expected end
+        (``holding_bb``: jobs that hold burst buffer but no compute nodes)."""
         bb_count = topology.bb_count
         released: dict[float, list[int]] = {}  # release time -> [nodes, MB of BB node 0, ...]
-        for job in running:
+        holders = [(job, job.nodes) for job in running] + [(job, 0) for job in holding_bb]
+        for job, nodes in holders:
             end = job.expected_end if job.expected_end > now else now + OVERRUN_GRACE_S
             row = released.get(end)
             if row is None:
                 row = released[end] = [0] * (1 + bb_count)
-            row[0] += job.nodes
+            row[0] += nodes
             for b in job.allocation.bb:
                 row[1 + b] += job.bb_per_node_mb
         times = sorted(released)

@@ -189,6 +189,10 @@ class ClusterState:
     free_compute: tuple[int, ...]
     free_bb_mb: tuple[int, ...]
     memo: Mapping[str, Any] = field(default_factory=dict)
+    # Jobs staging outside the allocation (the simulator's ``--staging outside``): they hold
+    # their BB shares (``allocation.bb``, counted out of ``free_bb_mb``) but none of the
+    # nodes of ``allocation.compute``, and are assumed to release the BB at ``expected_end``.
+    holding_bb: tuple[RunningJob, ...] = ()
 
     @classmethod
     def from_running(

@@ -29,7 +29,7 @@ class Workspace:
             self.free_by_chassis[topo.chassis_of_compute[c]].append(c)
         self.free_count = len(state.free_compute)
         self.profile = AvailabilityProfile.from_running(
-            topo, state.running, now, self.free_count, state.free_bb_mb
+            topo, state.running, now, self.free_count, state.free_bb_mb, state.holding_bb
         )
         self.starts: list[Start] = []
         self.reservations: list[tuple[int, float]] = []

@@ -19,12 +19,13 @@ end of stage-in and the run start.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from harness.platform import Machine
-from harness.policies.state import Allocation, RunningJob, Topology
+from harness.policies.state import Allocation, ClusterState, RunningJob, Topology
 from harness.sim.io_execution import IOExecution, JobIO, _Job
 from harness.sim.io_mode import io_columns, job_io
 from harness.sim.io_network import IONetwork
@@ -52,6 +53,10 @@ class StagedMachine(SimMachine):
     def __init__(self, topology: Topology) -> None:
         super().__init__(topology)
         self.holding: dict[int, RunningJob] = {}  # BB held: stage-in start to stage-out end
+
+    def state(self, memo: dict | None) -> ClusterState:
+        held = tuple(j for i, j in self.holding.items() if i not in self.running)
+        return replace(super().state(memo), holding_bb=held)
 
     def start(self, job: RunningJob) -> None:
         for b in job.allocation.bb:

@@ -102,3 +102,28 @@ def test_simulate_command_stages_outside() -> None:
     refused = CliRunner().invoke(main, ["simulate", "--staging", "outside", "--first-n", "5", "bundled"])
     assert refused.exit_code != 0
     assert "needs the io-aware job model" in refused.output
+
+
+def test_a_reserving_policy_sees_the_bb_of_a_job_staging_out() -> None:
+    # 50 MB per BB node: job 2 needs the BB that job 1 holds while staging out [10, 11].
+    # backfill-1 reserves for job 2 (a profile where that BB is never released would
+    # refuse it as never fitting) and starts it at 11.
+    platform = tiny(1, 2, 50)
+    plan = io_plan([staged(1, 10.0, 0.0, 50.0), staged(2, 5.0, 0.0, 0.0)])
+    result = simulate(plan, get_policy("backfill-1"), platform, model="io-aware", staging="outside")
+    jobs = result.jobs.set_index("job_id")
+    assert (jobs.loc[2, "start"], jobs.loc[2, "end"]) == (11.0, 16.0)
+    assert check_schedule(result.jobs, platform) == []
+
+
+def test_the_profile_releases_the_bb_of_a_staging_job_but_no_nodes() -> None:
+    from harness.policies.profile import AvailabilityProfile
+    from harness.policies.state import Allocation, RunningJob, Topology
+
+    topo = Topology.from_platform(tiny(1, 2, 100))
+    on_nodes = RunningJob(1, 0.0, 20.0, 25, Allocation((0,), (0,)))
+    staging = RunningJob(2, 0.0, 10.0, 25, Allocation((1,), (0,)))
+    prof = AvailabilityProfile.from_running(topo, [on_nodes], 5.0, 1, [50], holding_bb=[staging])
+    assert prof.times.tolist() == [5.0, 10.0, 20.0]
+    assert prof.compute.tolist() == [1, 1, 2]
+    assert prof.bb[:, 0].tolist() == [50, 75, 100]
