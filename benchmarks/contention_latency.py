@@ -86,7 +86,8 @@ def main() -> int:
         print(f"{name}: median {statistics.median(xs) * 1e3:.1f} ms, p90 {_pct(xs, 0.9) * 1e3:.1f} ms, "
               f"max {max(xs) * 1e3:.1f} ms")  # fmt: skip
     print(
-        f"one look at rates ({len(text.splitlines())} lines): {read_us:.1f} us (Python; sigsleep reads it in C)"
+        f"one look at rates ({len(text.splitlines())} lines): {read_us:.1f} us"
+        " (Python; sigsleep reads it in C)"
     )
     return 0
 

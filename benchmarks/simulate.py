@@ -179,6 +179,8 @@ def io_markdown_table(rows: list[dict[str, Any]]) -> str:
     lines = [head, "|" + "---|" * 9]
     for r in rows:
         m = r["metrics"]
+        if "mean_io_s" not in m:  # storage tiers: no phases, no flows
+            continue
         lines.append(
             f"| {r['policy']} | {m.get('timeouts', 0)} | {m['mean_io_s']:.0f} | {m['mean_dilation']:.3f} "
             f"| {m['max_dilation']:.2f} | {m['dilation_sd']:.3f} | {m['jobs_contended']:.3f} "

@@ -258,18 +258,24 @@ def _cross_check_section(check: dict[str, Any]) -> Section:
         banner = Banner(
             f"Slurm and sigsleep disagree: {n_bad} job(s) beyond tolerance, or records missing.", ok=False
         )
-    rows = [[k, _summarise(v)] for k, v in check.items() if k not in ("disagreements", "mismatches")]
+    # nested sections (staging, with burst_buffer/lua) as "section: figure" rows
+    flat = {k: v for k, v in check.items() if not isinstance(v, dict)}
+    flat |= {f"{k}: {sub}": v2 for k, v in check.items() if isinstance(v, dict) for sub, v2 in v.items()}
+    skip = ("disagreements", "mismatches")
+    rows = [[k, _summarise(v)] for k, v in flat.items() if k.rsplit(": ", 1)[-1] not in skip]
     blocks: list[Block] = [
         "Start and end of every job as seen by sigsleep (the job itself) and by Slurm "
         f"({'sacct, its accounting database' if check.get('source') == 'sacct' else 'its jobcomp log'}).",
         banner,
         Table(["figure", "value"], rows),
     ]
-    bad = [d for d in check.get("disagreements") or [] if isinstance(d, dict)]
-    if bad:
-        headers = list(bad[0])
-        blocks.append(f"First {min(len(bad), 20)} disagreements:")
-        blocks.append(Table(headers, [[_plain(d.get(h)) for h in headers] for d in bad[:20]]))
+    staging: dict[str, Any] = check["staging"] if isinstance(check.get("staging"), dict) else {}
+    for label, found in (("", check.get("disagreements")), ("staging ", staging.get("disagreements"))):
+        bad = [d for d in found or [] if isinstance(d, dict)]
+        if bad:
+            headers = list(dict.fromkeys(h for d in bad[:20] for h in d))
+            blocks.append(f"First {min(len(bad), 20)} {label}disagreements:")
+            blocks.append(Table(headers, [[_plain(d.get(h)) for h in headers] for d in bad[:20]]))
     return Section("Cross-check: Slurm vs sigsleep", blocks)
 
 

@@ -177,33 +177,20 @@ def simulate_command(
     staging: str,
     tick: float,
     launch_delay: float,
-    priority: str,
-    preempt: str,
     **opts: Any,
 ) -> None:
     """Run policies on WORKLOAD (a prepared plan or an SWF trace) in the simulator.
 
     Metrics are in the trace's original time (a shrunk plan is unshrunk).
     """  # fmt: skip
-    from harness.platform import PlatformError, load_platform
-
-    try:
-        names = parse_policy_list(policy)
-        platform = load_platform(platform_file)
-    except (UnknownPolicyError, PlatformError) as exc:
-        raise click.ClickException(str(exc)) from None
-    _check_outputs(output, names, workload)
-    try:
-        plan, manifest = _load_workload(workload, platform, shrink, opts)
-    except (OSError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
+    tiers = (opts.pop("priority"), opts.pop("preempt"))
+    names, platform, plan, manifest = _inputs(workload, policy, platform_file, shrink, output, opts)
     shrink_used = float(manifest.get("shrink") or 0.0)
     io_seed = int(manifest.get("seed", opts["bb_seed"]))
-    if priority != "none" or preempt != "none":
-        _check_priority_twin(priority, names, model, tick, launch_delay)
-        row = _simulate_priorities(plan, platform, priority, preempt, io_seed, shrink_used, tau, output)
-        click.echo(json.dumps({names[0]: row}, indent=2) if as_json else _text_table({names[0]: row}))
-        return
+    if tiers != ("none", "none"):
+        _check_priority_twin(tiers[0], names, model, tick, launch_delay)
+        row = _simulate_priorities(plan, platform, *tiers, io_seed, shrink_used, tau, output)
+        return click.echo(json.dumps({names[0]: row}, indent=2) if as_json else _text_table({names[0]: row}))
     results: dict[str, dict[str, Any]] = {}
     for name in names:
         results[name] = _simulate_one(
@@ -221,10 +208,26 @@ def simulate_command(
             output,
             len(names) > 1,
         )
-    if as_json:
-        click.echo(json.dumps(results, indent=2))
-    else:
-        click.echo(_text_table(results, io=model == "io-aware"))
+    click.echo(json.dumps(results, indent=2) if as_json else _text_table(results, io=model == "io-aware"))
+
+
+def _inputs(
+    workload: str, policy: str, platform_file: str, shrink: float | None, output: Path | None, opts: dict
+) -> tuple[list[str], Any, Any, dict]:
+    """(policy names, platform, plan, manifest) or a ClickException naming what is wrong."""
+    from harness.platform import PlatformError, load_platform
+
+    try:
+        names = parse_policy_list(policy)
+        platform = load_platform(platform_file)
+    except (UnknownPolicyError, PlatformError) as exc:
+        raise click.ClickException(str(exc)) from None
+    _check_outputs(output, names, workload)
+    try:
+        plan, manifest = _load_workload(workload, platform, shrink, opts)
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    return names, platform, plan, manifest
 
 
 def _simulate_one(
@@ -305,6 +308,8 @@ def _simulate_priorities(
     row = summary(result.jobs, platform, tau=tau, time_scale=scale)
     row.update({"priority": priority, "preempt": preempt, "sim_wall_s": result.wall_time_s})
     row.update(suspension_counts(result.jobs, result.suspensions, scale))
+    click.echo(f"{priority}, preempt {preempt}: {row['high_priority_jobs']} high-priority jobs, "
+               f"{row['suspensions']} suspensions of {row['suspended_jobs']} jobs", err=True)  # fmt: skip
     if output is not None:
         path = _write_jobs(result.jobs, output, "backfill-1", False)
         spans = atomic_write_csv(path.with_suffix(".suspensions.csv"), result.suspensions)

@@ -15,7 +15,8 @@ import pandas as pd
 from harness.cluster.base import ClusterBackend
 
 STAGING_COLUMNS = (
-    "stage_in_begin", "stage_in_s", "stage_in_solo_s", "stage_out_begin", "stage_out_s", "stage_out_solo_s",
+    "stage_in_begin", "stage_in_s", "stage_in_solo_s", "stage_in_mb",
+    "stage_out_begin", "stage_out_s", "stage_out_solo_s", "stage_out_mb",
 )  # fmt: skip
 
 
@@ -42,6 +43,7 @@ def add_staging(results: pd.DataFrame, records: list[dict], t0: float) -> pd.Dat
         out[f"stage_{kind}_begin"] = [r["start"] - t0 if r else np.nan for r in rows]
         out[f"stage_{kind}_s"] = [r["seconds"] if r else np.nan for r in rows]
         out[f"stage_{kind}_solo_s"] = [r["solo_s"] if r else np.nan for r in rows]
+        out[f"stage_{kind}_mb"] = [r.get("mb", np.nan) if r else np.nan for r in rows]
     return out
 
 

@@ -57,6 +57,7 @@ from harness.sim.io_network import MB, IONetwork
 FLOWS_DIR = "flows"
 RATES = "rates"
 CHANNELS = ("checkpoint", "drain", "stage")
+STAGING_PHASES = {"in": -1, "out": -2}  # the phase number of the staging command's transfers
 DEFAULT_DIR = "/shared/io"
 DEFAULT_TICK = 0.02  # seconds between two looks at the flows directory
 STALE_EVERY = 5.0  # seconds between two checks of squeue for flows of jobs gone
@@ -168,6 +169,23 @@ def read_flows(directory: Path, report: Callable[[str], None] = print) -> list[F
     return flows
 
 
+def staging_flow(job: int, kind: str, nodes: int, mb: float, time_scale: float) -> Flow:
+    """A stage-in or stage-out of the staging command as a flow (striped: no node names needed)."""
+    return Flow(job, STAGING_PHASES[kind], "stage", mb, ("*",) * nodes, time_scale)
+
+
+def known_flows(flows: list[Flow], machine: Machine, report: Callable[[str], None]) -> list[Flow]:
+    """The flows whose nodes are all compute nodes of ``machine`` (the others reported)."""
+    known = {machine.compute.name(i + 1) for i in range(machine.compute_count)}
+    kept = []
+    for f in flows:
+        if f.channel == "stage" or known.issuperset(f.nodes):
+            kept.append(f)
+        else:
+            report(f"harness contention: flow {f.key}: nodes {','.join(f.nodes)} are not all compute nodes")
+    return kept
+
+
 def write_rates(directory: Path, flows: list[Flow], rates: Iterable[float]) -> None:
     """``rates`` rewritten atomically (no fsync: it is rebuilt from the flows on a restart)."""
     text = "".join(f"{f.key} {r:.6f}\n" for f, r in zip(flows, rates, strict=True))
@@ -186,13 +204,24 @@ def publish(directory: Path, machine: Machine, report: Callable[[str], None] = p
         for f in gone:
             (directory / FLOWS_DIR / f"{f.key}.flow").unlink(missing_ok=True)
         flows = [f for f in flows if f not in gone]
-    known = {machine.compute.name(i + 1) for i in range(machine.compute_count)}
-    for f in [f for f in flows if not known.issuperset(f.nodes)]:
-        report(f"harness contention: flow {f.key}: nodes {','.join(f.nodes)} are not all compute nodes")
-        flows.remove(f)
-    rates = flow_rates(flows, machine)
-    write_rates(directory, flows, rates)
+    flows = known_flows(flows, machine, report)
+    rates = flow_rates([*flows, *active_stagings(directory)], machine)  # stagings share the links
+    write_rates(directory, flows, rates[: len(flows)])
     return flows
+
+
+def active_stagings(directory: Path) -> list[Flow]:
+    """The staging command's running transfers (``active/``), as flows."""
+    from harness.emulation.staging import active_transfers  # staging imports this module
+
+    return [staging_flow(t.job, t.kind, t.nodes, t.mb, t.time_scale) for t in active_transfers(directory)]
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except FileNotFoundError:
+        return 0
 
 
 def squeue_running() -> set[int] | None:
@@ -212,10 +241,10 @@ def serve(directory: Path, machine: Machine, *, tick: float = DEFAULT_TICK, sque
     flows_dir.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(PermissionError):
         os.chmod(flows_dir, 0o1777)  # jobs run as an unprivileged user
-    seen: int | None = None
+    seen: tuple[int, int] | None = None
     next_stale = time.monotonic() + stale_every
     while not stop():
-        changed = flows_dir.stat().st_mtime_ns
+        changed = (flows_dir.stat().st_mtime_ns, _mtime(directory / "active"))
         running = None
         if squeue and time.monotonic() >= next_stale:
             running, next_stale = squeue_running(), time.monotonic() + stale_every

@@ -100,11 +100,7 @@ def compare_with_both_twins(
     (the jobs still end at their exact limit). Returns the ideal twin's schedule."""
     found, simulated = compare_with_simulation(plan, emulated, policy, platform, shrink, seed, model)
     launch = delay.seconds if model == "alloc-only" else 0.0
-    seen = (
-        plan.assign(walltime=plan["walltime"].map(lambda w: 60.0 * slurm_limit_minutes(w)))
-        if minute_limits
-        else plan
-    )
+    seen = with_minute_limits(plan) if minute_limits else plan
     ticked, _ = compare_with_simulation(
         seen, emulated, policy, platform, shrink, seed, model, tick=SLURM_PASS_S, launch_delay=launch
     )
@@ -119,6 +115,12 @@ def compare_with_both_twins(
         "mean_abs_start_shift_s": ticked["mean_abs_start_shift_s"],
     }
     return found, simulated
+
+
+def with_minute_limits(plan: pd.DataFrame) -> pd.DataFrame:
+    """The plan (shrunk) with the walltimes Slurm's own scheduler plans with: rounded up to
+    whole minutes, as the replay submits them (``--time``)."""
+    return plan.assign(walltime=plan["walltime"].map(lambda w: 60.0 * slurm_limit_minutes(w)))
 
 
 SLURM_PASS_S = 1.0  # Slurm 24.11's scheduling pass, emulated seconds (sched_min_interval=0, bf_interval=1)
@@ -147,13 +149,14 @@ def measured_launch_delay(results: pd.DataFrame, t0: float) -> LaunchDelay:
 
 def staging_agreement(emulated: pd.DataFrame, simulated: pd.DataFrame, time_scale: float) -> dict[str, Any]:
     """Mean stage-in and stage-out times in original seconds, emulated (Slurm stages outside
-    the allocation) beside the IO-Aware twin's (inside it, as in the thesis)."""
+    the allocation) beside the IO-Aware twin's (inside it, as in the thesis); with sigsleep's
+    phases also the compute, checkpoint and I/O times and the dilation (no unit)."""
     out: dict[str, Any] = {}
-    for kind in ("in", "out"):
-        col = f"stage_{kind}_s"
+    for col in ("stage_in_s", "stage_out_s", "compute_s", "checkpoint_s", "io_s", "dilation"):
         if col not in emulated.columns or col not in simulated.columns:
             continue
-        e, s = float(emulated[col].mean() * time_scale), float(simulated[col].mean())
+        scale = 1.0 if col == "dilation" else time_scale
+        e, s = float(emulated[col].mean() * scale), float(simulated[col].mean())
         out[f"mean_{col}"] = {"emulated": e, "simulated": s, "rel_diff": (e - s) / s if s else float("nan")}
     return out
 

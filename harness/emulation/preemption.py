@@ -5,7 +5,8 @@ in wall-clock seconds). This step writes them (``suspensions.csv``, plan time si
 replays the plan in the suspend/resume twin (:mod:`harness.sim.preemption`, in plan time),
 writes its prediction (``simulation/suspensions.csv``) and the figure of each
 (``plots/suspended.png``, ``plots/suspended-twin.png``), and returns the counts for
-``metrics.json`` (section ``preemption``), with the jobs suspended by one side only.
+``metrics.json`` (section ``preemption``), with the jobs suspended by one side only and the
+headline metrics of both (original time).
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from typing import Any
 
 import pandas as pd
 
+from harness.analysis.metrics import summary
 from harness.analysis.preemption import SPAN_COLUMNS, plot_suspensions, suspension_counts
 from harness.model import rundir
 from harness.model.atomic import atomic_write_csv
+from harness.model.metric_names import HEADLINE_METRICS
 from harness.model.timescale import time_scale_of
 from harness.platform import Machine
 from harness.sim.preemption import simulate_preemption
@@ -54,7 +57,10 @@ def preemption_section(
                                     (twin.jobs, twin.suspensions, "suspended-twin.png", "Twin")):  # fmt: skip
         plot_suspensions(table, cut, n, plots / name, time_scale=scale, title=f"{title}: suspend/resume")
     emulated, predicted = set(spans["job_id"]), set(twin.suspensions["job_id"])
+    ran = jobs[jobs["start"].notna() & jobs["end"].notna()]
+    emu_m, twin_m = summary(ran, platform, time_scale=scale), summary(twin.jobs, platform, time_scale=scale)
     return {
+        "metrics": {k: {"emulated": emu_m[k], "twin": twin_m[k]} for k in HEADLINE_METRICS},
         "preempt": "suspend" if preempt else "none",
         "emulated": suspension_counts(jobs, spans, scale),
         "twin": suspension_counts(twin.jobs, twin.suspensions, scale),

@@ -43,6 +43,7 @@ from typing import TextIO
 import pandas as pd
 
 from harness.emulation.faultlog import note_outage
+from harness.emulation.job_phases import PLAN_COLUMN
 from harness.emulation.resubmit import ATTEMPT_TIMEOUT_S, SlurmUnavailable, squeue_run_jobs, submit_retrying
 from harness.emulation.staging import directive_line
 from harness.model.jsonio import read_json, read_jsonl
@@ -103,9 +104,12 @@ def slurm_time_limit(walltime_s: float) -> str:
 def sbatch_command(job: dict, opts: ReplayOptions, intended: float) -> list[str]:
     """The sbatch invocation of one plan row (a dict of the plan columns)."""
     bb_total = int(job["nodes"]) * int(job["bb_per_node_mb"])
+    phases = str(job.get(PLAN_COLUMN) or "")  # io-aware: compute and checkpoint phases
+    work = ["--phases", phases, "--time-scale", f"{float(job['io_time_scale']):.9g}"] if phases else [
+        "--runtime", f"{float(job['runtime']):.6f}"]  # fmt: skip
     sigsleep = [
         opts.sigsleep,
-        "--runtime", f"{float(job['runtime']):.6f}",
+        *work,
         "--walltime", f"{float(job['walltime']):.6f}",
         "--job-id", str(int(job["job_id"])),
         "--log", str(opts.run_dir / SIGSLEEP_LOG),

@@ -45,6 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.emulation.contention import flow_rates, known_flows, read_flows, staging_flow
 from harness.flow import NO_LINK, max_min_rates
 from harness.platform import Machine, load_platform
 from harness.sim.io_network import MB, IONetwork
@@ -194,7 +195,7 @@ def run_transfer(
     rates: list[float] = []
     try:
         while True:
-            rate = _own_rate(transfer, active_transfers(directory), machine)
+            rate = _own_rate(transfer, active_transfers(directory), machine, directory)
             if left <= rate * DONE_S:
                 break
             rates.append(rate)
@@ -217,10 +218,14 @@ def run_transfer(
     return record
 
 
-def _own_rate(transfer: Transfer, active: Iterable[Transfer], machine: Machine) -> float:
+def _own_rate(transfer: Transfer, active: Iterable[Transfer], machine: Machine, directory: Path) -> float:
+    """Bytes per second of ``transfer`` beside the other stagings and the jobs' own transfers
+    (sigsleep's phases, registered for the contention service in ``flows/``): the same
+    solve as the service's, so both agree on every rate."""
     others = [t for t in active if t.key != transfer.key]
-    rates = transfer_rates([transfer, *others], machine, transfer.time_scale)
-    return float(rates[0])
+    stagings = [staging_flow(t.job, t.kind, t.nodes, t.mb, t.time_scale) for t in [transfer, *others]]
+    phases = known_flows(read_flows(directory, report=lambda _: None), machine, report=lambda _: None)
+    return float(flow_rates([*stagings, *phases], machine)[0]) * MB
 
 
 def append_record(directory: Path, record: dict) -> None:

@@ -22,6 +22,7 @@ from harness.emulation.collect import build_results, cross_check, decision_stats
 from harness.emulation.collect_io import add_staging, staging_stats, wait_for_stage_outs
 from harness.emulation.faultlog import fault_section
 from harness.emulation.fidelity import compare_with_both_twins, measured_launch_delay, simulator_twin
+from harness.emulation.job_phases import add_phases, phase_stats, with_phase_lists
 from harness.emulation.launch import SUBMIT_USER, HeadRun
 from harness.emulation.observe import RunObserver
 from harness.emulation.preemption import preemption_section
@@ -84,6 +85,7 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
     plan, manifest = plan_for(spec, ctx.backend.platform)
     if spec.model == "io-aware":
         plan, manifest = with_io_columns(plan, spec.seed, spec.shrink), {**manifest, "model": spec.model}
+        plan = with_phase_lists(plan, ctx.backend.platform)  # sigsleep's compute and checkpoint phases
     if ctx.sched.bandwidth_license:  # each job's PFS drain rate, held as a license
         plan = HerbeinIO().apply(plan, seed=spec.seed)
     model = parse_priority(spec.priority)
@@ -148,13 +150,16 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     t0 = float(read_json(raw / rundir.STATUS).get("t0", 0.0))
     submissions = read_jsonl(raw / rundir.SUBMISSIONS)
     slurm_jobs, source = slurm_records(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, submissions)
-    results = build_results(ctx.plan()[0], submissions, read_jsonl(raw / rundir.SIGSLEEP_LOG), t0, slurm_jobs)
+    records = read_jsonl(raw / rundir.SIGSLEEP_LOG)
+    results = build_results(ctx.plan()[0], submissions, records, t0, slurm_jobs)
     if staged:  # the staging records of every run on the cluster: keep this run's jobs
         ctx.backend.get(f"{ctx.sched.staging_dir.removeprefix('/shared/')}/{RECORDS}", raw / RECORDS)
         results = add_staging(results, read_jsonl(raw / RECORDS), t0)
+        results = add_phases(results, records, ctx.backend.platform, time_scale_of(ctx.opts.workload.shrink))
     atomic_write_parquet(ctx.run_dir / rundir.RESULTS, results)
     atomic_write_csv(ctx.run_dir / rundir.RESULTS_CSV, results)
-    check = cross_check(results, slurm_jobs, t0, source).as_dict()
+    bb_license = ctx.backend.platform.deployment.bb_license
+    check = cross_check(results, slurm_jobs, t0, source, bb_license, staged).as_dict()
     if staged:  # Slurm's burst-buffer view and the order of staging against its times
         ids = {int(s["slurm_job_id"]) for s in submissions if s.get("slurm_job_id") is not None}
         bb = keep_bb_states(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, ids)
@@ -171,7 +176,7 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     if ctx.uses_agent:
         sections["agent"] = decision_stats(read_jsonl(raw / rundir.DECISIONS))
     if staged:
-        sections["staging"] = staging_stats(results)
+        sections["staging"] = {**staging_stats(results), **phase_stats(results)}
     counts = results["status"].value_counts()
     return {"t0": t0, "missing": int(counts.get("missing", 0)), "rejected": int(counts.get("rejected", 0)),
             "sections": sections}  # fmt: skip

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.emulation.specs import MODELS as DATA_MODELS
 from harness.experiments.keys import Keys, SpecError
 from harness.model.jsonio import json_default
 from harness.model.metric_names import METRIC_SPECS
@@ -23,6 +24,10 @@ from harness.platform import PlatformError, load_platform
 from harness.policies.registry import UnknownPolicyError, get_policy
 from harness.workload.bbmodel import MODELS
 from harness.workload.plan import BUNDLED, SAMPLING_METHODS, resolve_input
+from harness.workload.priority import SYNTAX as PRIORITY_SYNTAX
+from harness.workload.priority import PriorityModelError, parse_priority
+
+PREEMPT_MODES = ("none", "suspend")  # as harness.slurm.config.PREEMPT_MODES
 
 MODES = ("simulate", "emulate")
 KTH = "kth"  # stands for the KTH-SP2 trace wherever this machine keeps it
@@ -33,7 +38,9 @@ JOB_METRICS = ("wait", "turnaround", "runtime", "slowdown", "bsld", "wslowdown")
 DEFAULT_METRICS = ("mean_wait", "mean_turnaround", "mean_slowdown", "mean_bsld")
 DEFAULT_JOB_METRICS = ("wait", "turnaround", "slowdown", "bsld")
 _VAR = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
-_RESERVED = {"policy", "period", "offset", "ratio", "drift", "bb_seed", "shrink", "rep"}  # axes with own keys
+# axes with their own keys
+_RESERVED = {"policy", "period", "offset", "ratio", "drift", "priority", "preempt", "bb_seed", "shrink",
+             "rep"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,8 @@ class WorkloadSpec:
     shuffle: bool = False
     shuffle_seed: int = 0
     drift: tuple[float, ...] = (0.0,)  # seconds per job added to the submission instants
+    priority: tuple[str, ...] = ("none",)  # priority models (harness.workload.priority)
+    preempt: tuple[str, ...] = ("none",)  # none or suspend (the twin: harness.sim.preemption)
 
 
 @dataclass(frozen=True)
@@ -78,6 +87,7 @@ class ExperimentSpec:
     policies: tuple[str, ...]  # names, possibly templates like "backfill-{depth}"
     description: str = ""
     mode: str = "simulate"
+    model: str = "alloc-only"  # the data model: alloc-only (BB held start to end) or io-aware
     repetitions: int = 1
     baseline: str | None = None
     metrics: tuple[str, ...] = DEFAULT_METRICS
@@ -121,6 +131,7 @@ def spec_from_dict(data: dict[str, Any], path: Path, text: str = "") -> Experime
         text=text,
         description=exp.string("description", ""),
         mode=exp.string("mode", "simulate", MODES),
+        model=exp.string("model", "alloc-only", DATA_MODELS),
         repetitions=exp.integer("repetitions", 1, minimum=1),
         baseline=exp.string("baseline", None),
         metrics=_choose(exp, "metrics", DEFAULT_METRICS, SUMMARY_METRICS),
@@ -176,6 +187,8 @@ def _workload(keys: Keys, spec_path: Path) -> WorkloadSpec:
         shuffle=keys.boolean("shuffle", False),
         shuffle_seed=keys.integer("shuffle_seed", 0, minimum=0),
         drift=_non_negative(keys, "drift", (0.0,)),
+        priority=_choices(keys, "priority", _priority_model),
+        preempt=_choices(keys, "preempt", lambda v: v if v in PREEMPT_MODES else None),
     )
     if spec.bb_model == "constant" and spec.bb_constant_mb is None:
         raise keys.fail("bb_constant_mb", 'an integer >= 0 when bb_model = "constant"')
@@ -238,6 +251,24 @@ def _sampling(keys: Keys) -> dict[str, Any]:
         )
     keys.finish()
     return out
+
+
+def _choices(keys: Keys, key: str, check: Any) -> tuple[str, ...]:
+    """A string or a list of strings, each accepted by ``check`` (None: refused); default none."""
+    value = keys.raw(key, "none")
+    values = tuple(keys.strings(key)) if isinstance(value, list) else (value,)
+    bad = [v for v in values if not isinstance(v, str) or check(v) is None]
+    if bad:
+        what = PRIORITY_SYNTAX if key == "priority" else " or ".join(PREEMPT_MODES)
+        raise keys.fail(key, f"one or a list of: {what}", bad[0])
+    return tuple(str(check(v)) for v in values)
+
+
+def _priority_model(text: str) -> str | None:
+    try:
+        return str(parse_priority(text))
+    except PriorityModelError:
+        return None
 
 
 def _non_negative(keys: Keys, key: str, default: tuple[float, ...]) -> tuple[float, ...]:
@@ -346,10 +377,11 @@ def _check_mode(spec: ExperimentSpec, path: Path) -> None:
 
 def workload_axes(spec: ExperimentSpec) -> list[tuple[str, tuple[Any, ...]]]:
     """The workload settings given as lists of several values: ``offset`` and ``ratio`` of
-    the sampling, ``drift`` (axes of the grid, in this order)."""
+    the sampling, ``drift``, ``priority``, ``preempt`` (axes of the grid, in this order)."""
     w, out = spec.workload, []
     if w.sampling is not None:
         out += [(name, w.sampling[name]) for name in ("offset", "ratio") if len(w.sampling[name] or ()) > 1]
     if len(w.drift) > 1:
         out.append(("drift", w.drift))
+    out += [(name, getattr(w, name)) for name in ("priority", "preempt") if len(getattr(w, name)) > 1]
     return out

@@ -5,10 +5,12 @@ What ``harness run --priority MODEL --preempt suspend`` configures (``preempt/pa
 one job per node: ``OverSubscribe=FORCE:1`` on 1-CPU nodes), modelled on whole nodes:
 
 * **Order.** High-priority jobs first, each class first come first served; a high job that
-  cannot be placed blocks the high jobs behind it. Low jobs follow EASY backfill (depth 1):
-  the first blocked low job gets a reservation from the expected ends (start + walltime +
-  time suspended so far) of the jobs holding nodes; later low jobs start now if they end
-  before it or leave its nodes. A suspended job's nodes count as never freed.
+  cannot be placed blocks the high jobs behind it. EASY backfill with one reservation per
+  partition (``bf_job_part_count_reserve=1``): the first blocked high job (without
+  preemption) and the first blocked low job reserve from the expected ends (start + walltime
+  + time suspended so far) of the jobs holding nodes; a low job starts now only if it ends
+  before every shadow or fits in its spare nodes and BB. A suspended job's nodes count as
+  never freed.
 * **Placement** (cons_tres's consecutive-set rule on equal nodes): among the candidate
   nodes, the smallest run of consecutive nodes that holds the job, its first nodes; if no
   run is large enough, the largest runs first (ties: the lowest node).
@@ -179,10 +181,26 @@ class PreemptionSim:
         return [i for i in range(self.n_nodes) if self.low_on[i] is None and self.high_on[i] is None]
 
     def _schedule(self, now: float) -> None:
+        """High jobs by EASY among themselves, then the low jobs (:meth:`_backfill_low`)."""
+        held: list[list[float]] = []  # [shadow, spare nodes, spare BB] of the reservations
         for row in [r for r in self.queue if self.high[r]]:
-            if not self._start_high(row, now):
-                break  # first come first served among the high jobs
-        self._backfill_low([r for r in self.queue if not self.high[r]], now)
+            need, bb, end = int(self.need[row]), int(self.bb[row]), now + self.walltime[row]
+            if self._delays_none(held, need, bb, end) and self._start_high(row, now):
+                self._use(held, need, bb, end)
+            elif not held:  # the first blocked high job reserves
+                held.append(list(self._reservation(need, bb, now, high_only=self.preempt)))
+        # with preemption no low job can delay a high one: it would be suspended
+        self._backfill_low([r for r in self.queue if not self.high[r]], now, [] if self.preempt else held)
+
+    @staticmethod
+    def _delays_none(held: list[list[float]], need: int, bb: int, end: float) -> bool:
+        return all(end <= r[0] + EPS or (need <= r[1] and bb <= r[2]) for r in held)
+
+    @staticmethod
+    def _use(held: list[list[float]], need: int, bb: int, end: float) -> None:
+        for r in held:
+            if end > r[0] + EPS:
+                r[1], r[2] = r[1] - need, r[2] - bb
 
     def _start_high(self, row: int, now: float) -> bool:
         if self.bb[row] > self.bb_free:
@@ -201,34 +219,33 @@ class PreemptionSim:
         self._start(row, nodes, now)
         return True
 
-    def _backfill_low(self, rows: list[int], now: float) -> None:
-        reserved: tuple[float, int, int] | None = None  # (shadow, spare nodes, spare BB) of the first blocked
+    def _backfill_low(self, rows: list[int], now: float, held: list[list[float]]) -> None:
+        """EASY: the first blocked low job reserves, like the first blocked high job (``held``:
+        one reservation per partition, Slurm's bf_job_part_count_reserve=1); a job starts now
+        only if it delays none of them (it ends before the shadow or fits in the spare)."""
+        blocked = False
         for row in rows:
             idle = self._idle()
-            need, bb = int(self.need[row]), int(self.bb[row])
-            fits = bb <= self.bb_free and len(idle) >= need
-            if reserved is None:
-                if fits:
-                    self._start(row, place(idle, need) or [], now)
-                else:
-                    reserved = self._reservation(need, bb, now)
-                continue
-            shadow, spare_nodes, spare_bb = reserved
-            in_time = now + self.walltime[row] <= shadow + EPS
-            if fits and (in_time or (need <= spare_nodes and bb <= spare_bb)):
+            need, bb, end = int(self.need[row]), int(self.bb[row]), now + self.walltime[row]
+            if bb <= self.bb_free and len(idle) >= need and self._delays_none(held, need, bb, end):
                 self._start(row, place(idle, need) or [], now)
-                if not in_time:
-                    reserved = (shadow, spare_nodes - need, spare_bb - bb)
+                self._use(held, need, bb, end)
+            elif not blocked:
+                blocked = True
+                held.append(list(self._reservation(need, bb, now)))
 
-    def _reservation(self, need: int, bb: int, now: float) -> tuple[float, int, int]:
-        """(shadow time, nodes and BB to spare then) of the first blocked low job: when the
-        jobs' expected ends free enough nodes and burst buffer (Slurm with bf_licenses)."""
-        free, free_bb = len(self._idle()), self.bb_free
-        expected = []
+    def _reservation(self, need: int, bb: int, now: float, high_only: bool = False) -> tuple[float, int, int]:
+        """(shadow time, nodes and BB to spare then) of a blocked job: when the jobs' expected
+        ends free enough nodes and burst buffer (Slurm with bf_licenses). ``high_only``: a high
+        job that can preempt waits for high jobs' nodes only."""
+        free = sum(1 for n in self.high_on if n is None) if high_only else len(self._idle())
+        free_bb, expected = self.bb_free, []
         for row, job in self.jobs.items():
             if np.isnan(self.ends[row]) and job.suspended_at is None:
                 other = self.low_on if self.high[row] else self.high_on  # a node stays taken beneath
                 releases = sum(1 for n in job.nodes if other[n] is None)
+                if high_only:
+                    releases = len(job.nodes) if self.high[row] else 0
                 end = job.start + self.walltime[row] + self.suspended_total[row]
                 expected.append((end, releases, int(self.bb[row])))
         for end, releases, held in sorted(expected):

@@ -113,10 +113,12 @@ class TierExecution:
 
     def hold(self, row: int, start: Start) -> tuple[float, int]:
         """The job's estimated duration and BB share per node on the tier it starts on
-        (a plain ``Start`` is HPS: the job holds its BB request)."""
-        tier = getattr(start, "tier", tiers.HPS)
+        (a plain ``Start`` is HPS, the job holding its BB request, unless it has no HPS
+        storage: then LPS, as for a tier policy)."""
         jid = int(self.job_id[row])
-        plan = self._plans(float(self.walltime[row]), row, self.declared.get(jid, self.actual[jid]))[tier]
+        io = self.declared.get(jid, self.actual[jid])
+        tier = getattr(start, "tier", tiers.HPS if io.storage_mb > 0 else tiers.LPS)
+        plan = self._plans(float(self.walltime[row]), row, io)[tier]
         self.tier[row], self.share[row] = tier, plan.share_mb
         return plan.duration, plan.share_mb
 

@@ -5,7 +5,8 @@ A cluster of its own (``iolive2``, controller port 6960, slurmd ports 26001-2610
 service beside slurmctld. On the default platform a one-node checkpoint goes to the BB node
 of its chassis at the node's 1,250 MB/s; two nodes of one chassis checkpointing at once
 share that BB node's 1,250 MB/s link: 625 MB/s each, twice the time. A node of another
-chassis checkpoints to another BB node, unaffected, at the same moment.
+chassis checkpoints to another BB node, unaffected, at the same moment; the service is
+killed in the middle (and restarted by the controller's entrypoint) without changing that.
 """
 
 from __future__ import annotations
@@ -77,11 +78,20 @@ def test_two_checkpoints_on_one_link_each_take_twice_their_solo_time(io_cluster:
     slurm_ids = [_submit_held(cluster, j, n, phases) for j, n in ((1, "c001"), (2, "c002"), (3, "c009"))]
     res = cluster.exec(["scontrol", "release", ",".join(map(str, slurm_ids))], user=SUBMIT_USER, timeout=30)
     assert res.ok, res.stderr
+    # mid-checkpoint, the contention service dies: the entrypoint starts it again, the jobs keep
+    # their last rates meanwhile (nothing is lost: the flow files are its state)
+    time.sleep(3.0)
+    pid = cluster.exec(["pgrep", "-f", "-o", "harness.emulation.contention"], timeout=30).stdout.strip()
+    assert pid.isdigit(), pid
+    assert cluster.exec(["kill", pid], timeout=30).ok
     rec = _records(cluster, {1, 2, 3}, timeout=40)
+    log = cluster.exec(["cat", "/var/log/slurm/contention.log"], timeout=30).stdout
+    assert "contention service exited; restarting" in log, log
     assert set(rec) == {1, 2, 3}, rec
     ckpt = {j: r["phases"][1] for j, r in rec.items()}
     assert all(r["reason"] == "completed" and all(p["done"] for p in r["phases"]) for r in rec.values())
     assert all(p["moved_mb"] == pytest.approx(CHECKPOINT_MB) for p in ckpt.values())
+    print({j: (p["running"], p["mean_mbps"], p["min_mbps"], p["start"]) for j, p in ckpt.items()})
     solo = ckpt[3]["running"]
     assert solo == pytest.approx(SOLO_S, rel=0.05)
     assert ckpt[3]["min_mbps"] == pytest.approx(1250.0)

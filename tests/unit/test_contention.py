@@ -7,6 +7,7 @@ node per chassis (bb01 ...), every link 1,250 MB/s (compute cards, BB nodes), th
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,8 @@ from harness.emulation.contention import (
     publish,
     read_flows,
 )
-from harness.emulation.staging import Transfer, transfer_rates
+from harness.emulation.staging import Transfer, active_transfers, register, transfer_rates
+from harness.emulation.staging import _own_rate as staging_rate
 from harness.platform import load_platform
 
 MACHINE = load_platform(None)
@@ -114,3 +116,20 @@ def test_publish_writes_every_rate_and_drops_jobs_gone_and_foreign_nodes(tmp_pat
     assert not (flows / "3.1.flow").exists()  # Slurm no longer runs job 103
     assert len(said) == 2 and "5.1.flow: missing time_scale" in said[0] and "x001" in said[1]
     assert [f.key for f in read_flows(tmp_path, said.append)] == ["1.1", "2.4", "4.1"]
+
+
+def test_stagings_and_checkpoints_share_the_bb_links_in_one_solve(tmp_path: Path) -> None:
+    # a one-node staging is striped over the 12 BB nodes (weight 1/12, cap 1250/12 each); a
+    # checkpoint of c001 (weight 1) shares bb01 with one stripe: level L with L/12 + L = 1250
+    level = 1250 * 12 / 13
+    (tmp_path / FLOWS_DIR).mkdir()
+    (tmp_path / FLOWS_DIR / "1.1.flow").write_text(
+        "job=1 slurm_job=- phase=1 channel=checkpoint mb=5 time_scale=1 pid=1 nodes=c001\n"
+    )
+    register(tmp_path, Transfer(9, "in", 1, 1000.0, 1.0, os.getpid()))
+    publish(tmp_path, MACHINE, print)
+    assert (tmp_path / RATES).read_text() == f"1.1 {level:.6f}\n"
+    # the staging command sees the same: its slowest stripe (on bb01) gets L / 12 for 1/12 of the bytes
+    mine = staging_rate(Transfer(9, "in", 1, 1000.0, 1.0, os.getpid()), active_transfers(tmp_path), MACHINE,
+                        tmp_path)  # fmt: skip
+    assert mine == pytest.approx(level * 1e6, rel=1e-12)

@@ -83,3 +83,27 @@ def test_the_figure_is_written(tmp_path: Path) -> None:
                          "priority": [0, 1]})  # fmt: skip
     out = plot_suspensions(jobs, spans, 4, tmp_path / "s.png", time_scale=100.0)
     assert out.stat().st_size > 1000
+
+
+def test_simulate_runs_the_twin_and_names_bad_options(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    run = CliRunner()
+    args = ["simulate", "bundled", "--shrink", "0.99", "--priority", "size:8",
+            "--preempt", "suspend", "--json", "--output", str(tmp_path / "j.csv")]  # fmt: skip
+    out = run.invoke(main, args)
+    assert out.exit_code == 0, out.output
+    row = json.loads(out.stdout)["backfill-1"]
+    assert row["jobs"] == 200 and row["priority"] == "size:8"
+    assert (row["high_priority_jobs"], row["suspensions"], row["suspended_jobs"]) == (50, 115, 36)
+    assert (tmp_path / "j.suspensions.csv").exists() and (tmp_path / "j.suspended.png").exists()
+    bad = run.invoke(main, ["simulate", "bundled", "--priority", "random:2"])
+    assert bad.exit_code == 2 and "'--priority'" in bad.output and "fraction must be in [0, 1]" in bad.output
+    alone = run.invoke(main, ["simulate", "bundled", "--preempt", "suspend"])
+    assert alone.exit_code == 2 and "--preempt suspend needs high-priority jobs" in alone.output
+    other = run.invoke(main, ["simulate", "bundled", "-p", "fcfs", "--priority", "size:8"])
+    assert other.exit_code == 2 and "policy backfill-1" in other.output

@@ -176,6 +176,25 @@ def test_optional_sections_appear_only_when_present(tmp_path: Path) -> None:
     assert "| Mean wait | `mean_wait` | 26.67 | 1.50 | 5.62 | 3.20 |" in md
 
 
+def test_cross_check_with_staging_shows_its_figures_and_disagreements(tmp_path: Path) -> None:
+    staging = {
+        "compared_in": 1,
+        "compared_out": 1,
+        "max_stage_in_to_start_s": 0.09015,
+        "disagreements": [{"job_id": 7, "stage": "out", "begin": 1795472280.469, "slurm_end": 1795472282.0}],
+        "slurm_bb_states": {"complete": 1},
+        "ok": False,
+    }
+    extra = {"cross_check": {"ok": False, "source": "sacct", "compared": 1, "disagreements": [],
+                             "staging": staging}}  # fmt: skip
+    run_dir = make_run(tmp_path, extra_metrics=extra)
+    write_report(run_dir)
+    md = (run_dir / "report.md").read_text()
+    assert "| staging: compared_in | 1 |" in md and "| staging: max_stage_in_to_start_s | 0.090 |" in md
+    assert '| staging: slurm_bb_states | {"complete": 1} |' in md
+    assert "First 1 staging disagreements:" in md and "| 7 | out | 1795472280.469 | 1795472282.0 |" in md
+
+
 def test_html_is_self_contained(tmp_path: Path) -> None:
     run_dir = make_run(tmp_path)
     write_report(run_dir)

@@ -105,3 +105,13 @@ def test_with_no_high_job_and_no_burst_buffer_the_twin_is_backfill_1() -> None:
     ours = simulate_preemption(jobs, platform).jobs.set_index("job_id")["start"]
     engine = simulate(jobs, get_policy("backfill-1"), platform).jobs.set_index("job_id")["start"]
     assert ours.sort_index().tolist() == pytest.approx(engine.sort_index().tolist())
+
+
+def test_a_blocked_wide_high_job_reserves_and_narrower_high_jobs_backfill() -> None:
+    # Tiers without preemption. A (low, 3 nodes, walltime 10) runs; H1 (high, 4 nodes) at 1
+    # reserves 10; H2 (high, 1 node, walltime 5) at 2 ends by 7: it starts at once. L (low,
+    # 1 node) at 3 finds no idle node; H1 runs 10-12, then L.
+    df = plan([(1, 0, 10, 3, 0), (2, 1, 2, 4, 1), (3, 2, 5, 1, 1), (4, 3, 1, 1, 0)])
+    df["walltime"] = [10.0, 20.0, 5.0, 20.0]
+    jobs = by_id(simulate_preemption(df, TINY, preempt=False).jobs)
+    assert [jobs[i]["start"] for i in (1, 2, 3, 4)] == [0, 10, 2, 12]

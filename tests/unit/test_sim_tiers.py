@@ -81,6 +81,10 @@ def test_any_policy_on_the_tiers_starts_its_jobs_on_hps() -> None:
     assert check_schedule(jobs, PLATFORM) == []
     assert jobs["tier"].tolist() == ["hps"] and jobs["bb_per_node_mb"].tolist() == [100_000]
     assert jobs["end"].tolist() == pytest.approx([1000.0 - 100.0 + 100_000 / 15_000 + 20.0])
+    # a job whose share never fits has no HPS storage: LPS, its 100 s, no BB
+    big = plan(nodes=[128], runtime=[100.0], input_mb=[50_000.0], data_mb=[0.0], storage_mb=[2_560_000])
+    jobs = simulate(big, get_policy("fcfs"), PLATFORM, model="io-aware", tiers=True).jobs
+    assert jobs["tier"].tolist() == ["lps"] and jobs["end"].tolist() == [100.0]
 
 
 def test_a_job_past_its_walltime_is_killed() -> None:

@@ -1,0 +1,125 @@
+"""A job's compute and checkpoint phases under the io-aware model: sigsleep's ``--phases``
+from the plan's Kopański columns, and the per-job I/O columns from sigsleep's records.
+
+The plan (``with_io_columns``) gives a job ``p = io_phases`` equal compute phases of
+``io_compute_s / p`` (plan seconds; the simulator's ``_compute`` also waits for the N-N
+communication, ``io_comm_mb x (nodes - 1)`` over a network card, when that is longer) and a
+checkpoint of ``io_checkpoint_mb`` per node between two of them. The replay gives sigsleep::
+
+    --phases compute:120,checkpoint:8000,compute:120 --time-scale 10
+
+(the checkpoint in MB for the whole job), and sigsleep moves it at the rate the contention
+service (:mod:`harness.emulation.contention`) publishes. The simulator also drains each
+checkpoint BB -> PFS in the background; the live job does not (see docs/io-live.md).
+
+From the records, :func:`add_phases` adds the simulator's per-job columns: ``compute_s``,
+``checkpoint_s``, ``io_s`` (staging + checkpoints), ``io_bytes``, and ``dilation`` = the
+job's time from the start of its stage-in to the end of its stage-out over the same
+without contention (each transfer at its rate alone, from the same solver).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from harness.emulation.contention import Flow, flow_rates
+from harness.model.hostlist import expand_hostlist
+from harness.platform import Machine
+from harness.sim.io_network import MB
+
+PHASE_COLUMNS = ("compute_s", "checkpoint_s", "io_s", "io_bytes", "solo_s", "dilation")
+_PLAN_COLUMNS = ("io_compute_s", "io_phases", "io_comm_mb", "io_checkpoint_mb")
+PHASE_KINDS = ("compute", "checkpoint")
+PLAN_COLUMN = "io_sigsleep_phases"  # the plan's column with each job's --phases
+
+
+def with_phase_lists(plan: pd.DataFrame, machine: Machine) -> pd.DataFrame:
+    """``plan`` (with Kopański's columns) with :data:`PLAN_COLUMN`."""
+    out = plan.copy()
+    link = machine.io.compute_link_mbps
+    out[PLAN_COLUMN] = [phase_list(job, link) or "" for job in plan.to_dict("records")]
+    return out
+
+
+def phase_list(job: dict, compute_link_mbps: float) -> str | None:
+    """sigsleep's ``--phases`` for a plan row with Kopański's columns (``None`` without)."""
+    if not all(c in job for c in _PLAN_COLUMNS):
+        return None
+    p, nodes = int(job["io_phases"]), int(job["nodes"])
+    scale = float(job.get("io_time_scale", 1.0))
+    comm = float(job["io_comm_mb"]) * (nodes - 1) / (compute_link_mbps * scale)
+    each = max(float(job["io_compute_s"]) / p, comm)
+    checkpoint = nodes * float(job["io_checkpoint_mb"])
+    parts = [f"compute:{each:.6f}"]
+    for _ in range(p - 1):
+        parts += [f"checkpoint:{checkpoint:.6f}"] if checkpoint > 0 else []
+        parts.append(f"compute:{each:.6f}")
+    return ",".join(parts)
+
+
+def _solo_s(record: dict, machine: Machine) -> float:
+    """The record's phases with every checkpoint alone on its links (seconds)."""
+    nodes = tuple(expand_hostlist(record.get("nodelist") or ""))
+    total = 0.0
+    for i, ph in enumerate(record.get("phases") or []):
+        if ph["kind"] == "compute":
+            total += float(ph["seconds"])
+        elif nodes and ph["mb"]:
+            flow = Flow(int(record["job_id"]), i, str(ph["channel"]), float(ph["mb"]), nodes,
+                        float(record.get("time_scale", 1.0)))  # fmt: skip
+            total += float(ph["mb"]) / float(flow_rates([flow], machine)[0])
+    return total
+
+
+def _job_columns(row: pd.Series, rec: dict, machine: Machine, time_scale: float) -> dict[str, float]:
+    phases = rec["phases"]
+    sums = {
+        k: sum(float(p["running"] or 0.0) for p in phases if p["kind"] == k)
+        for k in ("compute", "checkpoint")
+    }
+    moved = sum(float(p.get("moved_mb") or 0.0) for p in phases if p["kind"] != "compute")
+    stage = stage_solo = staged_mb = 0.0
+    for kind in ("in", "out"):
+        if pd.notna(row.get(f"stage_{kind}_s", np.nan)):
+            stage += float(row[f"stage_{kind}_s"])
+            stage_solo += float(row[f"stage_{kind}_solo_s"])
+            staged_mb += float(row[f"stage_{kind}_mb"])
+    solo = _solo_s({**rec, "time_scale": time_scale}, machine) + stage_solo
+    return {
+        "compute_s": sums["compute"],
+        "checkpoint_s": sums["checkpoint"],
+        "io_s": sums["checkpoint"] + stage,
+        "io_bytes": (moved + staged_mb) * MB,
+        "solo_s": solo,
+        "dilation": (float(rec["running"]) + stage) / solo if solo > 0 else np.nan,
+    }
+
+
+def add_phases(
+    results: pd.DataFrame, records: list[dict], machine: Machine, time_scale: float
+) -> pd.DataFrame:
+    """``results`` with :data:`PHASE_COLUMNS` (NaN for a job without a phase record)."""
+    by_job = {int(r["job_id"]): r for r in records if r.get("phases")}
+    empty = dict.fromkeys(PHASE_COLUMNS, np.nan)
+    rows = [
+        _job_columns(row, by_job[int(row["job_id"])], machine, time_scale) if int(row["job_id"]) in by_job
+        else empty
+        for _, row in results.iterrows()
+    ]  # fmt: skip
+    out = results.copy()
+    for c in PHASE_COLUMNS:
+        out[c] = [r[c] for r in rows]
+    return out
+
+
+def phase_stats(results: pd.DataFrame) -> dict[str, float | int]:
+    """Jobs with phases, mean compute / checkpoint / I/O time and mean dilation (plan seconds)."""
+    if "dilation" not in results.columns:
+        return {}
+    done = results["dilation"].notna()
+    stats: dict[str, float | int] = {"jobs_with_phases": int(done.sum())}
+    if done.any():
+        for c in ("compute_s", "checkpoint_s", "io_s", "dilation"):
+            stats[f"mean_{c}"] = round(float(results.loc[done, c].mean()), 6)
+    return stats
