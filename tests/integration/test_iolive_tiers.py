@@ -50,8 +50,8 @@ def cluster(tmp_path_factory) -> Iterator[DockerCluster]:
 
 
 def _sbatch(c: DockerCluster, *args: str) -> int:
-    res = c.exec(["sbatch", "--parsable", "--nodes=4", "--time=5", "--chdir=/tmp", "--output=/dev/null", *args],
-                 user=SUBMIT_USER, timeout=60)  # fmt: skip
+    cmd = ["sbatch", "--parsable", "--nodes=4", "--time=5", "--chdir=/tmp", "--output=/dev/null", *args]
+    res = c.exec(cmd, user=SUBMIT_USER, timeout=60)
     assert res.ok, res.stderr
     return int(res.stdout.strip())
 
