@@ -29,7 +29,7 @@ from harness.platform import Machine
 from harness.policies import kernels
 from harness.policies.base import Decision, Policy
 from harness.policies.state import Allocation, ClusterState, JobQueue, QueuedJob, RunningJob, Topology
-from harness.policies.tiers import LPS
+from harness.policies.tiers import LPS, JobIo
 from harness.slurm.client import SlurmClient, SlurmCommandError, SlurmJob
 
 DEFAULT_POLL_S = 0.1
@@ -59,6 +59,7 @@ class Agent:
         self._signature: tuple[frozenset[int], frozenset[int]] | None = None
         self.calls = 0
         self.comments: dict[int, dict[str, str]] = {}
+        self.io: dict[int, JobIo] = {}
 
     # -- one polling step -----------------------------------------------------------------
     def step(self) -> Decision | None:
@@ -66,6 +67,7 @@ class Agent:
         jobs = self.client.jobs()
         now = self.clock() - self.t0
         self.comments = {j.job_id: j.comment for j in jobs}
+        self.io = {j.job_id: _job_io(j) for j in jobs}
         self._forget_finished({j.job_id for j in jobs})
         for job in jobs:
             if job.holds_nodes and job.job_id not in self.started:
@@ -84,7 +86,10 @@ class Agent:
     def _decide(self, queue: list[QueuedJob], now: float) -> Decision:
         state = ClusterState.from_running(self.topology, self.started.values(), self.memo)
         began = time.perf_counter()
-        decision = self.policy.decide(state, JobQueue.of(queue), now)
+        policy = self.policy
+        if getattr(policy, "tiered", False):  # SAS: the tier choice needs each job's I/O
+            policy = policy.with_io({q.job_id: self.io.get(q.job_id, JobIo()) for q in queue})  # type: ignore[attr-defined]
+        decision = policy.decide(state, JobQueue.of(queue), now)
         latency = time.perf_counter() - began
         if decision.memo is not None:
             self.memo = dict(decision.memo)
@@ -202,6 +207,17 @@ def _walltime(job: SlurmJob) -> float:
 
 def _bb_per_node(job: SlurmJob) -> int:
     return job.spec.bb_per_node_mb
+
+
+def _job_io(job: SlurmJob) -> JobIo:
+    """A job's I/O for a tier-choosing policy: its BB request from the comment (HPS capacity),
+    its volumes from the optional words ``in_mb``, ``out_mb``, ``data_mb`` (whole job, MB)."""
+    words = job.comment
+    try:
+        volumes = [float(words.get(k, 0.0)) for k in ("in_mb", "out_mb", "data_mb")]
+    except ValueError:
+        volumes = [0.0, 0.0, 0.0]
+    return JobIo(volumes[0], volumes[1], volumes[2], job.nodes * _bb_per_node(job))
 
 
 def release_all(client: SlurmClient) -> int:

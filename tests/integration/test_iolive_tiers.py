@@ -8,7 +8,9 @@ Pins the facts docs/io-live.md ("Tier choice by the agent") builds on, on a clus
   ``#BB_LUA`` keeps its request whatever the agent decides;
 - the same job released (the fast tier, HPS) stages in and holds the pool;
 - its script, read back with ``scontrol write batch_script`` and submitted again without the
-  ``#BB_LUA`` line (the slow tier, LPS), runs without ever holding the pool.
+  ``#BB_LUA`` line (the slow tier, LPS), runs without ever holding the pool;
+- the ordering agent does that itself (harness.emulation.tier_live): under ``sas-lps`` a BB job
+  is submitted again and runs without BB, under ``sas-hps`` it is released and stages in.
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ from pathlib import Path
 import pytest
 
 from harness.cluster.docker import SUBMIT_USER, DockerCluster
+from harness.emulation.agent import Agent
 from harness.platform import bundled_platform_file, load_platform
+from harness.policies.registry import get_policy
+from harness.slurm.client import SlurmClient
 from harness.slurm.config import SchedulerConfig
 
 pytestmark = pytest.mark.integration
@@ -41,6 +46,7 @@ def cluster(tmp_path_factory) -> Iterator[DockerCluster]:
     path = Path(tmp_path_factory.mktemp("tierlive")) / "platform.toml"
     path.write_text(text)
     c = DockerCluster(NAME, load_platform(path), SchedulerConfig(burst_buffer="lua", reserve_depth=1))
+    c.platform_file = path  # type: ignore[attr-defined]  # for the agent's test
     c.down()
     try:
         c.up(progress=print)
@@ -95,3 +101,33 @@ def test_bb_request_is_fixed_hps_holds_the_pool_resubmitted_lps_does_not(cluster
     assert not any(r.startswith("BurstBuffer") for _, r, _ in seen), seen
     show = c.exec(["scontrol", "show", "job", str(again)], timeout=30).stdout
     assert "BurstBuffer=" not in show or "BurstBuffer=(null)" in show, show
+
+
+def _agent_steps(c: DockerCluster, policy: str, steps: int) -> Agent:
+    client = SlurmClient(runner=lambda cmd: c.exec(cmd, timeout=30), user=SUBMIT_USER)
+    agent = Agent(get_policy(policy), load_platform(c.platform_file), client)  # type: ignore[attr-defined]
+    for _ in range(steps):
+        agent.step()
+        time.sleep(0.3)
+    return agent
+
+
+def test_agent_puts_a_job_on_lps_without_bb_and_on_hps_with_it(cluster: DockerCluster) -> None:
+    c = cluster
+    comment = "--comment=trace_id=1 walltime=60.000000 bb_per_node=1000"
+    lps = _sbatch(c, "-H", comment, f"--wrap={SCRIPT}")
+    _agent_steps(c, "sas-lps", 2)  # 1: submitted again without BB (held); 2: that copy released
+    assert c.exec(["squeue", "-h", "-j", str(lps)], timeout=30).stdout.strip() in ("", f"{lps}")
+    mine = c.exec(["squeue", "-h", "-u", SUBMIT_USER, "-o", "%i %k"], timeout=30).stdout.split("\n")
+    copies = [int(line.split()[0]) for line in mine if "tier=lps" in line]
+    assert len(copies) == 1, mine
+    seen = _watch(c, copies[0])
+    assert seen and all(u == "0" for _, _, u in seen), seen
+    assert not any(r.startswith("BurstBuffer") for _, r, _ in seen), seen
+    assert "BurstBuffer=#BB_LUA" not in c.exec(["scontrol", "show", "job", str(copies[0])], timeout=30).stdout
+
+    hps = _sbatch(c, "-H", comment.replace("trace_id=1", "trace_id=2"), f"--wrap={SCRIPT}")
+    _agent_steps(c, "sas-hps", 1)
+    seen = _watch(c, hps)
+    assert any(r == "BurstBufferStageIn" for _, r, _ in seen), seen
+    assert any(u == "4KB" for _, _, u in seen), seen
