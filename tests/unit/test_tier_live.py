@@ -38,3 +38,16 @@ def test_options_are_kept_held_without_the_bb_license() -> None:
         "--licenses=pfsbw:72",
     ]  # fmt: skip
     assert "--licenses" not in " ".join(sbatch_args({**fields, "Licenses": "(null)"}, "x"))
+
+
+def test_agent_gives_a_tiered_policy_the_bb_request_and_the_comments_volumes() -> None:
+    from harness.emulation.agent import _job_io
+    from harness.policies.tiers import JobIo
+    from harness.slurm.client import SlurmJob
+
+    words = {"trace_id": "7", "walltime": "60", "bb_per_node": "1200", "in_mb": "300", "data_mb": "50.5"}
+    job = SlurmJob(42, "PENDING", 4, "", words, "JobHeldUser", 0)
+    assert _job_io(job) == JobIo(300.0, 0.0, 50.5, 4800)
+    assert _job_io(SlurmJob(43, "PENDING", 2, "", {"in_mb": "x"}, "JobHeldUser", 0)) == JobIo(
+        0.0, 0.0, 0.0, 0
+    )
