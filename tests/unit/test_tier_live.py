@@ -51,3 +51,17 @@ def test_agent_gives_a_tiered_policy_the_bb_request_and_the_comments_volumes() -
     assert _job_io(SlurmJob(43, "PENDING", 2, "", {"in_mb": "x"}, "JobHeldUser", 0)) == JobIo(
         0.0, 0.0, 0.0, 0
     )
+
+
+def test_replay_writes_the_volumes_the_agent_reads() -> None:
+    from harness.emulation.replay import io_volume_words
+
+    job = {
+        "nodes": 4,
+        "io_stage_in_mb": 1200.0,
+        "io_stage_out_mb": 600.0,
+        "io_phases": 3,
+        "io_checkpoint_mb": 250.0,
+    }
+    assert io_volume_words(job) == " in_mb=4800 out_mb=2400 data_mb=2000"  # 2 checkpoints x 4 x 250
+    assert io_volume_words({"nodes": 4}) == ""
