@@ -108,6 +108,7 @@ def _row(job: dict, sub: dict | None, rec: dict | None, t0: float, slurm_jobs: d
         }
     return {
         **row,
+        "slurm_job_id": _ran_as(rec, row["slurm_job_id"]),
         "submit": sub["actual"] - t0 if sub.get("actual") is not None else np.nan,
         "start": rec["start"] - t0,
         "end": rec["end"] - t0,
@@ -116,6 +117,15 @@ def _row(job: dict, sub: dict | None, rec: dict | None, t0: float, slurm_jobs: d
         "nodelist": rec.get("nodelist") or "",
         "suspended": rec.get("suspended", 0.0),
     }
+
+
+def _ran_as(rec: dict, submitted: Any) -> int:
+    """The Slurm job that ran: the job's own record says (the agent may have submitted it
+    again, on the slow tier: harness.emulation.tier_live), else the replay's submission."""
+    try:
+        return int(rec.get("slurm_job_id") or submitted)
+    except (TypeError, ValueError):
+        return submitted
 
 
 def finished(results: pd.DataFrame) -> pd.DataFrame:

@@ -100,3 +100,10 @@ def test_native_policies_map_to_slurm_configs() -> None:
     for bad in ("slurm-backfill-0", "slurm-sjf", "backfill-1"):
         with pytest.raises(UnknownPolicy):
             scheduler_for(bad)
+
+
+def test_a_job_submitted_again_by_the_agent_is_the_slurm_job_that_ran() -> None:
+    # job 2 was moved to the slow tier: its own record names the copy (15), not the submission (12)
+    records = [RECORDS[0], {**RECORDS[1], "slurm_job_id": 15}]
+    df = build_results(PLAN, SUBS, records, T0)
+    assert list(df["slurm_job_id"])[:2] == [11, 15]
