@@ -108,6 +108,9 @@ def run_command(
         left = sum(c.key not in done for c in cells)
         click.echo(f"{describe(spec, cells)}; {len(cells) - left} done, {left} to run in {exp_dir}")
         return
+    from harness.experiments.emulate_cell import check_executor
+
+    _or_fail(check_executor, spec.mode, executor, jobs)  # emulated cells share one cluster
     make = _executor_factory(executor, jobs, partition, cell_time, _parse_options(slurm_options))
     say = {"say": lambda _: None} if quiet else {}
     summary = _or_fail(run_experiment, spec, exp_dir, make, executor_name=executor, **say)
