@@ -22,7 +22,7 @@ from harness.experiments.spec import load_spec
 from harness.platform import load_platform
 from tests.platforms import platform_toml
 
-CLUSTER = "experslurm"
+CLUSTER = "slurmbatch"
 GRID = """
 [experiment]
 name = "slurm-grid"
