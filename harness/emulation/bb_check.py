@@ -11,6 +11,8 @@ slurmctld still holds the job (``MinJobAge``). So the check is one of order, per
 * the stage-in lies between Slurm's eligible time and its start: Slurm starts a job only
   once its data is in (``stage_in_to_start_s``: start minus the end of the transfer);
 * the stage-out begins after Slurm's end (``end_to_stage_out_s``);
+* where scontrol still has the job, its request's capacity is the plan's nodes x BB MB per
+  node (the job holds no ``bb`` license: the main cross-check expects none);
 
 each within Slurm's whole-second stamps plus :data:`AGREEMENT_S`. The run directory keeps
 scontrol's burst-buffer view per job as ``slurm/burst_buffer.json``.
@@ -19,6 +21,7 @@ scontrol's burst-buffer view per job as ``slurm/burst_buffer.json``.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,7 @@ from harness.model import rundir
 from harness.model.jsonio import write_json
 
 BB_FIELDS = ("burst_buffer", "burst_buffer_state", "job_state", "state_reason")
+CAPACITY_RE = re.compile(r"\bcapacity=(\d+)")
 
 
 def parse_bb_states(text: str, job_ids: set[int]) -> dict[int, dict[str, Any]]:
@@ -68,8 +72,8 @@ def staging_check(
             continue  # counted by the main cross-check
         bb = (bb_states or {}).get(int(row.slurm_job_id))
         found = _stage_in(row, slurm, t0, out, gaps) + _stage_out(row, slurm, t0, out, gaps)
-        if bb is not None and pd.notna(row.stage_in_begin) and not bb.get("burst_buffer"):
-            found.append({"stage": "request", "slurm_burst_buffer": bb.get("burst_buffer")})
+        if bb is not None and pd.notna(row.stage_in_begin):
+            found += _request(row, bb)
         out["disagreements"] += [{"job_id": int(row.job_id), **f} for f in found]
     for name, values in gaps.items():
         out[f"max_{name}"] = round(max(values), 6) if values else None
@@ -78,6 +82,15 @@ def staging_check(
         out["slurm_bb_states"] = dict(Counter(str(s.get("burst_buffer_state")) for s in bb_states.values()))
     out["ok"] = not out["disagreements"]
     return out
+
+
+def _request(row: Any, bb: dict) -> list[dict]:
+    """The job's ``#BB_LUA`` request holds the plan's nodes x BB MB per node."""
+    match = CAPACITY_RE.search(str(bb.get("burst_buffer") or ""))
+    expected = int(row.nodes) * int(row.bb_per_node_mb)
+    if match and int(match.group(1)) == expected:
+        return []
+    return [{"stage": "request", "plan_mb": expected, "slurm_burst_buffer": bb.get("burst_buffer")}]
 
 
 def _stage_in(row: Any, slurm: dict, t0: float, out: dict, gaps: dict[str, list[float]]) -> list[dict]:

@@ -124,11 +124,14 @@ def finished(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def cross_check(
-    results: pd.DataFrame, slurm_jobs: dict[int, dict], t0: float, source: str = "jobcomp"
-) -> CrossCheck:
+    results: pd.DataFrame, slurm_jobs: dict[int, dict], t0: float, source: str = "jobcomp",
+    bb_license: str = "bb", staged: bool = False,
+) -> CrossCheck:  # fmt: skip
     """Compare every job's sigsleep start/end with Slurm's (sacct or jobcomp) start/end; where
-    Slurm's record has them, also its submit time, node list and licenses."""
+    Slurm's record has them, also its submit time, node list and ``bb_license`` count (none
+    when ``staged``: burst_buffer/lua holds the pool, see harness/emulation/bb_check.py)."""
     check = CrossCheck(source=source)
+    expect_bb = not staged
     for row in results.itertuples(index=False):
         ended_early = job_outcome(str(row.status)) in ("failed-by-fault", "cancelled")
         if pd.isna(row.slurm_job_id) or (ended_early and pd.isna(row.start)):
@@ -143,7 +146,7 @@ def cross_check(
         check.compared += 1
         d_start = (row.start + t0) - slurm["start"]
         d_end = (row.end + t0) - slurm["end"]
-        check.mismatches += _field_mismatches(row, slurm, t0, check)
+        check.mismatches += _field_mismatches(row, slurm, t0, check, bb_license if expect_bb else None)
         check.max_start_diff = max(check.max_start_diff, abs(d_start))
         check.max_end_diff = max(check.max_end_diff, abs(d_end))
         # Slurm truncates to the second: sigsleep may read up to 1 s later than Slurm's stamp.
@@ -159,8 +162,11 @@ def cross_check(
     return check
 
 
-def _field_mismatches(row: Any, slurm: dict, t0: float, check: CrossCheck) -> list[dict]:
-    """Submit time (the replay's clock vs Slurm's whole second), node list, license count."""
+def _field_mismatches(
+    row: Any, slurm: dict, t0: float, check: CrossCheck, bb_license: str | None
+) -> list[dict]:
+    """Submit time (the replay's clock vs Slurm's whole second), node list, BB license count
+    (``bb_license`` None: the job should hold none)."""
     found = []
     if slurm.get("submit") is not None and not pd.isna(row.submit):
         d_submit = (row.submit + t0) - slurm["submit"]
@@ -170,15 +176,17 @@ def _field_mismatches(row: Any, slurm: dict, t0: float, check: CrossCheck) -> li
     if slurm.get("nodelist") and row.nodelist and slurm["nodelist"] != row.nodelist:
         found.append({"field": "nodelist", "sigsleep": row.nodelist, "slurm": slurm["nodelist"]})
     if "licenses" in slurm:
-        expected = int(row.nodes) * int(row.bb_per_node_mb)
-        if license_count(slurm["licenses"]) != expected:
+        expected = int(row.nodes) * int(row.bb_per_node_mb) if bb_license else 0
+        if license_count(slurm["licenses"], bb_license or "bb") != expected:
             found.append({"field": "licenses", "plan": expected, "slurm": slurm["licenses"]})
     return [{"job_id": int(row.job_id), **f} for f in found]
 
 
-def license_count(text: str) -> int:
-    """The total count of a Slurm license string: ``bb:4800`` -> 4800, ``""`` -> 0."""
-    return sum(int(item.rsplit(":", 1)[1]) if ":" in item else 1 for item in text.split(",") if item)
+def license_count(text: str, name: str | None = None) -> int:
+    """The count of license ``name`` (None: of all) in a Slurm license string: ``bb:4800`` -> 4800,
+    ``""`` -> 0; ``bb:4800,pfsbw:72`` -> 4800 for ``bb``."""
+    items = [item.rsplit(":", 1) if ":" in item else [item, "1"] for item in text.split(",") if item]
+    return sum(int(count) for lic, count in items if name is None or lic == name)
 
 
 def lag_stats(submissions: list[dict]) -> dict[str, float]:

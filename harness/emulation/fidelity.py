@@ -100,11 +100,7 @@ def compare_with_both_twins(
     (the jobs still end at their exact limit). Returns the ideal twin's schedule."""
     found, simulated = compare_with_simulation(plan, emulated, policy, platform, shrink, seed, model)
     launch = delay.seconds if model == "alloc-only" else 0.0
-    seen = (
-        plan.assign(walltime=plan["walltime"].map(lambda w: 60.0 * slurm_limit_minutes(w)))
-        if minute_limits
-        else plan
-    )
+    seen = with_minute_limits(plan) if minute_limits else plan
     ticked, _ = compare_with_simulation(
         seen, emulated, policy, platform, shrink, seed, model, tick=SLURM_PASS_S, launch_delay=launch
     )
@@ -119,6 +115,12 @@ def compare_with_both_twins(
         "mean_abs_start_shift_s": ticked["mean_abs_start_shift_s"],
     }
     return found, simulated
+
+
+def with_minute_limits(plan: pd.DataFrame) -> pd.DataFrame:
+    """The plan (shrunk) with the walltimes Slurm's own scheduler plans with: rounded up to
+    whole minutes, as the replay submits them (``--time``)."""
+    return plan.assign(walltime=plan["walltime"].map(lambda w: 60.0 * slurm_limit_minutes(w)))
 
 
 SLURM_PASS_S = 1.0  # Slurm 24.11's scheduling pass, emulated seconds (sched_min_interval=0, bf_interval=1)

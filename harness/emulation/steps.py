@@ -158,7 +158,8 @@ def collect(ctx: RunContext) -> dict[str, Any]:
         results = add_phases(results, records, ctx.backend.platform, time_scale_of(ctx.opts.workload.shrink))
     atomic_write_parquet(ctx.run_dir / rundir.RESULTS, results)
     atomic_write_csv(ctx.run_dir / rundir.RESULTS_CSV, results)
-    check = cross_check(results, slurm_jobs, t0, source).as_dict()
+    bb_license = ctx.backend.platform.deployment.bb_license
+    check = cross_check(results, slurm_jobs, t0, source, bb_license, staged).as_dict()
     if staged:  # Slurm's burst-buffer view and the order of staging against its times
         ids = {int(s["slurm_job_id"]) for s in submissions if s.get("slurm_job_id") is not None}
         bb = keep_bb_states(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, ids)

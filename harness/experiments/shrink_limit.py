@@ -129,15 +129,19 @@ def simulator_runner(
     tick: float = 1.0,
     launch_delay: float = 0.0,
 ) -> Runner:
-    """The tick-aware twin at each shrink: ``tick`` and ``launch_delay`` in emulated seconds."""
+    """The tick-aware twin at each shrink: ``tick`` and ``launch_delay`` in emulated seconds;
+    for Slurm's own scheduler (``slurm-*``, with a tick), its whole-minute time limits."""
     from harness.analysis.metrics import summary
-    from harness.emulation.fidelity import simulator_twin
+    from harness.emulation.fidelity import simulator_twin, with_minute_limits
     from harness.policies.registry import get_policy
     from harness.sim.engine import simulate
+    from harness.slurm.native import is_native
     from harness.workload.plan import load_plan_or_trace
 
     def run(shrink: float, repeat: int) -> list[dict[str, Any]]:
         plan, _ = load_plan_or_trace(source, shrink=shrink, platform=platform, **(prepare or {}))
+        if tick > 0 and is_native(policy):
+            plan = with_minute_limits(plan)
         out = []
         for rep in range(repeat):
             twin = get_policy(simulator_twin(policy), seed=rep)

@@ -144,6 +144,8 @@ def test_fetch_waits_for_the_last_end_time() -> None:
 
 def test_license_count() -> None:
     assert (license_count(""), license_count("bb:4800"), license_count("bb:10,other")) == (0, 4800, 11)
+    assert license_count("bb:4800,pfsbw:72", "bb") == 4800 and license_count("pfsbw:72", "bb") == 0
+    assert license_count("bb,pfsbw:72", "bb") == 1
 
 
 def test_cross_check_names_node_list_license_and_submit_mismatches() -> None:
@@ -162,6 +164,14 @@ def test_cross_check_names_node_list_license_and_submit_mismatches() -> None:
     assert [m["field"] for m in bad.mismatches] == ["submit", "nodelist", "licenses"]
     assert bad.mismatches[2] == {"job_id": 1, "field": "licenses", "plan": 1000, "slurm": "bb:900"}
     assert not bad.ok and bad.as_dict()["n_mismatches"] == 3
+    slurm[7].update(nodelist="s[01-02]", licenses="bb:1000,pfsbw:36", submit=1000.0)
+    assert cross_check(results, slurm, t0, "sacct").ok  # the bandwidth license is not the BB's
+    # burst_buffer/lua: the plugin holds the pool, the job no bb license (bb_check checks the request)
+    slurm[7].update(licenses="")
+    assert cross_check(results, slurm, t0, "sacct", staged=True).ok
+    slurm[7].update(licenses="bb:1000")
+    staged = cross_check(results, slurm, t0, "sacct", staged=True)
+    assert staged.mismatches == [{"job_id": 1, "field": "licenses", "plan": 0, "slurm": "bb:1000"}]
 
 
 def test_ansible_render_writes_dbd_once_and_removes_it_without_accounting(tmp_path: Path) -> None:

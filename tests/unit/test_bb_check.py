@@ -28,7 +28,11 @@ def recorded() -> tuple[pd.DataFrame, dict[int, dict], dict[int, dict]]:
     slurm = parse_sacct((DATA / "sacct.json").read_text())
     bb = parse_bb_states((DATA / "scontrol_show_job.json").read_text(), {1})
     staging = parse_jsonl((DATA / "staging.jsonl").read_text())
-    results = add_staging(pd.DataFrame({"job_id": [7], "slurm_job_id": [1]}), staging, T0)
+    results = add_staging(
+        pd.DataFrame({"job_id": [7], "slurm_job_id": [1], "nodes": [2], "bb_per_node_mb": [2000]}),
+        staging,
+        T0,
+    )
     return results, slurm, bb
 
 
@@ -86,8 +90,10 @@ def test_staging_outside_slurms_times_is_a_disagreement(recorded) -> None:
     assert not check["ok"] and "slurm_bb_states" not in check
     no_request = {1: {**bb[1], "burst_buffer": ""}}
     assert staging_check(results, slurm, T0, no_request)["disagreements"] == [
-        {"job_id": 7, "stage": "request", "slurm_burst_buffer": ""}
+        {"job_id": 7, "stage": "request", "plan_mb": 4000, "slurm_burst_buffer": ""}
     ]
+    other = {1: {**bb[1], "burst_buffer": "#BB_LUA pool=bb capacity=40000"}}
+    assert staging_check(results, slurm, T0, other)["disagreements"][0]["plan_mb"] == 4000
 
 
 def test_within_a_second_of_slurms_stamps_is_agreement(recorded) -> None:
@@ -99,7 +105,9 @@ def test_within_a_second_of_slurms_stamps_is_agreement(recorded) -> None:
 
 def test_jobs_without_staging_or_slurm_record_are_not_compared(recorded) -> None:
     results, slurm, _ = recorded
-    unstaged = pd.DataFrame({"job_id": [8], "slurm_job_id": [1]}).pipe(add_staging, [], T0)
+    unstaged = pd.DataFrame({"job_id": [8], "slurm_job_id": [1], "nodes": [1], "bb_per_node_mb": [0]}).pipe(
+        add_staging, [], T0
+    )
     check = staging_check(unstaged, slurm, T0)
     assert (check["compared_in"], check["compared_out"], check["ok"]) == (0, 0, True)
     assert check["max_stage_in_to_start_s"] is None

@@ -6,7 +6,12 @@ import pandas as pd
 import pytest
 
 from harness.analysis.document import Table, _fidelity_section
-from harness.emulation.fidelity import LaunchDelay, compare_with_both_twins, measured_launch_delay
+from harness.emulation.fidelity import (
+    LaunchDelay,
+    compare_with_both_twins,
+    measured_launch_delay,
+    with_minute_limits,
+)
 from harness.policies.registry import get_policy
 from harness.sim.engine import simulate
 from tests.platforms import tiny_machine
@@ -91,3 +96,9 @@ def test_slurm_plans_with_whole_minutes() -> None:
     ticked = found["tick_aware"]
     assert ticked["minute_limits"] is True
     assert ticked["metrics"]["mean_wait"]["simulated"] == pytest.approx((0.0 + 9.5 + 14.0) / 3)
+
+
+def test_minute_limits_round_up_to_whole_minutes() -> None:
+    jobs = pd.DataFrame({"job_id": [1, 2, 3, 4], "walltime": [0.5, 60.0, 61.0, 125.3]})
+    assert with_minute_limits(jobs)["walltime"].tolist() == [60.0, 60.0, 120.0, 180.0]
+    assert jobs["walltime"].tolist() == [0.5, 60.0, 61.0, 125.3]  # a copy
