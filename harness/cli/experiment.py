@@ -66,7 +66,7 @@ def experiment() -> None:
     type=click.IntRange(min=1),
     default=60,
     show_default=True,
-    help="Time limit of one cell's Slurm job, in minutes (slurm executor).",
+    help="Time limit of one cell in minutes; a Slurm task gets it times --cells-per-task (slurm executor).",
 )
 @click.option(
     "--cells-per-task",
