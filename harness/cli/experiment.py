@@ -117,6 +117,9 @@ def run_command(
         left = sum(c.key not in done for c in cells)
         click.echo(f"{describe(spec, cells)}; {len(cells) - left} done, {left} to run in {exp_dir}")
         return
+    from harness.experiments.emulate_cell import check_executor
+
+    _or_fail(check_executor, spec.mode, executor, jobs)  # emulated cells share one cluster
     slurm = SlurmSettings(partition, cell_time, cells_per_task, _parse_options(slurm_options))
     make = _executor_factory(executor, jobs, slurm)
     say = {"say": lambda _: None} if quiet else {}

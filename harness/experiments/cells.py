@@ -4,7 +4,9 @@
 It never raises: a failure comes back as a :class:`CellResult` with the error, and the
 traceback stays in the cell's folder. Its folder ``cells/<key>/`` holds
 
-* ``jobs.parquet``: the per-job results (the schedule, in the plan's time unit);
+* ``jobs.parquet``: the per-job results (the schedule, in the plan's time unit: shrunk for
+  an emulated cell, whose ``time_scale`` turns it into original time);
+* ``run/``: an emulated cell's run directory (``harness.experiments.emulate_cell``);
 * ``result.json``: the metrics in original time, written last (its presence = done);
 * ``error.txt``: the traceback of a failed attempt.
 """
@@ -59,7 +61,12 @@ def run_cell(cell: Cell, exp_dir: str) -> CellResult:
     folder = cell_dir(exp_dir, cell.key)
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        jobs, metrics, time_scale = _simulate(cell)
+        if cell.params["mode"] == "emulate":  # on Slurm, never silently in the simulator
+            from harness.experiments.emulate_cell import emulate
+
+            jobs, metrics, time_scale = emulate(cell, folder)
+        else:
+            jobs, metrics, time_scale = _simulate(cell)
     except Exception as exc:  # a cell's failure is data for the runner, not a crash
         atomic_write_text(folder / ERROR_FILE, traceback.format_exc())
         return CellResult(cell.key, False, seconds=_since(began), host=socket.gethostname(),
@@ -98,7 +105,9 @@ def _simulate(cell: Cell) -> tuple[pd.DataFrame, dict[str, Any], float]:
         return _simulate_tiers(cell, plan, platform)
     policy = get_policy(p["policy"], seed=p["policy_seed"], time_limit_s=p["time_limit_s"])
     tick, launch_delay = p.get("twin", (0.0, 0.0))
-    result = simulate(plan, policy, platform, tick=tick, launch_delay=launch_delay)
+    model = p.get("model", "alloc-only")
+    result = simulate(plan, policy, platform, model=model, io_seed=p["bb_seed"], tick=tick,
+                      launch_delay=launch_delay)  # fmt: skip
     problems = check_schedule(result.jobs, platform)
     if problems:
         raise RuntimeError(f"invalid schedule: {'; '.join(problems[:3])}")
@@ -113,9 +122,10 @@ def _simulate_tiers(cell: Cell, plan: pd.DataFrame, platform: Any) -> tuple[pd.D
 
     p = cell.params
     model, preempt = parse_priority(p.get("priority", "none")), p.get("preempt", "none") == "suspend"
-    if p["policy"] != "backfill-1" or (preempt and not model.enabled):
-        raise ValueError("priority/preempt cells: policy backfill-1 (the twin of slurm-backfill-1) and, "
-                         "with preempt = suspend, a priority model other than none")  # fmt: skip
+    if p["policy"] != "backfill-1" or (preempt and not model.enabled) or "model" in p:
+        raise ValueError("priority/preempt cells: policy backfill-1 (the twin of slurm-backfill-1), "
+                         "model alloc-only and, with preempt = suspend, a priority model other "
+                         "than none")  # fmt: skip
     result = simulate_preemption(assign(plan, model, seed=p["bb_seed"]), platform, preempt=preempt)
     metrics = summary(result.jobs, platform, tau=p["tau"])
     metrics["suspensions"] = result.n_suspensions

@@ -53,6 +53,8 @@ def expand(spec: ExperimentSpec) -> list[Cell]:
     """Every cell of the grid, in a stable order (policy slowest, repetition fastest)."""
     fixed = _fixed_params(spec)
     inputs = {"trace_path": str(spec.workload.path), "platform": spec.platform}
+    if spec.emulate is not None:  # where the cells replay, not what they find: not hashed
+        inputs["cluster_name"] = spec.emulate.cluster_name
     _check_exclusions(spec)
     cells: list[Cell] = []
     seen: set[str] = set()
@@ -88,6 +90,7 @@ def _fixed_params(spec: ExperimentSpec) -> dict[str, Any]:
         **({"cluster": spec.emulate.cluster} if spec.emulate else {}),
         # only when set, so that the cells of files without them keep their keys
         **({"drift": w.drift[0]} if w.drift != (0.0,) else {}),
+        **({"model": spec.model} if spec.model != "alloc-only" else {}),
         **{name: getattr(w, name)[0] for name in ("priority", "preempt") if getattr(w, name) != ("none",)},
         **({"twin": [spec.simulate.tick, spec.simulate.launch_delay]} if spec.simulate != NO_TWIN else {}),
     }

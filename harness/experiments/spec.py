@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.emulation.specs import MODELS as DATA_MODELS
 from harness.experiments.keys import Keys, SpecError
 from harness.model.jsonio import json_default
 from harness.model.metric_names import METRIC_SPECS
@@ -86,6 +87,7 @@ class ExperimentSpec:
     policies: tuple[str, ...]  # names, possibly templates like "backfill-{depth}"
     description: str = ""
     mode: str = "simulate"
+    model: str = "alloc-only"  # the data model: alloc-only (BB held start to end) or io-aware
     repetitions: int = 1
     baseline: str | None = None
     metrics: tuple[str, ...] = DEFAULT_METRICS
@@ -129,6 +131,7 @@ def spec_from_dict(data: dict[str, Any], path: Path, text: str = "") -> Experime
         text=text,
         description=exp.string("description", ""),
         mode=exp.string("mode", "simulate", MODES),
+        model=exp.string("model", "alloc-only", DATA_MODELS),
         repetitions=exp.integer("repetitions", 1, minimum=1),
         baseline=exp.string("baseline", None),
         metrics=_choose(exp, "metrics", DEFAULT_METRICS, SUMMARY_METRICS),

@@ -1,0 +1,119 @@
+"""An emulate-mode cell: its plan replayed on the containerised Slurm, as ``harness run`` does.
+
+The cell's parameters become the options of one run (:class:`harness.emulation.specs.RunOptions`)
+at the cell's shrink, under the cell's policy; the run directory is ``cells/<key>/run/``.
+The cell's job table is the run's ``results.parquet`` (shrunk time, so the cell's
+``time_scale`` is :func:`harness.model.timescale.time_scale_of` of its shrink) and its metrics
+are the run's ``metrics.json`` (original time), the summary recomputed with the cell's ``tau``.
+
+Emulated cells share one cluster, so they run one at a time (:func:`check_executor`).
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.experiments.grid import Cell
+from harness.model.exitcodes import Terminated
+
+RUN_DIR = "run"  # the run directory of an emulated cell, inside the cell's folder
+
+
+class EmulateModeError(ValueError):
+    """An emulate-mode experiment asked to run in a way it cannot."""
+
+
+def check_executor(mode: str, executor: str, jobs: int) -> None:
+    """Emulated cells share one cluster: one at a time, on this machine."""
+    if mode != "emulate":
+        return
+    if executor != "local":
+        raise EmulateModeError(
+            f'--executor {executor}: an experiment with mode = "emulate" replays on its own '
+            "cluster ([emulate] cluster); run it with --executor local"
+        )
+    if jobs > 1:
+        raise EmulateModeError(
+            f'-j {jobs}: the cells of an experiment with mode = "emulate" share one cluster and '
+            "run one at a time; use -j 1"
+        )
+
+
+def run_options(cell: Cell, folder: Path) -> Any:
+    """The options of ``harness run`` that replay this cell (its run directory under ``folder``)."""
+    from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
+    from harness.workload.plan import Sampling
+
+    p = cell.params
+    sampling = p["sampling"]
+    prepare = {"bb_model": p["bb_model"], "bb_constant_mb": p["bb_constant_mb"]}
+    workload = WorkloadSpec(
+        trace=Path(cell.inputs["trace_path"]), shrink=float(p["shrink"]), seed=p["bb_seed"],
+        shuffle=p["shuffle"], shuffle_seed=p["shuffle_seed"], first_n=p["first_n"],
+        period=(p["period"] - 1, p["periods"]) if p["periods"] else None,
+        window=tuple(p["window"]) if p["window"] else None,
+        sampling=Sampling(**sampling) if sampling else None, prepare=prepare,
+        model=p.get("model", "alloc-only"), priority=p.get("priority", "none"),
+    )  # fmt: skip
+    cluster = ClusterSpec(
+        backend=p["cluster"], name=cell.inputs["cluster_name"], platform=cell.inputs["platform"]
+    )
+    replay = ReplaySpec(policy=p["policy"], policy_seed=p["policy_seed"], drift=p.get("drift", 0.0),
+                        preempt=p.get("preempt", "none"))  # fmt: skip
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return RunOptions(workload=workload, cluster=cluster, replay=replay, runs_dir=folder,
+                      run_dir=folder / RUN_DIR, run_id=f"cell-{cell.key}-{stamp}", quiet=True)  # fmt: skip
+
+
+def emulate(cell: Cell, folder: Path) -> tuple[pd.DataFrame, dict[str, Any], float]:
+    """Replay the cell; its job table (shrunk time), metrics (original time) and time scale."""
+    from harness.analysis.metrics import summary
+    from harness.emulation.collect import finished
+    from harness.emulation.run import Experiment
+    from harness.model import rundir
+    from harness.model.jsonio import read_json
+    from harness.model.timescale import time_scale_of
+    from harness.platform import load_platform
+
+    run_dir = folder / RUN_DIR
+    if run_dir.exists():  # a failed or interrupted attempt: a cell is a pure function, start over
+        shutil.rmtree(run_dir)
+    opts = run_options(cell, folder)
+    with _sigterm_stops_the_run():  # the runner's cancel (SIGTERM) stops and cancels the replay
+        Experiment(opts, progress=lambda _: None).execute()
+    manifest = read_json(run_dir / rundir.MANIFEST)
+    if not manifest.get("complete"):
+        raise RuntimeError(f"the run in {run_dir} is incomplete: {manifest.get('incomplete_reason')}")
+    jobs = pd.read_parquet(run_dir / rundir.RESULTS)
+    scale = time_scale_of(opts.workload.shrink)
+    metrics = read_json(run_dir / rundir.METRICS)
+    platform = load_platform(cell.inputs["platform"])
+    metrics.update(summary(finished(jobs), platform, tau=cell.params["tau"], time_scale=scale))
+    return jobs, metrics, scale
+
+
+@contextmanager
+def _sigterm_stops_the_run() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` (a KeyboardInterrupt), as under ``harness run``: the
+    run stops its replay and cancels its jobs instead of leaving them in Slurm."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise Terminated(f"stopped by {signal.Signals(signum).name}")
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
