@@ -3,10 +3,12 @@
 Local: cells per second with ``-j 1`` and ``-j 2`` (and their ratio) for cells that each
 simulate the first few jobs of the bundled KTH slice. Slurm (``--slurm``): the same cells
 submitted as a job array to a containerised cluster of 8 compute nodes, the runner on its
-head node, against the local executor on that same head node; the per-cell overhead is the
-difference of the sequential (``-j 1``) wall times divided by the cells.
+head node, against the local executor on that same head node, with ``-j 1`` and
+``--slurm-jobs`` array tasks at once, for each ``--cells-per-task``; the per-cell overhead
+is the difference of the wall times to the local ``-j 1`` divided by the cells.
 
-    python benchmarks/experiment.py [--cells 40] [--first-n 30] [--slurm]
+    python benchmarks/experiment.py [--cells 40] [--first-n 30] [--slurm [--cells-per-task 1,8]
+        [--slurm-jobs 1,8] [--name experbench] [--ports 6971,25101]]
 """
 
 from __future__ import annotations
@@ -52,40 +54,42 @@ def bench_local(cells: int, first_n: int) -> None:
           f"-j 2 {rates[2]:.2f} cells/s, ratio {rates[2] / rates[1]:.2f}")  # fmt: skip
 
 
-def bench_platform(folder: Path) -> Platform:
+def bench_platform(folder: Path, ports: tuple[int, int]) -> Platform:
     """The bundled machine cut to one chassis (8 compute + 1 BB node) on ports of its own."""
     one_chassis = replace(load_platform(), name="kth-one-chassis", groups=1, chassis_per_group=1)
-    moved = one_chassis.redeployed(controller_port=6971, slurmd_base_port=25101, node_containers=1)
+    moved = one_chassis.redeployed(controller_port=ports[0], slurmd_base_port=ports[1], node_containers=1)
     return save_platform(moved, folder / "platform-bench.toml")
 
 
-def bench_slurm(cells: int, first_n: int, cluster: str) -> None:
+def bench_slurm(args: argparse.Namespace) -> None:
     from harness.cluster.docker import DockerCluster
 
     with tempfile.TemporaryDirectory(prefix="exper-bench-") as tmp:
-        backend = DockerCluster(name=cluster, platform=bench_platform(Path(tmp)))
+        backend = DockerCluster(name=args.name, platform=bench_platform(Path(tmp), args.ports))
         backend.down()
         backend.up(progress=lambda _: None)
         try:
-            walls = _slurm_walls(backend, cells, first_n)
+            walls = _slurm_walls(backend, args)
         finally:
             backend.down()
-    overhead = (walls["slurm-j1"] - walls["local-j1"]) / cells
-    print(f"head node, {cells} cells: local -j 1 {walls['local-j1']:.1f} s, "
-          f"slurm -j 1 {walls['slurm-j1']:.1f} s, slurm -j 8 {walls['slurm-j8']:.1f} s; "
-          f"Slurm overhead {overhead:.2f} s per cell")  # fmt: skip
+    local = walls.pop("local -j 1")
+    print(f"head node, {args.cells} cells of {args.first_n} jobs: local -j 1 {local:.1f} s")
+    for name, wall in walls.items():
+        print(f"  {name}: {wall:.1f} s, overhead {(wall - local) / args.cells:.2f} s per cell")
 
 
-def _slurm_walls(backend, cells: int, first_n: int) -> dict[str, float]:
+def _slurm_walls(backend, args: argparse.Namespace) -> dict[str, float]:
     shared = backend.state.shared / "bench"
     shared.mkdir(parents=True, exist_ok=True)
-    (shared / "tiny.toml").write_text(tiny_spec(cells, first_n))
+    (shared / "tiny.toml").write_text(tiny_spec(args.cells, args.first_n))
     _head_run(backend, ["--executor", "local", "-j", "1"], "warm")  # compile caches, page cache
-    return {name: _head_run(backend, args, name) for name, args in (
-        ("local-j1", ["--executor", "local", "-j", "1"]),
-        ("slurm-j1", ["--executor", "slurm", "-j", "1"]),
-        ("slurm-j8", ["--executor", "slurm", "-j", "8"]),
-    )}  # fmt: skip
+    runs = {"local -j 1": ["--executor", "local", "-j", "1"]}
+    for per_task in args.cells_per_task:
+        for jobs in args.slurm_jobs:
+            runs[f"slurm -j {jobs} --cells-per-task {per_task}"] = [
+                "--executor", "slurm", "-j", str(jobs), "--cells-per-task", str(per_task),
+            ]  # fmt: skip
+    return {name: _head_run(backend, argv, name.replace(" ", "")) for name, argv in runs.items()}
 
 
 def _head_run(backend, args: list[str], name: str) -> float:
@@ -107,10 +111,19 @@ def main() -> None:
     parser.add_argument("--first-n", type=int, default=30, help="jobs per cell")
     parser.add_argument("--slurm", action="store_true", help="also measure the Slurm executor (Docker)")
     parser.add_argument("--name", default=CLUSTER, help="name of the benchmark's cluster")
+    parser.add_argument("--ports", type=ints, default=(6971, 25101), help="slurmctld port,first slurmd port")
+    parser.add_argument("--cells-per-task", type=ints, default=(1, 8), help="values to measure, e.g. 1,8")
+    parser.add_argument("--slurm-jobs", type=ints, default=(1, 8), help="array tasks at once, e.g. 1,8")
+    parser.add_argument("--no-local", action="store_true", help="skip the local -j 1 vs -j 2 measure")
     args = parser.parse_args()
-    bench_local(args.cells, args.first_n)
+    if not args.no_local:
+        bench_local(args.cells, args.first_n)
     if args.slurm:
-        bench_slurm(args.cells, args.first_n, args.name)
+        bench_slurm(args)
+
+
+def ints(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(","))
 
 
 if __name__ == "__main__":

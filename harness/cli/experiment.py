@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -65,7 +66,14 @@ def experiment() -> None:
     type=click.IntRange(min=1),
     default=60,
     show_default=True,
-    help="Time limit of one cell's Slurm job, in minutes (slurm executor).",
+    help="Time limit of one cell in minutes; a Slurm task gets it times --cells-per-task (slurm executor).",
+)
+@click.option(
+    "--cells-per-task",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Cells one Slurm array task runs in turn, paying Python's imports once (slurm executor).",
 )
 @click.option(
     "--slurm-option",
@@ -89,6 +97,7 @@ def run_command(
     executor: str,
     partition: str | None,
     cell_time: int,
+    cells_per_task: int,
     slurm_options: tuple[str, ...],
     report: bool,
     dry_run: bool,
@@ -111,7 +120,8 @@ def run_command(
     from harness.experiments.emulate_cell import check_executor
 
     _or_fail(check_executor, spec.mode, executor, jobs)  # emulated cells share one cluster
-    make = _executor_factory(executor, jobs, partition, cell_time, _parse_options(slurm_options))
+    slurm = SlurmSettings(partition, cell_time, cells_per_task, _parse_options(slurm_options))
+    make = _executor_factory(executor, jobs, slurm)
     say = {"say": lambda _: None} if quiet else {}
     summary = _or_fail(run_experiment, spec, exp_dir, make, executor_name=executor, **say)
     if summary.interrupted:
@@ -135,16 +145,30 @@ def report_command(exp_dir: Path) -> None:
         click.echo(str(path))
 
 
-def _executor_factory(
-    kind: str, jobs: int, partition: str | None, minutes: int, options: dict[str, str]
-) -> Callable[[Path], Executor]:
+@dataclass(frozen=True)
+class SlurmSettings:
+    partition: str | None
+    minutes: int  # per cell
+    cells_per_task: int
+    options: dict[str, str]
+
+
+def _executor_factory(kind: str, jobs: int, slurm: SlurmSettings) -> Callable[[Path], Executor]:
     if kind == "local":
         from harness.experiments.executors import LocalExecutor
 
         return lambda exp_dir: LocalExecutor(exp_dir, jobs)
     from harness.experiments.slurm_executor import SlurmExecutor
 
-    return lambda exp_dir: SlurmExecutor(exp_dir, jobs, partition=partition, minutes=minutes, options=options)
+    s = slurm
+    return lambda exp_dir: SlurmExecutor(
+        exp_dir,
+        jobs,
+        partition=s.partition,
+        minutes=s.minutes,
+        options=s.options,
+        cells_per_task=s.cells_per_task,
+    )
 
 
 def _parse_options(items: tuple[str, ...]) -> dict[str, str]:

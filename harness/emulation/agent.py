@@ -23,11 +23,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.emulation.tier_live import move_to_slow_tier
 from harness.model.hostlist import compress_hostlist, expand_hostlist
 from harness.platform import Machine
 from harness.policies import kernels
 from harness.policies.base import Decision, Policy
 from harness.policies.state import Allocation, ClusterState, JobQueue, QueuedJob, RunningJob, Topology
+from harness.policies.tiers import LPS, JobIo
 from harness.slurm.client import SlurmClient, SlurmCommandError, SlurmJob
 
 DEFAULT_POLL_S = 0.1
@@ -56,12 +58,16 @@ class Agent:
         self.memo: dict[str, Any] = {}
         self._signature: tuple[frozenset[int], frozenset[int]] | None = None
         self.calls = 0
+        self.comments: dict[int, dict[str, str]] = {}
+        self.io: dict[int, JobIo] = {}
 
     # -- one polling step -----------------------------------------------------------------
     def step(self) -> Decision | None:
         """Look at Slurm once; call the policy if anything changed; enforce its decision."""
         jobs = self.client.jobs()
         now = self.clock() - self.t0
+        self.comments = {j.job_id: j.comment for j in jobs}
+        self.io = {j.job_id: _job_io(j) for j in jobs}
         self._forget_finished({j.job_id for j in jobs})
         for job in jobs:
             if job.holds_nodes and job.job_id not in self.started:
@@ -80,7 +86,10 @@ class Agent:
     def _decide(self, queue: list[QueuedJob], now: float) -> Decision:
         state = ClusterState.from_running(self.topology, self.started.values(), self.memo)
         began = time.perf_counter()
-        decision = self.policy.decide(state, JobQueue.of(queue), now)
+        policy = self.policy
+        if getattr(policy, "tiered", False):  # SAS: the tier choice needs each job's I/O
+            policy = policy.with_io({q.job_id: self.io.get(q.job_id, JobIo()) for q in queue})  # type: ignore[attr-defined]
+        decision = policy.decide(state, JobQueue.of(queue), now)
         latency = time.perf_counter() - began
         if decision.memo is not None:
             self.memo = dict(decision.memo)
@@ -129,6 +138,9 @@ class Agent:
         by_id = {q.job_id: q for q in queue}
         released: list[int] = []
         for start in decision.starts:
+            if getattr(start, "tier", None) == LPS and by_id[start.job_id].bb_per_node_mb > 0:
+                self._to_slow_tier(start.job_id)  # released as a new job, without BB, at a next call
+                continue
             names = compress_hostlist([self.platform.compute.name(c + 1) for c in start.allocation.compute])
             if not self._try(functools.partial(self.client.set_nodelist, start.job_id, names)):
                 continue
@@ -139,6 +151,18 @@ class Agent:
             )
         self._try(lambda: self.client.release(released))
         return released
+
+    def _to_slow_tier(self, job_id: int) -> None:
+        """A job with a BB request put on LPS: submitted again without it (tier_live)."""
+        comment = " ".join(f"{k}={v}" for k, v in self.comments.get(job_id, {}).items())
+        try:
+            new = move_to_slow_tier(self.client, job_id, comment)
+        except (SlurmCommandError, KeyError, ValueError) as exc:
+            self._log({"t": round(self.clock(), 6), "error": f"job {job_id} to {LPS}: {exc}"})
+            return
+        if job_id in self.first_seen:  # the copy waits since the original's submission
+            self.first_seen[new] = self.first_seen[job_id]
+        self._log({"t": round(self.clock(), 6), "tier": LPS, "job": job_id, "resubmitted": new})
 
     def _try(self, action: Callable[[], None]) -> bool:
         try:
@@ -183,6 +207,17 @@ def _walltime(job: SlurmJob) -> float:
 
 def _bb_per_node(job: SlurmJob) -> int:
     return job.spec.bb_per_node_mb
+
+
+def _job_io(job: SlurmJob) -> JobIo:
+    """A job's I/O for a tier-choosing policy: its BB request from the comment (HPS capacity),
+    its volumes from the optional words ``in_mb``, ``out_mb``, ``data_mb`` (whole job, MB)."""
+    words = job.comment
+    try:
+        volumes = [float(words.get(k, 0.0)) for k in ("in_mb", "out_mb", "data_mb")]
+    except ValueError:
+        volumes = [0.0, 0.0, 0.0]
+    return JobIo(volumes[0], volumes[1], volumes[2], job.nodes * _bb_per_node(job))
 
 
 def release_all(client: SlurmClient) -> int:

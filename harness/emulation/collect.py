@@ -108,6 +108,7 @@ def _row(job: dict, sub: dict | None, rec: dict | None, t0: float, slurm_jobs: d
         }
     return {
         **row,
+        "slurm_job_id": _ran_as(rec, row["slurm_job_id"]),
         "submit": sub["actual"] - t0 if sub.get("actual") is not None else np.nan,
         "start": rec["start"] - t0,
         "end": rec["end"] - t0,
@@ -116,6 +117,23 @@ def _row(job: dict, sub: dict | None, rec: dict | None, t0: float, slurm_jobs: d
         "nodelist": rec.get("nodelist") or "",
         "suspended": rec.get("suspended", 0.0),
     }
+
+
+def _ran_as(rec: dict, submitted: Any) -> Any:
+    """The Slurm job that ran: the job's own record says (the agent may have submitted it
+    again, on the slow tier: harness.emulation.tier_live), else the replay's submission."""
+    try:
+        return int(rec.get("slurm_job_id") or submitted)
+    except (TypeError, ValueError):
+        return submitted
+
+
+def agent_copies(submissions: list[dict], records: list[dict]) -> list[dict]:
+    """``{"slurm_job_id": N}`` for each job that ran under another id than the replay's
+    submission (the agent submitted it again on the slow tier), to fetch Slurm's records."""
+    submitted = {s.get("slurm_job_id") for s in submissions}
+    ids = {_ran_as(r, None) for r in records} - submitted - {None}
+    return [{"slurm_job_id": i} for i in sorted(ids)]
 
 
 def finished(results: pd.DataFrame) -> pd.DataFrame:

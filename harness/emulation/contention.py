@@ -22,7 +22,8 @@ bandwidths as in the simulator). sigsleep re-reads its line every 0.1 s of runni
 compute nodes -> the BB node of their chassis, one flow per chassis weighted by its
 nodes, as the simulator's checkpoint), ``drain`` (that BB node -> PFS, the simulator's
 drain) and ``stage`` (striped over every BB node -> PFS, as the live staging of
-:mod:`harness.emulation.staging`). A job split over chassis moves its bytes in
+:mod:`harness.emulation.staging`) and ``pfs`` (the compute nodes of a job on the slow tier,
+LPS -> the PFS, no BB node: :mod:`harness.emulation.tier_live`). A job split over chassis moves its bytes in
 proportion to its nodes there and progresses at its slowest chassis's pace (the
 simulator's transfer ends with its last flow).
 
@@ -56,7 +57,7 @@ from harness.sim.io_network import MB, IONetwork
 
 FLOWS_DIR = "flows"
 RATES = "rates"
-CHANNELS = ("checkpoint", "drain", "stage")
+CHANNELS = ("checkpoint", "drain", "stage", "pfs")
 STAGING_PHASES = {"in": -1, "out": -2}  # the phase number of the staging command's transfers
 DEFAULT_DIR = "/shared/io"
 DEFAULT_TICK = 0.02  # seconds between two looks at the flows directory
@@ -122,7 +123,10 @@ def _pieces(
     pieces = []
     for ch, k in sorted(chassis.items()):
         bb = machine.bbs_of_chassis(ch)[0]
-        route = net.checkpoint(bb, ch) if flow.channel == "checkpoint" else net.staging(bb)
+        if flow.channel == "pfs":  # a job on the slow tier (LPS): its nodes write to the PFS
+            route = net.direct(ch)
+        else:
+            route = net.checkpoint(bb, ch) if flow.channel == "checkpoint" else net.staging(bb)
         pieces.append((route, k))
     return pieces
 

@@ -131,7 +131,7 @@ def sbatch_command(job: dict, opts: ReplayOptions, intended: float) -> list[str]
         # the ordering agent reads the exact walltime and per-node BB request from here
         # (and the replay, after a failure or a resume, finds the run's jobs by ``run=``)
         "--comment=" + encode_comment(job["job_id"], job["walltime"], job["bb_per_node_mb"])
-        + f" run={opts.run_id}",
+        + f" run={opts.run_id}" + io_volume_words(job),
     ]  # fmt: skip
     io = io_directives(job, opts.bb_license)
     licenses = [f"{opts.bb_license}:{bb_total}"] if bb_total > 0 and not io else []
@@ -143,6 +143,17 @@ def sbatch_command(job: dict, opts: ReplayOptions, intended: float) -> list[str]
     cmd += list(opts.extra_sbatch)
     cmd.append("--wrap=" + "".join(line + "\n" for line in io) + "exec " + shlex.join(sigsleep))
     return cmd
+
+
+def io_volume_words(job: dict) -> str:
+    """Under the io-aware model: the job's volumes (whole job, MB) for a tier-choosing agent
+    policy (``harness.emulation.agent``): stage-in, stage-out and its checkpoints."""
+    if "io_stage_in_mb" not in job:
+        return ""
+    nodes = int(job["nodes"])
+    checkpoints = max(int(job.get("io_phases", 1)) - 1, 0) * nodes * float(job.get("io_checkpoint_mb", 0.0))
+    volumes = (nodes * float(job["io_stage_in_mb"]), nodes * float(job["io_stage_out_mb"]), checkpoints)
+    return " in_mb={:g} out_mb={:g} data_mb={:g}".format(*volumes)
 
 
 def io_directives(job: dict, pool: str) -> list[str]:

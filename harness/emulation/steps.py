@@ -18,7 +18,14 @@ from harness import __version__
 from harness.analysis.metrics import summary
 from harness.cluster.base import ClusterBackend, ClusterError
 from harness.emulation.bb_check import keep_bb_states, staging_check
-from harness.emulation.collect import build_results, cross_check, decision_stats, finished, lag_stats
+from harness.emulation.collect import (
+    agent_copies,
+    build_results,
+    cross_check,
+    decision_stats,
+    finished,
+    lag_stats,
+)
 from harness.emulation.collect_io import add_staging, staging_stats, wait_for_stage_outs
 from harness.emulation.faultlog import fault_section
 from harness.emulation.fidelity import compare_with_both_twins, measured_launch_delay, simulator_twin
@@ -149,8 +156,9 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     ctx.backend.collect_slurm_files(ctx.run_dir / rundir.SLURM_DIR)
     t0 = float(read_json(raw / rundir.STATUS).get("t0", 0.0))
     submissions = read_jsonl(raw / rundir.SUBMISSIONS)
-    slurm_jobs, source = slurm_records(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, submissions)
     records = read_jsonl(raw / rundir.SIGSLEEP_LOG)
+    ran = [*submissions, *agent_copies(submissions, records)]  # with the agent's slow-tier copies
+    slurm_jobs, source = slurm_records(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, ran)
     results = build_results(ctx.plan()[0], submissions, records, t0, slurm_jobs)
     if staged:  # the staging records of every run on the cluster: keep this run's jobs
         ctx.backend.get(f"{ctx.sched.staging_dir.removeprefix('/shared/')}/{RECORDS}", raw / RECORDS)
@@ -161,7 +169,7 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     bb_license = ctx.backend.platform.deployment.bb_license
     check = cross_check(results, slurm_jobs, t0, source, bb_license, staged).as_dict()
     if staged:  # Slurm's burst-buffer view and the order of staging against its times
-        ids = {int(s["slurm_job_id"]) for s in submissions if s.get("slurm_job_id") is not None}
+        ids = {int(s["slurm_job_id"]) for s in ran if s.get("slurm_job_id") is not None}
         bb = keep_bb_states(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, ids)
         check["staging"] = staging_check(results, slurm_jobs, t0, bb)
         check["ok"] = check["ok"] and check["staging"]["ok"]

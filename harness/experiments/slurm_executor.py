@@ -12,6 +12,12 @@ The runner must run where ``sbatch`` and ``squeue`` work (the cluster's login or
 node) and the experiment directory must be on storage the compute nodes share. Slurm's
 accounting (``sacct``) is not needed: the job state comes from ``squeue``, and a job
 that left the queue without a result is a failed cell.
+
+With ``cells_per_task`` above 1 an array task runs several cells in turn
+(:mod:`harness.experiments.batches`), paying the interpreter's imports once: a cell's
+result goes into the table as soon as its ``result.json`` appears (checked at each
+``squeue``), a failed cell's when its task ends. The task's time limit is
+``cells_per_task`` times ``minutes``.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.experiments.cells import CellResult, run_cell
+from harness.experiments.batches import chunks, run_cells, settle
+from harness.experiments.cells import CellResult, read_cell_result
 from harness.experiments.grid import Cell
 from harness.slurm.squeue import TaskStates, parse_squeue
 
@@ -40,7 +47,7 @@ class SlurmExecutorError(RuntimeError):
 
 
 class SlurmExecutor:
-    """Submit cells as job arrays; ``jobs`` array tasks run at once."""
+    """Submit cells as job arrays of ``cells_per_task`` cells a task; ``jobs`` tasks run at once."""
 
     def __init__(
         self,
@@ -51,35 +58,41 @@ class SlurmExecutor:
         minutes: int = 60,
         options: dict[str, str] | None = None,
         python: str | None = None,
+        cells_per_task: int = 1,
     ) -> None:
+        chunks([], cells_per_task)  # the option's check, before any sbatch
         submitit = _import_submitit()
         self.slots = jobs
+        self.per_task = cells_per_task
         self.exp_dir = Path(exp_dir).resolve()
         folder = self.exp_dir / "slurm" / "%j"
         self.executor = submitit.SlurmExecutor(folder=folder, max_num_timeout=0, python=python)
-        # One task of one CPU per cell; python runs in the batch script itself (no srun step).
+        # One task of one CPU per cells_per_task cells; python runs in the batch script itself (no srun step).
         params: dict[str, Any] = {
-            "job_name": "harness-cell", "time": minutes, "nodes": 1, "ntasks_per_node": 1, "cpus_per_task": 1,
+            "job_name": "harness-cell", "time": minutes * cells_per_task, "nodes": 1, "ntasks_per_node": 1,
+            "cpus_per_task": 1,
             "array_parallelism": jobs, "use_srun": False, "additional_parameters": dict(options or {}),
         }  # fmt: skip
         if partition:
             params["partition"] = partition
         self.executor.update_parameters(**params)
-        self.running: dict[str, tuple[Cell, Any]] = {}  # Slurm id (123_4) -> (cell, submitit job)
+        self.running: dict[str, tuple[list[Cell], Any]] = {}  # Slurm id (123_4) -> (cells, submitit job)
+        self.reported: set[str] = set()  # keys of cells already handed back
         self.gone_since: dict[str, float] = {}
         self.states = TaskStates({}, [])
         self.last_squeue = 0.0
 
     def submit(self, cells: list[Cell]) -> None:
-        for first in range(0, len(cells), MAX_ARRAY):
-            chunk = cells[first : first + MAX_ARRAY]
+        tasks = chunks(cells, self.per_task)
+        for first in range(0, len(tasks), MAX_ARRAY):
+            array = tasks[first : first + MAX_ARRAY]
             try:
                 with self.executor.batch():
-                    jobs = [self.executor.submit(run_cell, cell, str(self.exp_dir)) for cell in chunk]
+                    jobs = [self.executor.submit(run_cells, task, str(self.exp_dir)) for task in array]
             except Exception as exc:  # submitit wraps sbatch's refusal in several types
                 raise SlurmExecutorError(f"sbatch refused the cells: {exc}") from None
-            for cell, job in zip(chunk, jobs, strict=True):
-                self.running[job.job_id] = (cell, job)
+            for task, job in zip(array, jobs, strict=True):
+                self.running[job.job_id] = (task, job)
 
     def poll(self, timeout: float) -> list[tuple[Cell, CellResult]]:
         deadline = time.monotonic() + timeout
@@ -90,29 +103,42 @@ class SlurmExecutor:
             time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
 
     def _collect(self) -> list[tuple[Cell, CellResult]]:
-        self._refresh_states()
-        finished = []
-        for job_id, (cell, job) in list(self.running.items()):
+        asked = self._refresh_states()
+        finished: list[tuple[Cell, CellResult]] = []
+        for job_id, (task, job) in list(self.running.items()):
+            pending = [cell for cell in task if cell.key not in self.reported]
             if job.paths.result_pickle.exists():
-                finished.append((cell, _result_of(cell, job)))
+                returned, error = _results_of(job)
+                finished += settle(
+                    pending, returned, self._stored(pending), error or "the task returned no result"
+                )
             elif self._left_without_result(job_id):
-                finished.append((cell, CellResult(cell.key, False, error=_failure(job_id, job))))
+                finished += settle(pending, None, self._stored(pending), _failure(job_id, job))
             else:
+                if asked and len(task) > 1:  # cells the task has finished so far
+                    stored = self._stored(pending)
+                    finished += [(cell, stored[cell.key]) for cell in pending if cell.key in stored]
+                    self.reported.update(stored)
                 continue
             del self.running[job_id]
             self.gone_since.pop(job_id, None)
         return finished
 
-    def _refresh_states(self) -> None:
+    def _stored(self, cells: list[Cell]) -> dict[str, CellResult]:
+        found = {cell.key: read_cell_result(self.exp_dir, cell.key) for cell in cells}
+        return {key: result for key, result in found.items() if result is not None}
+
+    def _refresh_states(self) -> bool:
         now = time.monotonic()
         if not self.running or now - self.last_squeue < SQUEUE_EVERY_S:
-            return
+            return False
         self.last_squeue = now
         bases = sorted({job_id.split("_")[0] for job_id in self.running})
         argv = ["squeue", "--noheader", "--states=all", "--format=%i|%T", f"--jobs={','.join(bases)}"]
         res = subprocess.run(argv, capture_output=True, text=True, timeout=60)
         if res.returncode == 0:  # a failed squeue (controller busy) is tried again later
             self.states = parse_squeue(res.stdout)
+        return True
 
     def _left_without_result(self, job_id: str) -> bool:
         state = self.states.state_of(job_id)
@@ -125,14 +151,21 @@ class SlurmExecutor:
         return time.monotonic() - since > RESULT_GRACE_S
 
     def counts(self) -> tuple[int, int]:
-        running = sum(self.states.state_of(j) == "RUNNING" for j in self.running)
-        return len(self.running) - running, running
+        waiting = running = 0
+        for job_id, (task, _) in self.running.items():
+            left = sum(cell.key not in self.reported for cell in task)
+            if self.states.state_of(job_id) == "RUNNING" and left:
+                waiting, running = waiting + left - 1, running + 1
+            else:
+                waiting += left
+        return waiting, running
 
     def close(self, cancel: bool) -> None:
         if cancel and self.running:
             bases = sorted({job_id.split("_")[0] for job_id in self.running})
             subprocess.run(["scancel", *bases], capture_output=True, timeout=60)
         self.running.clear()
+        self.reported.clear()
 
 
 def _import_submitit() -> Any:
@@ -148,14 +181,15 @@ def _import_submitit() -> Any:
     return submitit
 
 
-def _result_of(cell: Cell, job: Any) -> CellResult:
+def _results_of(job: Any) -> tuple[list[CellResult] | None, str]:
+    """The task's results, or None and why not."""
     try:
         result = job.result()
     except Exception as exc:  # the job's own traceback, as submitit reports it
-        return CellResult(cell.key, False, error=f"{type(exc).__name__}: {str(exc)[-2000:]}")
-    if isinstance(result, CellResult):
-        return result
-    return CellResult(cell.key, False, error=f"the job returned {type(result).__name__}, not a cell result")
+        return None, f"{type(exc).__name__}: {str(exc)[-2000:]}"
+    if isinstance(result, list) and all(isinstance(r, CellResult) for r in result):
+        return result, ""
+    return None, f"the job returned {type(result).__name__}, not a list of cell results"
 
 
 def _failure(job_id: str, job: Any) -> str:

@@ -65,3 +65,9 @@ class IONetwork:
         if self.edges is None or chassis == self.bb_chassis[bb]:
             return (self.bb_links[bb],)
         return (self.edges[chassis], self.edges[self.bb_chassis[bb]], self.bb_links[bb])
+
+    def direct(self, chassis: int) -> tuple[int, ...]:
+        """Compute nodes of ``chassis`` -> PFS, no BB node (a job on the slow tier)."""
+        if self.edges is None or self.core is None:
+            return (self.pfs,)
+        return (self.edges[chassis], self.core, self.pfs)

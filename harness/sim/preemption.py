@@ -9,8 +9,10 @@ one job per node: ``OverSubscribe=FORCE:1`` on 1-CPU nodes), modelled on whole n
   partition (``bf_job_part_count_reserve=1``): the first blocked high job (without
   preemption) and the first blocked low job reserve from the expected ends (start + walltime
   + time suspended so far) of the jobs holding nodes; a low job starts now only if it ends
-  before every shadow or fits in its spare nodes and BB. A suspended job's nodes count as
-  never freed.
+  before every shadow or fits in its spare nodes and BB. A suspended job counts as ending at
+  its recorded end (start + walltime + past suspensions; Slurm updates ``end_time`` on resume
+  only). With preemption a low job ignores the high reservation's nodes (it would be
+  suspended) but not its burst buffer: preemption frees no license.
 * **Placement** (cons_tres's consecutive-set rule on equal nodes): among the candidate
   nodes, the smallest run of consecutive nodes that holds the job, its first nodes; if no
   run is large enough, the largest runs first (ties: the lowest node).
@@ -189,8 +191,12 @@ class PreemptionSim:
                 self._use(held, need, bb, end)
             elif not held:  # the first blocked high job reserves
                 held.append(list(self._reservation(need, bb, now, high_only=self.preempt)))
-        # with preemption no low job can delay a high one: it would be suspended
-        self._backfill_low([r for r in self.queue if not self.high[r]], now, [] if self.preempt else held)
+        # With preemption a low job cannot delay a high one for nodes (it would be suspended)
+        # but it can for burst buffers: a suspended job keeps its licenses, so the low jobs
+        # respect the high reservation's burst buffer (Slurm's bf_licenses), not its nodes.
+        if self.preempt:
+            held = [[shadow, self.n_nodes, spare_bb] for shadow, _, spare_bb in held]
+        self._backfill_low([r for r in self.queue if not self.high[r]], now, held)
 
     @staticmethod
     def _delays_none(held: list[list[float]], need: int, bb: int, end: float) -> bool:
@@ -237,11 +243,13 @@ class PreemptionSim:
     def _reservation(self, need: int, bb: int, now: float, high_only: bool = False) -> tuple[float, int, int]:
         """(shadow time, nodes and BB to spare then) of a blocked job: when the jobs' expected
         ends free enough nodes and burst buffer (Slurm with bf_licenses). ``high_only``: a high
-        job that can preempt waits for high jobs' nodes only."""
+        job that can preempt waits for high jobs' nodes only. A suspended job is expected to end
+        at start + walltime + its past suspensions, like a running one: Slurm moves a job's
+        end_time on resume only, and its backfill counts suspended jobs' licenses free then."""
         free = sum(1 for n in self.high_on if n is None) if high_only else len(self._idle())
         free_bb, expected = self.bb_free, []
         for row, job in self.jobs.items():
-            if np.isnan(self.ends[row]) and job.suspended_at is None:
+            if np.isnan(self.ends[row]):  # a suspended job too: Slurm keeps its end_time
                 other = self.low_on if self.high[row] else self.high_on  # a node stays taken beneath
                 releases = sum(1 for n in job.nodes if other[n] is None)
                 if high_only:

@@ -96,3 +96,20 @@ class SlurmClient:
 
     def set_priority(self, job_id: int, priority: int) -> None:
         self._run(["scontrol", "update", f"jobid={job_id}", f"priority={priority}"])
+
+    # -- moving a held job to another tier: its script cannot be changed, it is submitted again --
+    def batch_script(self, job_id: int) -> str:
+        return self._run(["scontrol", "write", "batch_script", str(job_id), "-"]).stdout
+
+    def job_fields(self, job_id: int) -> dict[str, str]:
+        """``scontrol show job -o`` as a dict (values without spaces; Comment is read by squeue)."""
+        out = self._run(["scontrol", "show", "job", "-o", str(job_id)]).stdout
+        return dict(f.split("=", 1) for f in out.split() if "=" in f)
+
+    def cancel(self, job_id: int) -> None:
+        self._run(["scancel", str(job_id)])
+
+    def submit_as_user(self, args: list[str]) -> int:
+        """sbatch ``args`` as the submit user (the agent runs as root); the new job id."""
+        prefix = ["runuser", "-u", self.user, "--"] if self.user else []
+        return int(self._run([*prefix, "sbatch", "--parsable", *args]).stdout.strip().split(";")[0])

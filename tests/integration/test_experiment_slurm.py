@@ -1,8 +1,8 @@
 """A small simulation grid run as Slurm jobs on the containerised cluster, through submitit.
 
 The runner runs on the head node (beside slurmctld, where sbatch works), the experiment
-directory lives in the shared directory every node mounts, and each cell runs as an array
-task on an emulated node. Its table must equal the local executor's.
+directory lives in the shared directory every node mounts, and each array task runs three cells
+in turn (``--cells-per-task 3``) on an emulated node. Its table must equal the local executor's.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from harness.experiments.spec import load_spec
 from harness.platform import load_platform
 from tests.platforms import platform_toml
 
-CLUSTER = "experslurm"
+CLUSTER = "slurmbatch"
 GRID = """
 [experiment]
 name = "slurm-grid"
@@ -60,7 +60,7 @@ def test_slurm_executor_gives_the_local_table(cluster: DockerCluster, tmp_path: 
     shared.mkdir(parents=True, exist_ok=True)
     (shared / "grid.toml").write_text(GRID)
     argv = ["harness", "experiment", "run", "/shared/exper/grid.toml", "-o", "/shared/exper/out",
-            "--executor", "slurm", "-j", "6", "--cell-time", "5", "--no-report"]  # fmt: skip
+            "--no-report", "--executor=slurm", "-j2", "--cells-per-task=3", "--cell-time=5"]  # fmt: skip
     res = cluster.exec(argv, timeout=240)
     assert res.ok, f"exit {res.rc}\n{res.stdout}\n{res.stderr}"
     assert res.stdout.strip().splitlines()[-1] == "/shared/exper/out"
@@ -71,8 +71,8 @@ def test_slurm_executor_gives_the_local_table(cluster: DockerCluster, tmp_path: 
     assert local.finished == 6
     pd.testing.assert_frame_equal(sorted_table(remote), sorted_table(load_table(tmp_path / "local")))
 
-    # Every cell ran as a task of one Slurm job array.
-    jobs = {
+    # The six cells ran three by three in the two tasks of one Slurm job array.
+    ran_in = [
         json.loads((d / "result.json").read_text())["slurm_job"] for d in (shared / "out" / "cells").iterdir()
-    }
-    assert len(jobs) == 6 and len({j.split("_")[0] for j in jobs}) == 1, jobs
+    ]
+    assert sorted(map(ran_in.count, set(ran_in))) == [3, 3] and len({t[: t.index("_")] for t in ran_in}) == 1

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.emulation.collect import build_results, cross_check, finished, lag_stats
+from harness.emulation.collect import agent_copies, build_results, cross_check, finished, lag_stats
 from harness.slurm.jobcomp import parse_line, read_jobcomp, slurm_time
 from harness.slurm.native import UnknownPolicy, scheduler_for
 
@@ -100,3 +100,15 @@ def test_native_policies_map_to_slurm_configs() -> None:
     for bad in ("slurm-backfill-0", "slurm-sjf", "backfill-1"):
         with pytest.raises(UnknownPolicy):
             scheduler_for(bad)
+
+
+def test_a_job_submitted_again_by_the_agent_is_the_slurm_job_that_ran() -> None:
+    # job 2 was moved to the slow tier: its own record names the copy (15), not the submission (12)
+    records = [RECORDS[0], {**RECORDS[1], "slurm_job_id": 15}]
+    df = build_results(PLAN, SUBS, records, T0)
+    assert list(df["slurm_job_id"])[:2] == [11, 15]
+
+
+def test_agent_copies_are_the_ids_that_ran_but_were_not_submitted() -> None:
+    records = [{**RECORDS[0], "slurm_job_id": 11}, {**RECORDS[1], "slurm_job_id": 15}, {"slurm_job_id": "-"}]
+    assert agent_copies(SUBS, records) == [{"slurm_job_id": 15}]

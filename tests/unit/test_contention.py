@@ -133,3 +133,11 @@ def test_stagings_and_checkpoints_share_the_bb_links_in_one_solve(tmp_path: Path
     mine = staging_rate(Transfer(9, "in", 1, 1000.0, 1.0, os.getpid()), active_transfers(tmp_path), MACHINE,
                         tmp_path)  # fmt: skip
     assert mine == pytest.approx(level * 1e6, rel=1e-12)
+
+
+def test_slow_tier_writes_to_the_pfs_without_a_bb_node() -> None:
+    # one node alone: its card, 1250 MB/s; two jobs of 8 nodes on different chassis: no BB node
+    # between them, both on the PFS's 5000 MB/s, 2500 each (8 cards would allow 10,000)
+    assert flow_rates([flow(1, "pfs", "c001")], MACHINE).tolist() == [1250.0]
+    pair = [flow(1, "pfs", "c[001-008]"), flow(2, "pfs", "c[009-016]")]
+    assert flow_rates(pair, MACHINE).tolist() == [2500.0, 2500.0]

@@ -99,7 +99,7 @@ def test_simulate_runs_the_twin_and_names_bad_options(tmp_path: Path) -> None:
     assert out.exit_code == 0, out.output
     row = json.loads(out.stdout)["backfill-1"]
     assert row["jobs"] == 200 and row["priority"] == "size:8"
-    assert (row["high_priority_jobs"], row["suspensions"], row["suspended_jobs"]) == (50, 115, 36)
+    assert (row["high_priority_jobs"], row["suspensions"], row["suspended_jobs"]) == (50, 82, 28)
     assert (tmp_path / "j.suspensions.csv").exists() and (tmp_path / "j.suspended.png").exists()
     bad = run.invoke(main, ["simulate", "bundled", "--priority", "random:2"])
     assert bad.exit_code == 2 and "'--priority'" in bad.output and "fraction must be in [0, 1]" in bad.output

@@ -115,3 +115,42 @@ def test_a_blocked_wide_high_job_reserves_and_narrower_high_jobs_backfill() -> N
     df["walltime"] = [10.0, 20.0, 5.0, 20.0]
     jobs = by_id(simulate_preemption(df, TINY, preempt=False).jobs)
     assert [jobs[i]["start"] for i in (1, 2, 3, 4)] == [0, 10, 2, 12]
+
+
+def bb_plan(rows: list[tuple[int, float, float, int, int, float, int]]) -> pd.DataFrame:
+    """Rows of (job_id, submit, runtime, nodes, priority, walltime, bb_per_node_mb)."""
+    columns = ["job_id", "submit", "runtime", "nodes", "priority", "walltime", "bb_per_node_mb"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+BB100 = tiny_machine(bb_capacity_mb=50)  # 4 compute nodes, 100 MB of burst buffer in all
+
+
+def test_a_low_job_respects_the_burst_buffer_a_blocked_high_job_reserved() -> None:
+    # L0 (low, 60 MB, walltime 10) runs; H (high, 70 MB) at 1 finds 40 MB free: suspending
+    # L0 would free no license, so H reserves: shadow 10, 30 MB to spare. L2 (low, 40 MB,
+    # ends at 22 > 10) would delay it: it waits. H runs 10-11, L2 starts at 11 (40 > 30 free
+    # before). Before: L2 took the 40 MB at 2 and H waited until 22.
+    df = bb_plan([(1, 0, 10, 1, 0, 10, 60), (2, 1, 1, 1, 1, 1, 70), (3, 2, 20, 1, 0, 20, 40)])
+    result = simulate_preemption(df, BB100)
+    jobs = by_id(result.jobs)
+    assert [jobs[i]["start"] for i in (1, 2, 3)] == [0, 10, 11]
+    assert result.n_suspensions == 0
+
+
+def test_a_suspended_job_is_expected_to_free_its_burst_buffer_at_its_recorded_end() -> None:
+    # L1 (low, 2 nodes, 60 MB, walltime 10) on c001-c002. H1 (high, 3 nodes, 2 s) at 1: two
+    # idle nodes do not suffice, it goes on c001-c003 and suspends L1 (1-3). H2 (high, 4 nodes,
+    # 72 MB) at 1 finds 40 MB free: it reserves from H1's end (3: 4 nodes) and L1's recorded
+    # end (0 + 10: 100 MB) -> shadow 10, 28 MB to spare. L3 (low, 40 MB, walltime 20) at 2 on
+    # the idle c004 would delay it: it waits. L1 resumes at 3, ends at 12 (10 of running);
+    # H2 runs 12-13, then L3 (40 > 28 free before). Before, the suspended L1 never freed its
+    # licenses in the reckoning: no shadow, L3 started at 2 and H2 waited until 22.
+    df = bb_plan([
+        (1, 0, 10, 2, 0, 10, 30), (2, 1, 2, 3, 1, 2, 0), (3, 1, 1, 4, 1, 1, 18), (4, 2, 20, 1, 0, 20, 40),
+    ])  # fmt: skip
+    result = simulate_preemption(df, BB100)
+    jobs = by_id(result.jobs)
+    assert [jobs[i]["start"] for i in (1, 2, 3, 4)] == [0, 1, 12, 13]
+    assert jobs[1]["end"] == 12
+    assert result.suspensions.values.tolist() == [[1, 1.0, 3.0]]

@@ -1,0 +1,66 @@
+"""Tier choice in the live Slurm: a held job the policy puts on the slow tier (LPS).
+
+Under ``burst_buffer/lua`` a job's burst-buffer request is its script's ``#BB_LUA`` line,
+fixed at submission: ``scontrol update BurstBuffer=`` on a held job is refused ("Requested
+operation not supported on this system", measured on Slurm 24.11, docs/io-live.md). So the
+agent moves a job to LPS by submitting it again: its script (``scontrol write
+batch_script``) without the ``#BB_LUA`` line and with its checkpoints on the ``pfs`` channel
+(compute nodes -> PFS, :mod:`harness.emulation.contention`), the same sbatch options, held,
+with ``bb_per_node=0 tier=lps`` in its comment; then it cancels the original. The new job
+holds neither burst buffer nor license, and the policy releases it at its next call.
+"""
+
+from __future__ import annotations
+
+import re
+
+from harness.policies.tiers import LPS
+from harness.slurm.client import SlurmClient
+
+SLOW_CHANNEL = "pfs"
+_WRAP_HEADER = ("#!/bin/sh", "# This script was created by sbatch --wrap.")
+_PHASES = re.compile(r"(--phases\s+)(\S+)")
+
+
+def slow_tier_script(script: str) -> str:
+    """The body to ``--wrap`` for the LPS copy: no ``#BB_LUA``, checkpoints to the PFS."""
+    lines = script.splitlines()
+    while lines and (lines[0] in _WRAP_HEADER or not lines[0].strip()):
+        lines.pop(0)  # sbatch --wrap writes its header again
+    body = "\n".join(line for line in lines if not line.startswith("#BB_LUA"))
+
+    def phases(m: re.Match[str]) -> str:
+        parts = [f"io:{SLOW_CHANNEL}:{p.split(':', 1)[1]}" if p.startswith("checkpoint:") else p
+                 for p in m[2].split(",")]  # fmt: skip
+        return m[1] + ",".join(parts)
+
+    return _PHASES.sub(phases, body)
+
+
+def slow_tier_comment(comment: str) -> str:
+    """The comment with no BB request and the tier named (other words kept in order)."""
+    words = [w for w in comment.split() if not w.startswith(("bb_per_node=", "tier="))]
+    return " ".join([*words, "bb_per_node=0", f"tier={LPS}"])
+
+
+def sbatch_args(fields: dict[str, str], comment: str, bb_license: str = "bb") -> list[str]:
+    """The options of the replay's sbatch that Slurm keeps (``scontrol show job``), held,
+    without the ``bb_license``."""
+    args = [
+        "--hold", f"--job-name={fields['JobName']}", f"--partition={fields['Partition']}",
+        f"--nodes={fields['NumNodes'].split('-')[0]}", f"--time={fields['TimeLimit']}",
+        f"--chdir={fields['WorkDir']}", f"--output={fields.get('StdOut', '/dev/null')}", "--no-requeue",
+        f"--comment={comment}",
+    ]  # fmt: skip
+    held = fields.get("Licenses", "(null)")
+    kept = [x for x in held.split(",") if x not in ("(null)", "") and x.split(":")[0] != bb_license]
+    return [*args, f"--licenses={','.join(kept)}"] if kept else args
+
+
+def move_to_slow_tier(client: SlurmClient, job_id: int, comment: str, bb_license: str = "bb") -> int:
+    """Submit ``job_id`` again on LPS (held) and cancel it; the new job's id."""
+    script = slow_tier_script(client.batch_script(job_id))
+    args = sbatch_args(client.job_fields(job_id), slow_tier_comment(comment), bb_license)
+    new = client.submit_as_user([*args, f"--wrap={script}"])
+    client.cancel(job_id)
+    return new

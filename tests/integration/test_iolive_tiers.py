@@ -1,0 +1,133 @@
+"""Tier choice on the real Slurm 24.11 (burst_buffer/lua): what the agent can and cannot change.
+
+Pins the facts docs/io-live.md ("Tier choice by the agent") builds on, on a cluster of its own
+(``tierlive1``, controller port 6963, slurmd ports 26300-26407):
+
+- a held job's burst-buffer request cannot be changed: ``scontrol update BurstBuffer=`` is
+  refused ("Requested operation not supported on this system"), so a job submitted with
+  ``#BB_LUA`` keeps its request whatever the agent decides;
+- the same job released (the fast tier, HPS) stages in and holds the pool;
+- its script, read back with ``scontrol write batch_script`` and submitted again without the
+  ``#BB_LUA`` line (the slow tier, LPS), runs without ever holding the pool;
+- the ordering agent does that itself (harness.emulation.tier_live): under ``sas-lps`` a BB job
+  is submitted again and runs without BB, under ``sas-hps`` it is released and stages in.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.cluster.docker import SUBMIT_USER, DockerCluster
+from harness.emulation.agent import Agent
+from harness.platform import bundled_platform_file, load_platform
+from harness.policies.registry import get_policy
+from harness.slurm.client import SlurmClient
+from harness.slurm.config import SchedulerConfig
+
+pytestmark = pytest.mark.integration
+
+NAME = "tierlive1"
+SCRIPT = (
+    "#BB_LUA pool=bb capacity=4000\n"
+    "#HARNESS_IO nodes=4 stage_in_mb=5000 stage_out_mb=0 time_scale=1\n"
+    "exec sleep 1"
+)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Iterator[DockerCluster]:
+    text = bundled_platform_file().read_text()
+    text = text.replace("controller_port = 6817", "controller_port = 6963")
+    text = text.replace("slurmd_base_port = 17001", "slurmd_base_port = 26300")
+    path = Path(tmp_path_factory.mktemp("tierlive")) / "platform.toml"
+    path.write_text(text)
+    c = DockerCluster(NAME, load_platform(path), SchedulerConfig(burst_buffer="lua", reserve_depth=1))
+    c.platform_file = path  # type: ignore[attr-defined]  # for the agent's test
+    c.down()
+    try:
+        c.up(progress=print)
+        yield c
+    finally:
+        c.down()
+
+
+def _sbatch(c: DockerCluster, *args: str) -> int:
+    cmd = ["sbatch", "--parsable", "--nodes=4", "--time=5", "--chdir=/tmp", "--output=/dev/null", *args]
+    res = c.exec(cmd, user=SUBMIT_USER, timeout=60)
+    assert res.ok, res.stderr
+    return int(res.stdout.strip())
+
+
+def _watch(c: DockerCluster, job: int, timeout: float = 20) -> list[tuple[str, str, str]]:
+    """(state, reason, pool used) every 0.2 s until the job completes."""
+    seen: list[tuple[str, str, str]] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = c.exec(["squeue", "-h", "-j", str(job), "-o", "%T %r"], timeout=30).stdout.split()
+        pool = c.exec(["scontrol", "show", "burstbuffer"], timeout=30).stdout
+        used = pool.split("PoolName")[1].split("UsedSpace=")[1].split()[0]
+        if not state:
+            return seen
+        seen.append((state[0], state[1] if len(state) > 1 else "", used))
+        time.sleep(0.2)
+    raise AssertionError(f"job {job} did not complete in {timeout} s: {seen[-3:]}")
+
+
+def test_bb_request_is_fixed_hps_holds_the_pool_resubmitted_lps_does_not(cluster: DockerCluster) -> None:
+    c = cluster
+    hps = _sbatch(c, "-H", f"--wrap={SCRIPT}")
+    lps = _sbatch(c, "-H", f"--wrap={SCRIPT}")
+    res = c.exec(["scontrol", "update", f"jobid={lps}", "BurstBuffer="], timeout=30)
+    assert not res.ok and "not supported" in res.stdout + res.stderr, (res.stdout, res.stderr)
+    show = c.exec(["scontrol", "show", "job", str(lps)], timeout=30).stdout
+    assert "BurstBuffer=#BB_LUA pool=bb capacity=4000" in show
+
+    assert c.exec(["scontrol", "release", str(hps)], timeout=30).ok
+    seen = _watch(c, hps)
+    assert any(r == "BurstBufferStageIn" for _, r, _ in seen), seen
+    assert any(u == "4KB" for _, _, u in seen), seen  # the pool's 4000 units, printed with a byte suffix
+
+    script = c.exec(["scontrol", "write", "batch_script", str(lps), "-"], timeout=30).stdout
+    assert "#BB_LUA" in script
+    slow = "\n".join(line for line in script.splitlines() if not line.startswith("#BB_LUA"))
+    assert c.exec(["scancel", str(lps)], timeout=30).ok
+    again = _sbatch(c, f"--wrap={slow.split(chr(10), 2)[2]}")  # drop sbatch's own two header lines
+    seen = _watch(c, again)
+    assert seen and all(u == "0" for _, _, u in seen), seen
+    assert not any(r.startswith("BurstBuffer") for _, r, _ in seen), seen
+    show = c.exec(["scontrol", "show", "job", str(again)], timeout=30).stdout
+    assert "BurstBuffer=" not in show or "BurstBuffer=(null)" in show, show
+
+
+def _agent_steps(c: DockerCluster, policy: str, steps: int) -> Agent:
+    client = SlurmClient(runner=lambda cmd: c.exec(cmd, timeout=30), user=SUBMIT_USER)
+    agent = Agent(get_policy(policy), load_platform(c.platform_file), client)  # type: ignore[attr-defined]
+    for _ in range(steps):
+        agent.step()
+        time.sleep(0.3)
+    return agent
+
+
+def test_agent_puts_a_job_on_lps_without_bb_and_on_hps_with_it(cluster: DockerCluster) -> None:
+    c = cluster
+    comment = "--comment=trace_id=1 walltime=60.000000 bb_per_node=1000"
+    lps = _sbatch(c, "-H", comment, f"--wrap={SCRIPT}")
+    _agent_steps(c, "sas-lps", 2)  # 1: submitted again without BB (held); 2: that copy released
+    assert c.exec(["squeue", "-h", "-j", str(lps)], timeout=30).stdout.strip() in ("", f"{lps}")
+    mine = c.exec(["squeue", "-h", "-u", SUBMIT_USER, "-o", "%i %k"], timeout=30).stdout.split("\n")
+    copies = [int(line.split()[0]) for line in mine if "tier=lps" in line]
+    assert len(copies) == 1, mine
+    seen = _watch(c, copies[0])
+    assert seen and all(u == "0" for _, _, u in seen), seen
+    assert not any(r.startswith("BurstBuffer") for _, r, _ in seen), seen
+    assert "BurstBuffer=#BB_LUA" not in c.exec(["scontrol", "show", "job", str(copies[0])], timeout=30).stdout
+
+    hps = _sbatch(c, "-H", comment.replace("trace_id=1", "trace_id=2"), f"--wrap={SCRIPT}")
+    _agent_steps(c, "sas-hps", 1)
+    seen = _watch(c, hps)
+    assert any(r == "BurstBufferStageIn" for _, r, _ in seen), seen
+    assert any(u == "4KB" for _, _, u in seen), seen

@@ -1,0 +1,67 @@
+"""The slow-tier copy of a held job (harness.emulation.tier_live): script, comment, options."""
+
+from __future__ import annotations
+
+from harness.emulation.tier_live import sbatch_args, slow_tier_comment, slow_tier_script
+
+SCRIPT = """#!/bin/sh
+# This script was created by sbatch --wrap.
+
+#BB_LUA pool=bb capacity=4800
+#HARNESS_IO nodes=4 stage_in_mb=4800 stage_out_mb=4800 time_scale=10
+exec sigsleep --phases compute:120,checkpoint:8000,compute:120,checkpoint:8000.5 --time-scale 10 --job-id 7
+"""
+
+
+def test_script_loses_its_bb_line_and_header_and_checkpoints_go_to_the_pfs() -> None:
+    assert slow_tier_script(SCRIPT) == (
+        "#HARNESS_IO nodes=4 stage_in_mb=4800 stage_out_mb=4800 time_scale=10\n"
+        "exec sigsleep --phases compute:120,io:pfs:8000,compute:120,io:pfs:8000.5 --time-scale 10 --job-id 7"
+    )
+
+
+def test_script_without_phases_is_kept() -> None:
+    assert slow_tier_script("#!/bin/sh\nexec sigsleep --runtime 5") == "exec sigsleep --runtime 5"
+
+
+def test_comment_holds_no_bb_and_names_the_tier() -> None:
+    comment = "trace_id=7 walltime=36.000000 bb_per_node=1200 run=r1"
+    assert slow_tier_comment(comment) == "trace_id=7 walltime=36.000000 run=r1 bb_per_node=0 tier=lps"
+
+
+def test_options_are_kept_held_without_the_bb_license() -> None:
+    fields = {"JobName": "t7", "Partition": "batch", "NumNodes": "4-4", "TimeLimit": "00:02:00",
+              "WorkDir": "/shared/jobs", "StdOut": "/dev/null", "Licenses": "bb:4800,pfsbw:72"}  # fmt: skip
+    assert sbatch_args(fields, "trace_id=7") == [
+        "--hold", "--job-name=t7", "--partition=batch", "--nodes=4", "--time=00:02:00",
+        "--chdir=/shared/jobs", "--output=/dev/null", "--no-requeue", "--comment=trace_id=7",
+        "--licenses=pfsbw:72",
+    ]  # fmt: skip
+    assert "--licenses" not in " ".join(sbatch_args({**fields, "Licenses": "(null)"}, "x"))
+
+
+def test_agent_gives_a_tiered_policy_the_bb_request_and_the_comments_volumes() -> None:
+    from harness.emulation.agent import _job_io
+    from harness.policies.tiers import JobIo
+    from harness.slurm.client import SlurmJob
+
+    words = {"trace_id": "7", "walltime": "60", "bb_per_node": "1200", "in_mb": "300", "data_mb": "50.5"}
+    job = SlurmJob(42, "PENDING", 4, "", words, "JobHeldUser", 0)
+    assert _job_io(job) == JobIo(300.0, 0.0, 50.5, 4800)
+    assert _job_io(SlurmJob(43, "PENDING", 2, "", {"in_mb": "x"}, "JobHeldUser", 0)) == JobIo(
+        0.0, 0.0, 0.0, 0
+    )
+
+
+def test_replay_writes_the_volumes_the_agent_reads() -> None:
+    from harness.emulation.replay import io_volume_words
+
+    job = {
+        "nodes": 4,
+        "io_stage_in_mb": 1200.0,
+        "io_stage_out_mb": 600.0,
+        "io_phases": 3,
+        "io_checkpoint_mb": 250.0,
+    }
+    assert io_volume_words(job) == " in_mb=4800 out_mb=2400 data_mb=2000"  # 2 checkpoints x 4 x 250
+    assert io_volume_words({"nodes": 4}) == ""
