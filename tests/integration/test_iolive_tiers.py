@@ -1,7 +1,7 @@
 """Tier choice on the real Slurm 24.11 (burst_buffer/lua): what the agent can and cannot change.
 
 Pins the facts docs/io-live.md ("Tier choice by the agent") builds on, on a cluster of its own
-(``tierlive1``, controller port 6963, slurmd ports 26300-26407):
+(``tierlive1``, controller port 6963, slurmd ports 26401-26508):
 
 - a held job's burst-buffer request cannot be changed: ``scontrol update BurstBuffer=`` is
   refused ("Requested operation not supported on this system"), so a job submitted with
@@ -42,7 +42,7 @@ SCRIPT = (
 def cluster(tmp_path_factory) -> Iterator[DockerCluster]:
     text = bundled_platform_file().read_text()
     text = text.replace("controller_port = 6817", "controller_port = 6963")
-    text = text.replace("slurmd_base_port = 17001", "slurmd_base_port = 26300")
+    text = text.replace("slurmd_base_port = 17001", "slurmd_base_port = 26401")
     path = Path(tmp_path_factory.mktemp("tierlive")) / "platform.toml"
     path.write_text(text)
     c = DockerCluster(NAME, load_platform(path), SchedulerConfig(burst_buffer="lua", reserve_depth=1))
