@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from harness.platform import Machine, NodeKind
+from pathlib import Path
+
+from harness.platform import Machine, NodeKind, Platform, load_platform
+from harness.platform.writing import save_platform
 
 
 def platform_toml(
@@ -78,3 +81,9 @@ def slurm_nodes(conf: str) -> dict[str, dict[str, str]]:
             assert name not in nodes, f"node {name} defined twice"
             nodes[name] = {key: values[i if len(values) > 1 else 0] for key, values in lists.items()}
     return nodes
+
+
+def bundled_on_ports(path: Path, *, controller_port: int, slurmd_base_port: int) -> Platform:
+    """The bundled platform on other ports, written to ``path`` (its source, for ``--platform``)."""
+    moved = load_platform().redeployed(controller_port=controller_port, slurmd_base_port=slurmd_base_port)
+    return save_platform(moved, path)

@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from harness.cluster.docker import SUBMIT_USER, DockerCluster
 from harness.emulation.staging import RECORDS
-from harness.platform import bundled_platform_file, load_platform
 from harness.slurm.config import SchedulerConfig
+from tests.platforms import bundled_on_ports
 
 pytestmark = pytest.mark.integration
 
@@ -28,18 +27,10 @@ RATE_MBPS = 5000.0  # the default platform's PFS link: one job of 4 nodes alone
 TICK = 1.0  # Slurm's states change on its one-second passes
 
 
-def _platform(tmp: Path) -> Path:
-    text = bundled_platform_file().read_text()
-    text = text.replace("controller_port = 6817", "controller_port = 6961")
-    text = text.replace("slurmd_base_port = 17001", "slurmd_base_port = 26201")
-    path = tmp / "platform-iolive.toml"
-    path.write_text(text)
-    return path
-
-
 @pytest.fixture(scope="module")
 def bb_cluster(tmp_path_factory) -> Iterator[DockerCluster]:
-    platform = load_platform(_platform(tmp_path_factory.mktemp("iolive")))
+    path = tmp_path_factory.mktemp("iolive") / "platform-iolive.toml"
+    platform = bundled_on_ports(path, controller_port=6961, slurmd_base_port=26201)
     sched = SchedulerConfig(burst_buffer="lua", bandwidth_license=True, reserve_depth=1)
     cluster = DockerCluster(NAME, platform, sched)
     cluster.down()

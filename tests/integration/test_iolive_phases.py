@@ -14,13 +14,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from harness.cluster.docker import SUBMIT_USER, DockerCluster
-from harness.platform import bundled_platform_file, load_platform
 from harness.slurm.config import SchedulerConfig
+from tests.platforms import bundled_on_ports
 
 pytestmark = pytest.mark.integration
 
@@ -30,18 +29,10 @@ CHECKPOINT_MB = 6250.0  # 5 s alone at 1,250 MB/s
 SOLO_S = 5.0
 
 
-def _platform(tmp: Path) -> Path:
-    text = bundled_platform_file().read_text()
-    text = text.replace("controller_port = 6817", "controller_port = 6960")
-    text = text.replace("slurmd_base_port = 17001", "slurmd_base_port = 26001")
-    path = tmp / "platform-iolive2.toml"
-    path.write_text(text)
-    return path
-
-
 @pytest.fixture(scope="module")
 def io_cluster(tmp_path_factory) -> Iterator[DockerCluster]:
-    platform = load_platform(_platform(tmp_path_factory.mktemp("iolive2")))
+    path = tmp_path_factory.mktemp("iolive2") / "platform-iolive2.toml"
+    platform = bundled_on_ports(path, controller_port=6960, slurmd_base_port=26001)
     cluster = DockerCluster(NAME, platform, SchedulerConfig(burst_buffer="lua"))
     cluster.down()
     try:

@@ -23,10 +23,11 @@ import pytest
 
 from harness.cluster.docker import SUBMIT_USER, DockerCluster
 from harness.emulation.agent import Agent
-from harness.platform import bundled_platform_file, load_platform
+from harness.platform import load_platform
 from harness.policies.registry import get_policy
 from harness.slurm.client import SlurmClient
 from harness.slurm.config import SchedulerConfig
+from tests.platforms import bundled_on_ports
 
 pytestmark = pytest.mark.integration
 
@@ -40,12 +41,9 @@ SCRIPT = (
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory) -> Iterator[DockerCluster]:
-    text = bundled_platform_file().read_text()
-    text = text.replace("controller_port = 6817", "controller_port = 6963")
-    text = text.replace("slurmd_base_port = 17001", "slurmd_base_port = 26401")
     path = Path(tmp_path_factory.mktemp("tierlive")) / "platform.toml"
-    path.write_text(text)
-    c = DockerCluster(NAME, load_platform(path), SchedulerConfig(burst_buffer="lua", reserve_depth=1))
+    platform = bundled_on_ports(path, controller_port=6963, slurmd_base_port=26401)
+    c = DockerCluster(NAME, platform, SchedulerConfig(burst_buffer="lua", reserve_depth=1))
     c.platform_file = path  # type: ignore[attr-defined]  # for the agent's test
     c.down()
     try:
