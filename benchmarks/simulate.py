@@ -5,7 +5,7 @@ the distribution of per-decision latency (all decisions, and those with at most
 200 queued jobs), the schedule's metrics and the invariant check.
 
     python benchmarks/simulate.py --policies backfill-1,plan-square-0 --out results.json
-    python benchmarks/simulate.py --period 0/16 --policies backfill-sjf-1,plan-square-0
+    python benchmarks/simulate.py --period 1/16 --policies backfill-sjf-1,plan-square-0
     python benchmarks/simulate.py --model io-aware --policies backfill-1,plan-square-0
 
 Policies run one after the other (one process: the machine is shared).
@@ -194,8 +194,9 @@ def load_workload(trace: str, period: str | None, seed: int):
 
     kwargs: dict[str, Any] = {"seed": seed}
     if period:
-        index, count = (int(x) for x in period.split("/"))
-        kwargs["period"] = (index, count)
+        from harness.cli.options import PeriodType
+
+        kwargs["period"] = PeriodType().convert(period, None, None)  # I/K counted from 1, as the CLI
     return load_plan_or_trace(trace, **kwargs)
 
 
@@ -203,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trace", default=str(DEFAULT_TRACE), help="SWF trace or prepared plan")
     ap.add_argument("--policies", default=FAST_POLICIES, help="comma-separated policy names")
-    ap.add_argument("--period", help="i/k: only the i-th (0-based) of k equal periods, e.g. 0/16")
+    ap.add_argument("--period", help="I/K: only the I-th of K equal periods, counted from 1 as in the CLI, e.g. 1/16")
     ap.add_argument("--seed", type=int, default=2020, help="seed of the BB model (trace input only)")
     ap.add_argument("--policy-seed", type=int, default=0, help="seed of randomised policies")
     ap.add_argument("--out", type=Path, help="append one JSON line per policy to this file")
