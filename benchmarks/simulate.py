@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trace", default=str(DEFAULT_TRACE), help="SWF trace or prepared plan")
     ap.add_argument("--policies", default=FAST_POLICIES, help="comma-separated policy names")
-    ap.add_argument("--period", help="I/K: only the I-th of K equal periods, counted from 1 as in the CLI, e.g. 1/16")
+    ap.add_argument("--period", help="I/K: the I-th of K equal periods, counted from 1 as in the CLI: 1/16")
     ap.add_argument("--seed", type=int, default=2020, help="seed of the BB model (trace input only)")
     ap.add_argument("--policy-seed", type=int, default=0, help="seed of randomised policies")
     ap.add_argument("--out", type=Path, help="append one JSON line per policy to this file")
