@@ -126,10 +126,13 @@ def test_two_concurrent_stage_ins_each_take_twice_their_solo_time(bb_cluster: Do
     rec = _records(cluster, jobs, timeout=40, kinds=("in",))
     ins = [rec[(j, "in")] for j in sorted(jobs) if (j, "in") in rec]
     assert len(ins) == 2, rec
-    assert abs(ins[0]["start"] - ins[1]["start"]) < 0.5  # Slurm staged both in on one pass
+    # Slurm stages both in on one pass, or the second on the next one (the submissions can
+    # straddle a pass): started d apart, each takes 2 x solo - d (d alone at the full rate).
+    lag = abs(ins[0]["start"] - ins[1]["start"])
+    assert lag < 1.5 * TICK, ins
     for r in ins:
         assert r["solo_s"] == pytest.approx(4.0)
-        assert r["seconds"] == pytest.approx(2 * r["solo_s"], rel=0.10)
+        assert r["seconds"] == pytest.approx(2 * r["solo_s"] - lag, rel=0.10)
 
 
 def test_a_request_beyond_the_pool_is_refused_at_submission(bb_cluster: DockerCluster) -> None:
