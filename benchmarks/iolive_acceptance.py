@@ -101,6 +101,7 @@ def analyse(run_dir: Path) -> dict[str, Any]:
     found, simulated = compare_with_both_twins(
         plan, ran, simulator_twin(policy), platform.machine, spec.shrink, measured_launch_delay(ran, t0),
         seed=spec.seed, model=spec.model, minute_limits=policy.startswith("slurm-"),
+        staged=measured_launch_delay(ran, t0, "stage_in_begin"),
     )  # fmt: skip
     scale = time_scale_of(spec.shrink)
     emulated = {
