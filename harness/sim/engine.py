@@ -146,15 +146,19 @@ def simulate(
     began = time.perf_counter()
     sim = _Run(jobs, policy, topology, execution, twin, machine)
     sim.run()
-    wall = time.perf_counter() - began
+    return _result(sim, platform, time.perf_counter() - began, model)
+
+
+def _result(sim: _Run, platform: Machine, wall: float, model: str) -> SimulationResult:
     table = sim.results(platform)
     decisions = pd.DataFrame(sim.decision_log, columns=["time", "queue", "running", "started", "latency_s"])
+    execution, name = sim.execution, sim.policy.name
     if not isinstance(execution, IOExecution):
-        return SimulationResult(policy.name, table, decisions, wall, model)
+        return SimulationResult(name, table, decisions, wall, model)
     names = execution.net.network.names
     carried = dict(zip(names, execution.engine.link_bytes.tolist(), strict=True))
     timeline = pd.DataFrame(execution.timeline, columns=["time", "pfs_bps", "bb_bps"])
-    return SimulationResult(policy.name, table, decisions, wall, model, carried, timeline)
+    return SimulationResult(name, table, decisions, wall, model, carried, timeline)
 
 
 @dataclass(frozen=True)
