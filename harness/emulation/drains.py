@@ -45,11 +45,14 @@ DRAIN_COLUMNS = ("drains", "drain_mb", "drain_s", "drain_solo_s")
 
 def left_mb(flow: Flow, now: float) -> float:
     """MB the service-owned drain ``flow`` still has to move at ``now``."""
-    return max(flow.mb - flow.rate * max(now - flow.at, 0.0), 0.0)
+    at = now if flow.at is None else flow.at
+    return max(flow.mb - flow.rate * max(now - at, 0.0), 0.0)
 
 
 def end_time(flow: Flow) -> float:
-    """When the drain ends at its current rate (infinity while it has none)."""
+    """When the drain ends at its current rate (infinity while it has none, or not a drain)."""
+    if flow.at is None:
+        return float("inf")
     if flow.mb <= 0:
         return flow.at
     return flow.at + flow.mb / flow.rate if flow.rate > 0 else float("inf")
@@ -96,7 +99,7 @@ def finish_drains(directory: Path, flows_dir: Path, flows: list[Flow], now: floa
     """Record and remove the drains that are done at ``now``; the flows left."""
     left = []
     for flow in flows:
-        end = end_time(flow) if flow.at is not None else float("inf")
+        end = end_time(flow)
         if end > now:
             left.append(flow)
             continue
@@ -164,8 +167,13 @@ def outside_s(intervals: Iterable[tuple[float, float]], cover: Iterable[tuple[fl
     return union_s([*ivs, *cov]) - union_s(cov)
 
 
-def drain_intervals(records: list[dict], t0: float) -> dict[int, list[tuple[float, float]]]:
-    """(start, end) of each drain of this run, by Slurm job."""
-    return {
-        j: [(float(d["start"]), float(d["end"])) for d in r] for j, r in drain_records(records, t0).items()
-    }
+def drain_stats(results: pd.DataFrame) -> dict[str, float | int]:
+    """Drains done, jobs with one, and the mean seconds per job with a drain running."""
+    if "drains" not in results.columns:
+        return {}
+    done = results["drains"] > 0
+    stats: dict[str, float | int] = {"drains": int(results["drains"].sum()), "jobs_drained": int(done.sum())}
+    if done.any():
+        stats["mean_drain_s"] = round(float(results.loc[done, "drain_s"].mean()), 6)
+        stats["mean_drain_solo_s"] = round(float(results.loc[done, "drain_solo_s"].mean()), 6)
+    return stats

@@ -79,7 +79,7 @@ def test_a_checkpoint_moves_at_the_published_rate_and_registers_a_flow(binary: s
     (drain,) = (tmp_path / "flows").iterdir()
     assert drain.name == "1.1.flow"
     head, _, state = drain.read_text().partition(" start=")
-    assert head == "job=1 slurm_job=77 phase=1 channel=drain mb=50.000000 time_scale=10 pid=0 nodes=c[001-002]"
+    assert head == f"{fields.replace('checkpoint', 'drain')} pid=0 nodes=c[001-002]"
     begin, at, rate, total = (tok.partition("=")[2] for tok in f"start={state}".split())
     assert float(begin) == float(at) == pytest.approx(ckpt["end"], abs=0.01)
     assert (rate, total) == ("0", "50.000000")
