@@ -27,12 +27,18 @@ LPS -> the PFS, no BB node: :mod:`harness.emulation.tier_live`). A job split ove
 proportion to its nodes there and progresses at its slowest chassis's pace (the
 simulator's transfer ends with its last flow).
 
+**Drains** (:mod:`harness.emulation.drains`): a checkpoint done, sigsleep rewrites its flow
+file as a drain (channel ``drain``, ``pid=0``, with ``start= at= rate= total=``) and goes on;
+the service then moves it itself: whenever it publishes a new rate for a drain it writes
+back the MB left at that moment (so the file says how far the drain is), and when the
+drain ends it appends its record to ``drains.jsonl`` and removes the file.
+
 **Nothing to lose on a restart.** The service keeps no state: the flow files are the
 state. Killed and started again (the controller's entrypoint restarts it), it reads
 them and rewrites ``rates``; meanwhile every transfer keeps its last published rate.
 A flow whose job Slurm no longer runs (killed with SIGKILL, which sigsleep cannot
 catch to remove its file) is dropped at the next check of ``squeue`` (every
-``stale_every`` seconds, with ``--squeue``).
+``stale_every`` seconds, with ``--squeue``); a job in stage-out keeps its drains.
 """
 
 from __future__ import annotations
