@@ -53,13 +53,18 @@ def compare_with_simulation(
     ``tick`` and ``launch_delay`` (emulated seconds, both 0: the ideal twin) select the
     tick-aware twin; they are unshrunk with the run's time scale, as the simulation runs
     on the unshrunk plan. ``io-aware``: the IO-Aware twin redraws the plan's I/O columns
-    from the same seed (a job's volumes depend only on the seed and its number).
+    from the same seed (a job's volumes depend only on the seed and its number) and stages
+    as Slurm's ``burst_buffer/lua`` pool does (``staging="pool"``: outside the allocation,
+    striped over every BB node).
     """
+    staging = "inside"
     if model == "io-aware":
         plan = plan.drop(columns=[c for c in plan.columns if c.startswith("io_")])
+        staging = "pool"
     sim = simulate(
         unshrink_table(plan, shrink), get_policy(policy, seed=seed), platform, model=model, io_seed=seed,
         tick=float(unshrink(tick, shrink)), launch_delay=float(unshrink(launch_delay, shrink)),
+        staging=staging,
     ).jobs  # fmt: skip
     emu_orig = unshrink_table(emulated, shrink, RESULT_TIME_COLUMNS)
     emu_metrics = summary(emulated, platform, time_scale=time_scale_of(shrink))
@@ -148,9 +153,9 @@ def measured_launch_delay(results: pd.DataFrame, t0: float) -> LaunchDelay:
 
 
 def staging_agreement(emulated: pd.DataFrame, simulated: pd.DataFrame, time_scale: float) -> dict[str, Any]:
-    """Mean stage-in and stage-out times in original seconds, emulated (Slurm stages outside
-    the allocation) beside the IO-Aware twin's (inside it, as in the thesis); with sigsleep's
-    phases also the compute, checkpoint and I/O times and the dilation (no unit)."""
+    """Mean stage-in and stage-out times in original seconds, emulated beside the IO-Aware
+    twin's (both outside the allocation, striped over the pool); with sigsleep's phases
+    also the compute, checkpoint and I/O times and the dilation (no unit)."""
     out: dict[str, Any] = {}
     for col in ("stage_in_s", "stage_out_s", "compute_s", "checkpoint_s", "io_s", "dilation"):
         if col not in emulated.columns or col not in simulated.columns:

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from harness.model.columns import PLAN_COLUMNS, RESULT_COLUMNS
+from harness.model.staging_names import OFF_ALLOCATION
 from harness.platform import Machine, load_platform
 from harness.policies import kernels
 from harness.policies.base import Decision, Policy
@@ -107,8 +108,8 @@ def simulate(
     ``io-aware`` takes the plan's I/O columns, or draws them with ``io_seed`` (the
     plan's ``shrink`` keeps phases and bandwidths in original time). ``tick`` and
     ``launch_delay`` are in the plan's time unit (see the module's docstring).
-    ``staging`` (io-aware): ``inside`` the allocation or ``outside`` it
-    (:mod:`harness.sim.staging`).
+    ``staging`` (io-aware): ``inside`` the allocation, ``outside`` it, or ``pool``
+    (outside, striped over every BB node as Slurm's pool; :mod:`harness.sim.staging`).
     ``tiers`` runs Lackner's storage tiers (:mod:`harness.sim.tiers`) for any policy,
     as always for a policy that chooses tiers.
     """
@@ -119,15 +120,17 @@ def simulate(
     platform = platform or load_platform()
     topology = Topology.from_platform(platform)
     tiered = tiers or is_tiered(policy)  # storage tiers (harness.sim.tiers): Lackner's I/O, a tier per job
-    if tiered and staging == "outside":
-        raise ValueError("storage tiers stage inside the allocation: drop --staging outside or the tiers")
+    if tiered and staging in OFF_ALLOCATION:
+        raise ValueError(f"storage tiers stage inside the allocation: drop --staging {staging} or the tiers")
     if tiered:
         plan, policy = tier_setup(plan, policy, platform, model, io_seed, shrink)
     jobs = _Plan(plan, topology)
     machine = None
     execution: _AllocOnly | IOExecution | TierExecution
-    if staging == "outside":
-        execution, machine = outside_execution(jobs.df, platform, topology, seed=io_seed, shrink=shrink)
+    if staging in OFF_ALLOCATION:
+        execution, machine = outside_execution(
+            jobs.df, platform, topology, seed=io_seed, shrink=shrink, pool=staging == "pool"
+        )
     elif tiered:
         execution = TierExecution(jobs.df, platform, policy)
     else:

@@ -14,6 +14,12 @@ buffer is held until the stage-out and every checkpoint drain are done. Results:
 ``start``/``end`` bound the run on the compute nodes (Slurm's start and end);
 ``bb_start``/``bb_end`` bound the BB hold; ``node_wait_s`` is the time between the
 end of stage-in and the run start.
+
+``pool`` (Slurm's ``burst_buffer/lua`` pool, what a live ``--model io-aware`` run does):
+``outside``, but the pool has no placement: a job's stage-in and stage-out are striped
+over every BB node (``1 / B`` of the bytes each, weight ``nodes / B``, capped at that
+share of its cards), and its checkpoints go to the BB node of each compute node's
+chassis, as the live contention service routes them (docs/io-live.md).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from harness.model.staging_names import OFF_ALLOCATION, STAGINGS
 from harness.platform import Machine
 from harness.policies.state import Allocation, ClusterState, RunningJob, Topology
 from harness.sim.io_execution import IOExecution, JobIO, _Job
@@ -31,13 +38,11 @@ from harness.sim.io_mode import io_columns, job_io
 from harness.sim.io_network import IONetwork
 from harness.sim.machine import SimMachine, SimulationError
 
-STAGINGS = ("inside", "outside")
-
 
 def check_staging(staging: str, model: str) -> None:
     if staging not in STAGINGS:
         raise ValueError(f"unknown staging '{staging}' (stagings: {', '.join(STAGINGS)})")
-    if staging == "outside" and model != "io-aware":
+    if staging in OFF_ALLOCATION and model != "io-aware":
         raise ValueError("staging outside the allocation needs the io-aware job model (--model io-aware)")
 
 
@@ -109,15 +114,18 @@ class OutsideStaging(IOExecution):
         chassis: tuple[int, ...],
         machine: StagedMachine,
         job_ids: np.ndarray,
+        pool_bb: tuple[int, ...] | None = None,
     ) -> None:
-        super().__init__(net, jobs, chassis)
+        super().__init__(net, jobs, chassis, striped=pool_bb is not None)
         self.machine = machine
         self.job_ids = job_ids
+        self.pool_bb = pool_bb  # pool: the BB node of each compute node's chassis (checkpoints)
         n = len(jobs.nodes)
         self.bb_start, self.bb_end = np.full(n, np.nan), np.full(n, np.nan)
         self.run_start = np.full(n, np.nan)
         self.node_wait = np.zeros(n)
-        self.allocation: list[Allocation | None] = [None] * n
+        self.allocation: list[Allocation | None] = [None] * n  # the policy's (BB shares held)
+        self.io_allocation: list[Allocation | None] = [None] * n  # the BB nodes checkpoints go to
         self.waiting: list[int] = []  # staged in, waiting for compute nodes (first come, first served)
         self._wanted: dict[int, Allocation] = {}
 
@@ -151,9 +159,12 @@ class OutsideStaging(IOExecution):
             compute = tuple(c if free[c] else next(spare) for c in wanted.compute)
             self.machine.take_nodes(int(self.job_ids[row]), compute, now)
             self.allocation[row] = Allocation(compute, wanted.bb)
+            bb = wanted.bb if self.pool_bb is None else tuple(self.pool_bb[c] for c in compute)
+            self.io_allocation[row] = Allocation(compute, bb)
             job = self.running[row]
+            job.by_bb = sorted(Counter(bb).items())  # the drains' BB nodes
             merged: Counter[tuple[int, int]] = Counter(
-                (b, self.chassis[c]) for b, c in zip(wanted.bb, compute, strict=True)
+                (b, self.chassis[c]) for b, c in zip(bb, compute, strict=True)
             )
             job.by_bb_chassis = [(b, ch, k) for (b, ch), k in sorted(merged.items())]
             self.run_start[row] = now
@@ -203,16 +214,33 @@ class OutsideStaging(IOExecution):
         stage-out) with the job alone, which never waits.
         """
         busy = self.bb_end - self.bb_start - self.node_wait
-        cols = io_columns(self, self.end - busy, self.allocation)
+        cols = io_columns(self, self.end - busy, self.io_allocation)
         cols.update({"bb_start": self.bb_start, "bb_end": self.bb_end, "node_wait_s": self.node_wait})
         return cols
 
 
 def outside_execution(
-    plan: pd.DataFrame, platform: Machine, topology: Topology, *, seed: int, shrink: float
+    plan: pd.DataFrame,
+    platform: Machine,
+    topology: Topology,
+    *,
+    seed: int,
+    shrink: float,
+    pool: bool = False,
 ) -> tuple[OutsideStaging, StagedMachine]:
     """The execution and the machine it shares with the simulator (``plan`` sorted as simulated)."""
     net = IONetwork.from_platform(platform, time_scale=1.0 / (1.0 - shrink))
     machine = StagedMachine(topology)
     ids = plan["job_id"].to_numpy(np.int64)
-    return OutsideStaging(net, job_io(plan, seed, shrink), topology.chassis_of_compute, machine, ids), machine
+    chassis = topology.chassis_of_compute
+    pool_bb = tuple(chassis_bb_node(platform, ch) for ch in chassis) if pool else None
+    execution = OutsideStaging(net, job_io(plan, seed, shrink), chassis, machine, ids, pool_bb)
+    return execution, machine
+
+
+def chassis_bb_node(platform: Machine, chassis: int) -> int:
+    """The BB node a chassis's compute nodes checkpoint to (its first, as the live service)."""
+    local = platform.bbs_of_chassis(chassis)
+    if not local:
+        raise SimulationError(f"chassis {chassis} has no BB node: its checkpoints have nowhere to go")
+    return local[0]
