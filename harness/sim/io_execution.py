@@ -128,12 +128,17 @@ class IOExecution:
             self.engine.advance(t)
             if key == FLOWS:
                 self._flows_done(t)
-            elif key[0] == "phase":
-                self._compute_done(self.running[key[1]], t)
             else:
-                self._kill(self.running[key[1]], t)
+                self._event(t, key)
             self._refresh_flows()
         return self._ended
+
+    def _event(self, now: float, key: EventKey) -> None:
+        """A timed event of a job: the end of a compute phase or its walltime."""
+        if key[0] == "phase":
+            self._compute_done(self.running[key[1]], now)
+        else:
+            self._kill(self.running[key[1]], now)
 
     # -- phases -----------------------------------------------------------------
     def _stage(self, job: _Job, now: float, phase: str, mb_per_node: float) -> None:

@@ -168,3 +168,36 @@ def test_pool_stagings_of_two_jobs_share_every_bb_node() -> None:
     jobs = result.jobs.set_index("job_id")
     assert list(jobs["stage_in_s"]) == pytest.approx([1.0, 1.0])
     assert list(jobs["dilation"]) == pytest.approx([1.01 / 0.51] * 2)
+
+
+def test_in_a_pool_a_later_staged_job_backfills_when_it_does_not_delay_the_first() -> None:
+    # 2 nodes. A (2 nodes) stages in over [0, 1]; R (1 node, walltime 25) arrives at 0.5
+    # and takes a free node at once; A, staged in at 1, waits for R: its reservation is
+    # R's walltime end, 25.5. B (1 node, walltime 6, no staging) arrives at 1.5 and ends
+    # by 7.5 <= 25.5: it backfills at once, [1.5, 6.5]. R ends at 20.5, A runs [20.5, 30.5].
+    # With "outside" (first come, first served) B waits behind A until 30.5.
+    rows = [staged(1, 10.0, 50.0, 0.0), staged(2, 20.0, 0.0, 0.0, submit=0.5, walltime=25.0, nodes=1),
+            staged(3, 5.0, 0.0, 0.0, submit=1.5, walltime=6.0, nodes=1)]  # fmt: skip
+    pool = run(rows, "pool")
+    assert (pool.loc[3, "start"], pool.loc[3, "end"]) == pytest.approx((1.5, 6.5))
+    assert (pool.loc[1, "start"], pool.loc[1, "end"], pool.loc[1, "node_wait_s"]) == pytest.approx(
+        (20.5, 30.5, 19.5)
+    )
+    outside = run(rows, "outside")
+    assert (outside.loc[3, "start"], outside.loc[3, "end"]) == pytest.approx((30.5, 35.5))
+
+
+def test_slurm_passes_delay_the_stage_in_and_the_start_of_a_staged_job() -> None:
+    # Passes every 1 s; the stage-in begins 0.25 after the pass that picked the job, and a
+    # staged-in job starts 0.1 after the next pass. A arrives at 0.3: picked at 1.0, stages
+    # in [1.25, 2.25], starts at 3.1, runs 10 s. Dilation leaves out both waits for Slurm:
+    # (13.1 - 1.0 - 0.85 - 0.25) / (1 + 10) = 1.
+    platform = tiny(1, 2, 100)
+    plan = io_plan([staged(1, 10.0, 50.0, 0.0, submit=0.3)])
+    result = simulate(plan, get_policy("fcfs"), platform, model="io-aware", staging="pool",
+                      tick=1.0, launch_delay=0.1, stage_delay=0.25)  # fmt: skip
+    one = result.jobs.set_index("job_id").loc[1]
+    assert (one["bb_start"], one["start"], one["end"], one["bb_end"]) == pytest.approx((1.0, 3.1, 13.1, 13.1))
+    assert (one["stage_in_s"], one["node_wait_s"], one["dilation"]) == pytest.approx((1.0, 0.85, 1.0))
+    with pytest.raises(ValueError, match="stage delay needs staging off the allocation"):
+        simulate(plan, get_policy("fcfs"), platform, model="io-aware", stage_delay=0.25)
