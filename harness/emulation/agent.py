@@ -29,7 +29,7 @@ from harness.platform import Machine
 from harness.policies import kernels
 from harness.policies.base import Decision, Policy
 from harness.policies.state import Allocation, ClusterState, JobQueue, QueuedJob, RunningJob, Topology
-from harness.policies.tiers import LPS, JobIo
+from harness.policies.tiers import LPS, JobIo, TierRates
 from harness.slurm.client import SlurmClient, SlurmCommandError, SlurmJob
 
 DEFAULT_POLL_S = 0.1
@@ -60,6 +60,7 @@ class Agent:
         self.calls = 0
         self.comments: dict[int, dict[str, str]] = {}
         self.io: dict[int, JobIo] = {}
+        self.tier_rates = TierRates.of_platform(platform)  # as the simulator's SAS (harness.sim.tiers)
 
     # -- one polling step -----------------------------------------------------------------
     def step(self) -> Decision | None:
@@ -87,8 +88,9 @@ class Agent:
         state = ClusterState.from_running(self.topology, self.started.values(), self.memo)
         began = time.perf_counter()
         policy = self.policy
-        if getattr(policy, "tiered", False):  # SAS: the tier choice needs each job's I/O
-            policy = policy.with_io({q.job_id: self.io.get(q.job_id, JobIo()) for q in queue})  # type: ignore[attr-defined]
+        if getattr(policy, "tiered", False):  # SAS: the tier choice needs each job's I/O and the rates
+            io = {q.job_id: self.io.get(q.job_id, JobIo()) for q in queue}
+            policy = policy.with_io(io, self.tier_rates)  # type: ignore[attr-defined]
         decision = policy.decide(state, JobQueue.of(queue), now)
         latency = time.perf_counter() - began
         if decision.memo is not None:

@@ -22,6 +22,7 @@ import hashlib
 import math
 from dataclasses import dataclass
 
+from harness.platform import Machine
 from harness.policies.base import Start
 
 HPS = "hps"
@@ -52,6 +53,13 @@ class TierRates:
         cls, lps_mb_s: float, hps_ratio: float = HPS_RATIO, stage_ratio: float = STAGE_RATIO
     ) -> TierRates:
         return cls(lps_mb_s, lps_mb_s * hps_ratio, lps_mb_s * stage_ratio)
+
+    @classmethod
+    def of_platform(cls, platform: Machine) -> TierRates:
+        """The platform's ``[machine.io.tiers]`` rates: what SAS plans with in the simulator
+        (:mod:`harness.sim.tiers`) and in the live agent (:mod:`harness.emulation.agent`)."""
+        t = platform.io.tiers
+        return cls.lackner(t.lps_mbps, t.hps_ratio, t.stage_ratio)
 
     def __post_init__(self) -> None:
         if min(self.lps, self.hps, self.stage) <= 0:

@@ -65,3 +65,49 @@ def test_replay_writes_the_volumes_the_agent_reads() -> None:
     }
     assert io_volume_words(job) == " in_mb=4800 out_mb=2400 data_mb=2000"  # 2 checkpoints x 4 x 250
     assert io_volume_words({"nodes": 4}) == ""
+
+
+def _platform_with_tiers():  # type: ignore[no-untyped-def]
+    """The bundled platform with [machine.io.tiers] lps_mbps = 200, hps_ratio = 2, stage_ratio = 1.25."""
+    import dataclasses
+
+    from harness.platform import load_platform
+    from harness.platform.bandwidths import bandwidths_from_dict
+
+    io = bandwidths_from_dict({"tiers": {"lps_mbps": 200, "hps_ratio": 2, "stage_ratio": 1.25}})
+    return dataclasses.replace(load_platform(), io=io)
+
+
+def test_tier_rates_of_a_platform() -> None:
+    from harness.platform import load_platform
+    from harness.policies.tiers import TierRates
+
+    # R_lps 200 MB/s, R_hps = 2 x 200 = 400, R_stage = 1.25 x 200 = 250
+    assert TierRates.of_platform(_platform_with_tiers()) == TierRates(200.0, 400.0, 250.0)
+    assert TierRates.of_platform(load_platform()) == TierRates(1000.0, 15_000.0, 5000.0)
+
+
+def test_agent_plans_sas_with_the_platforms_rates_as_the_simulator() -> None:
+    from harness.emulation.agent import Agent
+    from harness.model.commands import CommandResult
+    from harness.platform import load_platform
+    from harness.policies.registry import get_policy
+    from harness.slurm.client import SlurmClient
+
+    # One held job of 4 nodes, walltime 60 s, 6,000 MB of input, BB 1,500 MB per node, idle machine.
+    # Lackner's defaults (1,000 / 15,000 / 5,000 MB/s): HPS = 6000/5000 + 60 - 6000/1000 + 6000/15000
+    #   = 1.2 + 54.4 = 55.6 s < 60 s on LPS: HPS.
+    # The platform's (200 / 400 / 250 MB/s): HPS = 6000/250 + 60 - 6000/200 + 6000/400 = 24 + 45 = 69 s
+    #   > 60 s: LPS.
+    line = "5|PENDING|4||trace_id=5 walltime=60 bb_per_node=1500 in_mb=6000|JobHeldUser|0\n"
+
+    def slurm(cmd: list[str]) -> CommandResult:
+        return CommandResult(0, line, "") if cmd[0] == "squeue" else CommandResult(1, "", "no")
+
+    tiers = []
+    for platform in (load_platform(), _platform_with_tiers()):
+        agent = Agent(get_policy("sas"), platform, SlurmClient(runner=slurm))
+        decision = agent.step()
+        assert decision is not None and [s.job_id for s in decision.starts] == [5]
+        tiers.append(decision.starts[0].tier)  # type: ignore[attr-defined]
+    assert tiers == ["hps", "lps"]
