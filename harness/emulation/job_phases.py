@@ -13,7 +13,8 @@ service (:mod:`harness.emulation.contention`) publishes. The simulator also drai
 checkpoint BB -> PFS in the background; the live job does not (see docs/io-live.md).
 
 From the records, :func:`add_phases` adds the simulator's per-job columns: ``compute_s``,
-``checkpoint_s``, ``io_s`` (staging + checkpoints), ``io_bytes``, and ``dilation`` = the
+``checkpoint_s``, ``io_s`` (staging + every transfer phase: checkpoints, or on the slow
+tier the ``io:pfs`` phases, :mod:`harness.emulation.tier_live`), ``io_bytes``, and ``dilation`` = the
 job's time from the start of its stage-in to the end of its stage-out over the same
 without contention (each transfer at its rate alone, from the same solver).
 """
@@ -79,6 +80,9 @@ def _job_columns(row: pd.Series, rec: dict, machine: Machine, time_scale: float)
         for k in ("compute", "checkpoint")
     }
     moved = sum(float(p.get("moved_mb") or 0.0) for p in phases if p["kind"] != "compute")
+    transfers = sum(  # in the job's own time: not a background drain
+        float(p["running"] or 0.0) for p in phases if p["kind"] != "compute" and p["channel"] != "drain"
+    )
     stage = stage_solo = staged_mb = 0.0
     for kind in ("in", "out"):
         if pd.notna(row.get(f"stage_{kind}_s", np.nan)):
@@ -89,7 +93,7 @@ def _job_columns(row: pd.Series, rec: dict, machine: Machine, time_scale: float)
     return {
         "compute_s": sums["compute"],
         "checkpoint_s": sums["checkpoint"],
-        "io_s": sums["checkpoint"] + stage,
+        "io_s": transfers + stage,  # checkpoints, and a job on LPS's io:pfs phases
         "io_bytes": (moved + staged_mb) * MB,
         "solo_s": solo,
         "dilation": (float(rec["running"]) + stage) / solo if solo > 0 else np.nan,

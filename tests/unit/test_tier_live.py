@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from harness.emulation.staging import StagingError
 from harness.emulation.tier_live import sbatch_args, slow_tier_comment, slow_tier_script
 
 SCRIPT = """#!/bin/sh
@@ -13,11 +16,32 @@ exec sigsleep --phases compute:120,checkpoint:8000,compute:120,checkpoint:8000.5
 """
 
 
-def test_script_loses_its_bb_line_and_header_and_checkpoints_go_to_the_pfs() -> None:
+def test_script_loses_its_bb_line_and_header_and_all_its_io_goes_to_the_pfs() -> None:
+    # The 4,800 MB Slurm would have staged in are read from the PFS first, the 4,800 MB of
+    # stage-out written to it last; the checkpoints go to the PFS in between.
     assert slow_tier_script(SCRIPT) == (
         "#HARNESS_IO nodes=4 stage_in_mb=4800 stage_out_mb=4800 time_scale=10\n"
-        "exec sigsleep --phases compute:120,io:pfs:8000,compute:120,io:pfs:8000.5 --time-scale 10 --job-id 7"
+        "exec sigsleep --phases io:pfs:4800.000000,compute:120,io:pfs:8000,compute:120,io:pfs:8000.5,"
+        "io:pfs:4800.000000 --time-scale 10 --job-id 7"
     )
+
+
+def test_lps_copy_reads_its_stage_in_and_writes_its_stage_out_each_only_when_there_is_one() -> None:
+    script = SCRIPT.replace("stage_in_mb=4800 stage_out_mb=4800", "stage_in_mb=1200.5 stage_out_mb=0")
+    assert slow_tier_script(script).splitlines()[1] == (
+        "exec sigsleep --phases io:pfs:1200.500000,compute:120,io:pfs:8000,compute:120,io:pfs:8000.5"
+        " --time-scale 10 --job-id 7"
+    )
+    script = SCRIPT.replace("stage_in_mb=4800 stage_out_mb=4800", "stage_in_mb=0 stage_out_mb=250")
+    assert slow_tier_script(script).splitlines()[1] == (
+        "exec sigsleep --phases compute:120,io:pfs:8000,compute:120,io:pfs:8000.5,io:pfs:250.000000"
+        " --time-scale 10 --job-id 7"
+    )
+
+
+def test_lps_copy_of_a_script_with_a_bad_io_line_is_refused_naming_job_and_line() -> None:
+    with pytest.raises(StagingError, match=r"job 7's script:5: stage_out_mb='x' is not a number"):
+        slow_tier_script(SCRIPT.replace("stage_out_mb=4800", "stage_out_mb=x"), 7)
 
 
 def test_script_without_phases_is_kept() -> None:
