@@ -87,7 +87,9 @@ def test_replay_writes_the_volumes_the_agent_reads() -> None:
         "io_phases": 3,
         "io_checkpoint_mb": 250.0,
     }
-    assert io_volume_words(job) == " in_mb=4800 out_mb=2400 data_mb=2000"  # 2 checkpoints x 4 x 250
+    # 2 checkpoints x 4 x 250; no io_time_scale column: 1
+    assert io_volume_words(job) == " in_mb=4800 out_mb=2400 data_mb=2000 time_scale=1"
+    assert io_volume_words({**job, "io_time_scale": 200.0}).endswith(" time_scale=200")
     assert io_volume_words({"nodes": 4}) == ""
 
 
@@ -100,6 +102,14 @@ def _platform_with_tiers():  # type: ignore[no-untyped-def]
 
     io = bandwidths_from_dict({"tiers": {"lps_mbps": 200, "hps_ratio": 2, "stage_ratio": 1.25}})
     return dataclasses.replace(load_platform(), io=io)
+
+
+def test_tier_rates_in_a_time_scale() -> None:
+    from harness.policies.tiers import TierRates
+
+    assert TierRates(200.0, 400.0, 250.0).in_time_scale(200.0) == TierRates(
+        40_000.0, 80_000.0, 50_000.0, 0.005
+    )
 
 
 def test_tier_rates_of_a_platform() -> None:
@@ -135,3 +145,28 @@ def test_agent_plans_sas_with_the_platforms_rates_as_the_simulator() -> None:
         assert decision is not None and [s.job_id for s in decision.starts] == [5]
         tiers.append(decision.starts[0].tier)  # type: ignore[attr-defined]
     assert tiers == ["hps", "lps"]
+
+
+def test_agent_plans_sas_in_shrunk_seconds_as_the_simulator_in_original_ones() -> None:
+    from harness.emulation.agent import Agent
+    from harness.model.commands import CommandResult
+    from harness.platform import load_platform
+    from harness.policies.registry import get_policy
+    from harness.slurm.client import SlurmClient
+
+    # KTH job 19156 at shrink 0.995 (time scale 200): 1 node, walltime 14 s = 0.07 s shrunk,
+    # 8,582 MB in and out, BB 8,582 MB. In original seconds (the simulator): LPS 14 s; HPS
+    # 2 x 8582 / 5000 = 3.4328 s of staging + max(14 - 17.164 + 1.1443, 1) = 1 s: 4.43 s: HPS.
+    # Shrunk (rates x 200, shortest run 1 / 200 s): 0.017164 + 0.005 = 0.022164 s < 0.07 s: HPS.
+    # Without the time scale the agent compared 0.07 s with 3.43 + 1 s and chose LPS.
+    line = ("3|PENDING|1||trace_id=19156 walltime=0.070000 bb_per_node=8582 in_mb=8582 out_mb=8582 "
+            "data_mb=0 time_scale=200|JobHeldUser|0\n")  # fmt: skip
+
+    def slurm(cmd: list[str]) -> CommandResult:
+        return CommandResult(0, line, "") if cmd[0] == "squeue" else CommandResult(1, "", "no")
+
+    decision = Agent(get_policy("sas"), load_platform(), SlurmClient(runner=slurm)).step()
+    assert decision is not None and [(s.job_id, s.tier) for s in decision.starts] == [(3, "hps")]  # type: ignore[attr-defined]
+    line = line.replace(" time_scale=200", "")
+    decision = Agent(get_policy("sas"), load_platform(), SlurmClient(runner=slurm)).step()
+    assert decision is not None and [(s.job_id, s.tier) for s in decision.starts] == [(3, "lps")]  # type: ignore[attr-defined]
