@@ -197,10 +197,11 @@ def fidelity(ctx: RunContext) -> dict[str, Any]:
         return {}
     twin = simulator_twin(ctx.opts.replay.policy)
     spec = ctx.opts.workload
-    delay = measured_launch_delay(ran, float(ctx.found("collect").get("t0", 0.0)))
+    t0 = float(ctx.found("collect").get("t0", 0.0))
     found, simulated = compare_with_both_twins(
-        ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, delay, seed=spec.seed, model=spec.model,
-        minute_limits=not ctx.uses_agent,
+        ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, measured_launch_delay(ran, t0),
+        seed=spec.seed, model=spec.model, minute_limits=not ctx.uses_agent,
+        staged=measured_launch_delay(ran, t0, "stage_in_begin"),
     )  # fmt: skip
     (ctx.run_dir / rundir.SIMULATION_DIR).mkdir(exist_ok=True)
     atomic_write_parquet(ctx.run_dir / rundir.SIMULATION_DIR / rundir.RESULTS, simulated)
