@@ -25,6 +25,7 @@ from harness.model.timescale import time_scale_of, unshrink, unshrink_table
 from harness.platform import Machine
 from harness.policies.registry import get_policy
 from harness.sim.engine import simulate
+from harness.sim.tiers import is_tiered
 
 
 def start_order_agreement(emulated: pd.DataFrame, simulated: pd.DataFrame) -> dict[str, float]:
@@ -56,14 +57,17 @@ def compare_with_simulation(
     on the unshrunk plan. ``io-aware``: the IO-Aware twin redraws the plan's I/O columns
     from the same seed (a job's volumes depend only on the seed and its number) and stages
     as Slurm's ``burst_buffer/lua`` pool does (``staging="pool"``: outside the allocation,
-    striped over every BB node).
+    striped over every BB node); a tier-choosing policy's twin runs Lackner's storage tiers
+    (:mod:`harness.sim.tiers`: staging inside the allocation, no launch or stage delay).
     """
-    staging = "inside"
+    staging, twin = "inside", get_policy(policy, seed=seed)
     if model == "io-aware":
         plan = plan.drop(columns=[c for c in plan.columns if c.startswith("io_")])
         staging = "pool"
+    if is_tiered(twin):  # Lackner's storage tiers stage inside the allocation, with no Slurm delays
+        staging, launch_delay, stage_delay = "inside", 0.0, 0.0
     sim = simulate(
-        unshrink_table(plan, shrink), get_policy(policy, seed=seed), platform, model=model, io_seed=seed,
+        unshrink_table(plan, shrink), twin, platform, model=model, io_seed=seed,
         tick=float(unshrink(tick, shrink)), launch_delay=float(unshrink(launch_delay, shrink)),
         staging=staging, stage_delay=float(unshrink(stage_delay, shrink)),
     ).jobs  # fmt: skip

@@ -13,11 +13,12 @@ service (:mod:`harness.emulation.contention`) publishes, then hands it over to t
 to drain BB -> PFS in the background (:mod:`harness.emulation.drains`).
 
 From the records, :func:`add_phases` adds the simulator's per-job columns: ``compute_s``,
-``checkpoint_s``, ``io_s`` (staging + checkpoints + the time a drain runs beside neither),
-``io_bytes``, and ``dilation`` = the job's time from the start of its stage-in to the end
-of its stage-out (which waits for the drains) over the same without contention (each
-transfer at its rate alone, from the same solver; the last drain may outlast the
-stage-out).
+``checkpoint_s``, ``io_s`` (staging + every transfer phase: checkpoints, or on the slow
+tier the ``io:pfs`` phases, :mod:`harness.emulation.tier_live`; + the time a drain runs
+beside none of them), ``io_bytes``, and ``dilation`` = the job's time from the start of its
+stage-in to the end of its stage-out (which waits for the drains) over the same without
+contention (each transfer at its rate alone, from the same solver; the last drain may
+outlast the stage-out).
 """
 
 from __future__ import annotations
@@ -91,6 +92,9 @@ def _job_columns(row: pd.Series, rec: dict, machine: Machine, time_scale: float,
     moved = sum(float(p.get("moved_mb") or 0.0) for p in phases if p["kind"] != "compute")
     moved += sum(float(d["mb"]) for d in drains)
     spans = [(float(d["start"]), float(d["end"])) for d in drains]
+    transfers = sum(  # in the job's own time: not a background drain
+        float(p["running"] or 0.0) for p in phases if p["kind"] != "compute" and p["channel"] != "drain"
+    )
     stage = stage_solo = staged_mb = 0.0
     for kind in ("in", "out"):
         if pd.notna(row.get(f"stage_{kind}_s", np.nan)):
@@ -102,7 +106,7 @@ def _job_columns(row: pd.Series, rec: dict, machine: Machine, time_scale: float,
     return {
         "compute_s": sums["compute"],
         "checkpoint_s": sums["checkpoint"],
-        "io_s": sums["checkpoint"] + stage + _drain_only_s(rec, spans, out_solo > 0),
+        "io_s": transfers + stage + _drain_only_s(rec, spans, out_solo > 0),
         "io_bytes": (moved + staged_mb) * MB,
         "solo_s": solo,
         "dilation": (float(rec["running"]) + stage) / solo if solo > 0 else np.nan,
