@@ -35,8 +35,13 @@ import numpy as np
 import pandas as pd
 
 from harness.emulation.collect import finished
-from harness.emulation.fidelity import compare_with_both_twins, measured_launch_delay, simulator_twin
-from harness.emulation.run import resume_options
+from harness.emulation.fidelity import (
+    compare_with_both_twins,
+    measured_launch_delay,
+    simulator_twin,
+    staged_start_for,
+)
+from harness.emulation.run import resume_options, scheduler_for_run
 from harness.model import rundir
 from harness.model.timescale import time_scale_of
 from harness.platform import load_platform
@@ -102,6 +107,7 @@ def analyse(run_dir: Path) -> dict[str, Any]:
         plan, ran, simulator_twin(policy), platform.machine, spec.shrink, measured_launch_delay(ran, t0),
         seed=spec.seed, model=spec.model, minute_limits=policy.startswith("slurm-"),
         staged=measured_launch_delay(ran, t0, "stage_in_begin"),
+        staged_start=staged_start_for(scheduler_for_run(policy)),
     )  # fmt: skip
     scale = time_scale_of(spec.shrink)
     emulated = {

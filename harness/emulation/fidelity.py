@@ -26,6 +26,7 @@ from harness.platform import Machine
 from harness.policies.registry import get_policy
 from harness.sim.engine import simulate
 from harness.sim.tiers import is_tiered
+from harness.slurm.config import SchedulerConfig
 
 
 def start_order_agreement(emulated: pd.DataFrame, simulated: pd.DataFrame) -> dict[str, float]:
@@ -49,6 +50,7 @@ def compare_with_simulation(
     tick: float = 0.0,
     launch_delay: float = 0.0,
     stage_delay: float = 0.0,
+    staged_start: str | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """(fidelity figures, simulated per-job table); ``emulated`` in shrunk time since t0.
 
@@ -57,7 +59,8 @@ def compare_with_simulation(
     on the unshrunk plan. ``io-aware``: the IO-Aware twin redraws the plan's I/O columns
     from the same seed (a job's volumes depend only on the seed and its number) and stages
     as Slurm's ``burst_buffer/lua`` pool does (``staging="pool"``: outside the allocation,
-    striped over every BB node); a tier-choosing policy's twin runs Lackner's storage tiers
+    striped over every BB node; ``staged_start``: how Slurm gives staged-in jobs nodes,
+    :func:`staged_start_for`); a tier-choosing policy's twin runs Lackner's storage tiers
     (:mod:`harness.sim.tiers`: staging inside the allocation, no launch or stage delay).
     """
     staging, twin = "inside", get_policy(policy, seed=seed)
@@ -66,10 +69,11 @@ def compare_with_simulation(
         staging = "pool"
     if is_tiered(twin):  # Lackner's storage tiers stage inside the allocation, with no Slurm delays
         staging, launch_delay, stage_delay = "inside", 0.0, 0.0
+    order = staged_start if staging == "pool" else None
     sim = simulate(
         unshrink_table(plan, shrink), twin, platform, model=model, io_seed=seed,
         tick=float(unshrink(tick, shrink)), launch_delay=float(unshrink(launch_delay, shrink)),
-        staging=staging, stage_delay=float(unshrink(stage_delay, shrink)),
+        staging=staging, stage_delay=float(unshrink(stage_delay, shrink)), staged_start=order,
     ).jobs  # fmt: skip
     emu_orig = unshrink_table(emulated, shrink, RESULT_TIME_COLUMNS)
     emu_metrics = summary(emulated, platform, time_scale=time_scale_of(shrink))
@@ -103,6 +107,7 @@ def compare_with_both_twins(
     model: str = "alloc-only",
     minute_limits: bool = False,
     staged: LaunchDelay | None = None,
+    staged_start: str | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """The ideal twin's figures, with the tick-aware twin's under ``"tick_aware"``: Slurm's
     pass every :data:`SLURM_PASS_S`, the measured ``delay`` after it and, with
@@ -110,14 +115,17 @@ def compare_with_both_twins(
     walltimes rounded up to whole emulated minutes, as the replay submits them (the jobs
     still end at their exact limit). ``io-aware`` (Slurm's staging, ``staged`` given): a
     staged-in job starts on the pass after its stage-in, ``delay`` later, and a stage-in
-    begins ``staged`` after the pass that picked the job. Returns the ideal twin's schedule."""
-    found, simulated = compare_with_simulation(plan, emulated, policy, platform, shrink, seed, model)
+    begins ``staged`` after the pass that picked the job; both twins give staged-in jobs
+    nodes as ``staged_start`` says. Returns the ideal twin's schedule."""
+    found, simulated = compare_with_simulation(
+        plan, emulated, policy, platform, shrink, seed, model, staged_start=staged_start
+    )
     launch = delay.seconds
     stage = staged.seconds if staged is not None and model == "io-aware" else 0.0
     seen = with_minute_limits(plan) if minute_limits else plan
     ticked, _ = compare_with_simulation(
         seen, emulated, policy, platform, shrink, seed, model, tick=SLURM_PASS_S, launch_delay=launch,
-        stage_delay=stage,
+        stage_delay=stage, staged_start=staged_start,
     )  # fmt: skip
     found["tick_aware"] = {
         "tick_s": float(unshrink(SLURM_PASS_S, shrink)),
@@ -127,11 +135,20 @@ def compare_with_both_twins(
         "stage_delay_s": float(unshrink(stage, shrink)),
         "stage_delay_emulated_s": stage,
         "minute_limits": minute_limits,
+        "staged_start": staged_start,
         "start_order": ticked["start_order"],
         "metrics": ticked["metrics"],
         "mean_abs_start_shift_s": ticked["mean_abs_start_shift_s"],
     }
     return found, simulated
+
+
+def staged_start_for(sched: SchedulerConfig) -> str:
+    """How the run's Slurm gives staged-in jobs nodes (:class:`harness.sim.staging.SlurmPasses`):
+    on the nodes the ordering agent released them on, else as Slurm's scheduler orders jobs."""
+    if sched.external_ordering:
+        return "reserved"
+    return "backfill" if sched.mode == "backfill" else "in-order"
 
 
 def with_minute_limits(plan: pd.DataFrame) -> pd.DataFrame:

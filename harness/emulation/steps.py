@@ -29,7 +29,12 @@ from harness.emulation.collect import (
 from harness.emulation.collect_io import add_staging, staging_stats, wait_for_stage_outs
 from harness.emulation.drains import DRAIN_RECORDS, add_drains, drain_records, drain_stats
 from harness.emulation.faultlog import fault_section
-from harness.emulation.fidelity import compare_with_both_twins, measured_launch_delay, simulator_twin
+from harness.emulation.fidelity import (
+    compare_with_both_twins,
+    measured_launch_delay,
+    simulator_twin,
+    staged_start_for,
+)
 from harness.emulation.job_phases import add_phases, phase_stats, with_phase_lists
 from harness.emulation.launch import SUBMIT_USER, HeadRun
 from harness.emulation.observe import RunObserver
@@ -208,7 +213,7 @@ def fidelity(ctx: RunContext) -> dict[str, Any]:
     found, simulated = compare_with_both_twins(
         ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, measured_launch_delay(ran, t0),
         seed=spec.seed, model=spec.model, minute_limits=not ctx.uses_agent,
-        staged=measured_launch_delay(ran, t0, "stage_in_begin"),
+        staged=measured_launch_delay(ran, t0, "stage_in_begin"), staged_start=staged_start_for(ctx.sched),
     )  # fmt: skip
     (ctx.run_dir / rundir.SIMULATION_DIR).mkdir(exist_ok=True)
     atomic_write_parquet(ctx.run_dir / rundir.SIMULATION_DIR / rundir.RESULTS, simulated)

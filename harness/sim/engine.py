@@ -104,6 +104,7 @@ def simulate(
     staging: str = "inside",
     tiers: bool = False,
     stage_delay: float = 0.0,
+    staged_start: str | None = None,
 ) -> SimulationResult:
     """Run ``policy`` on ``plan`` (columns of :data:`PLAN_COLUMNS`) and return the schedule.
 
@@ -113,7 +114,9 @@ def simulate(
     ``staging`` (io-aware): ``inside`` the allocation, ``outside`` it, or ``pool``
     (outside, striped over every BB node as Slurm's pool; :mod:`harness.sim.staging`);
     off the allocation, ``launch_delay`` is the time from the pass after a job's stage-in
-    to its start and ``stage_delay`` that from the pass that picked it to its stage-in.
+    to its start and ``stage_delay`` that from the pass that picked it to its stage-in;
+    ``staged_start`` how staged-in jobs get nodes (:class:`~harness.sim.staging.SlurmPasses`;
+    default ``backfill`` in a pool, else ``in-order``).
     ``tiers`` runs Lackner's storage tiers (:mod:`harness.sim.tiers`) for any policy,
     as always for a policy that chooses tiers.
     """
@@ -133,7 +136,8 @@ def simulate(
     execution: _AllocOnly | IOExecution | TierExecution
     twin = Twin(tick, launch_delay)
     if staging in OFF_ALLOCATION:
-        passes = SlurmPasses(tick, stage_delay, launch_delay)
+        order = staged_start or ("backfill" if staging == "pool" else "in-order")
+        passes = SlurmPasses(tick, stage_delay, launch_delay, order)
         execution, machine = outside_execution(
             jobs.df, platform, topology, seed=io_seed, shrink=shrink, pool=staging == "pool", passes=passes
         )

@@ -21,7 +21,8 @@ over every BB node (``1 / B`` of the bytes each, weight ``nodes / B``, capped at
 share of its cards), and its checkpoints go to the BB node of each compute node's
 chassis, as the live contention service routes them (docs/io-live.md); staged-in jobs
 take nodes as Slurm's backfill gives them: in order, and a later one when it does not
-delay the first.
+delay the first (or, as :class:`SlurmPasses` says, strictly in order for ``sched/builtin``,
+or on the nodes the ordering agent released them on, held from the release).
 
 The tick-aware twin adds when Slurm acts (:class:`SlurmPasses`): a stage-in begins a
 little after the pass that picked the job (Slurm runs it through its script daemon), and
@@ -106,6 +107,9 @@ class StagedMachine(SimMachine):
         """Nothing: the execution has freed what the job held as each phase ended."""
 
 
+STAGED_STARTS = ("in-order", "backfill", "reserved")
+
+
 @dataclass(frozen=True)
 class SlurmPasses:
     """When Slurm acts on a job with a burst buffer (plan time; all 0: the ideal twin).
@@ -113,11 +117,22 @@ class SlurmPasses:
     Slurm begins a stage-in ``stage_delay`` after the pass that picked the job (its script
     daemon runs the Lua call, which starts the staging), and starts a staged-in job on
     the first pass after (every ``tick``), ``start_delay`` after that pass (the launch).
+    ``staged_start``, how staged-in jobs get nodes: ``in-order`` (first come, first served:
+    ``sched/builtin``), ``backfill`` (in order, and a later one when it does not delay the
+    first: ``sched/backfill``) or ``reserved`` (the ordering agent: a job keeps the nodes it
+    was released on from its release, so they idle while it stages in).
     """
 
     tick: float = 0.0
     stage_delay: float = 0.0
     start_delay: float = 0.0
+    staged_start: str = "in-order"
+
+    def __post_init__(self) -> None:
+        if self.staged_start not in STAGED_STARTS:
+            raise ValueError(
+                f"unknown staged start {self.staged_start!r} (known: {', '.join(STAGED_STARTS)})"
+            )
 
     def start_at(self, now: float) -> float:
         return next_pass(now, self.tick) + self.start_delay
@@ -165,6 +180,8 @@ class OutsideStaging(IOExecution):
         self.running[row] = job
         self.bb_start[row] = now
         self._wanted[row] = Allocation(compute, bb)
+        if self.passes.staged_start == "reserved":
+            self.machine.take_nodes(int(self.job_ids[row]), compute, now)
         if self.passes.stage_delay > 0:
             job.phase = "queued"  # the BB is allocated; the staging starts a little later
             self.stage_wait[row] = self.passes.stage_delay
@@ -202,11 +219,17 @@ class OutsideStaging(IOExecution):
         self._place_soon(now)
 
     def _place(self, now: float) -> None:
-        """Give compute nodes to the staged-in jobs, in order, while the first one fits;
-        in a pool, then also to later ones as Slurm's backfill does (:meth:`_backfill`)."""
+        """Give compute nodes to the staged-in jobs (see :class:`SlurmPasses`): in order,
+        while the first one fits, then with ``backfill`` to later ones (:meth:`_backfill`);
+        ``reserved`` jobs hold theirs already."""
+        if self.passes.staged_start == "reserved":
+            for row in self.waiting:
+                self._take_nodes(row, now)
+            self.waiting.clear()
+            return
         while self.waiting and self.machine.free_count >= int(self.jobs.nodes[self.waiting[0]]):
             self._take_nodes(self.waiting.pop(0), now)
-        if self.pool_bb is not None and len(self.waiting) > 1:
+        if self.passes.staged_start == "backfill" and len(self.waiting) > 1:
             self._backfill(now)
 
     def _backfill(self, now: float) -> None:
@@ -238,10 +261,12 @@ class OutsideStaging(IOExecution):
     def _take_nodes(self, row: int, now: float) -> None:
         free = self.machine.free
         wanted = self._wanted.pop(row)
-        chosen = set(wanted.compute)
-        spare = iter(c for c in range(len(free)) if free[c] and c not in chosen)
-        compute = tuple(c if free[c] else next(spare) for c in wanted.compute)
-        self.machine.take_nodes(int(self.job_ids[row]), compute, now)
+        compute = wanted.compute  # reserved: taken at the decision
+        if self.passes.staged_start != "reserved":
+            chosen = set(wanted.compute)
+            spare = iter(c for c in range(len(free)) if free[c] and c not in chosen)
+            compute = tuple(c if free[c] else next(spare) for c in wanted.compute)
+            self.machine.take_nodes(int(self.job_ids[row]), compute, now)
         self.allocation[row] = Allocation(compute, wanted.bb)
         bb = wanted.bb if self.pool_bb is None else tuple(self.pool_bb[c] for c in compute)
         self.io_allocation[row] = Allocation(compute, bb)
@@ -319,6 +344,7 @@ def outside_execution(
     ids = plan["job_id"].to_numpy(np.int64)
     chassis = topology.chassis_of_compute
     pool_bb = tuple(chassis_bb_node(platform, ch) for ch in chassis) if pool else None
+    passes = passes or SlurmPasses(staged_start="backfill" if pool else "in-order")
     execution = OutsideStaging(net, job_io(plan, seed, shrink), chassis, machine, ids, pool_bb, passes)
     return execution, machine
 

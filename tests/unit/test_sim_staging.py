@@ -201,3 +201,29 @@ def test_slurm_passes_delay_the_stage_in_and_the_start_of_a_staged_job() -> None
     assert (one["stage_in_s"], one["node_wait_s"], one["dilation"]) == pytest.approx((1.0, 0.85, 1.0))
     with pytest.raises(ValueError, match="stage delay needs staging off the allocation"):
         simulate(plan, get_policy("fcfs"), platform, model="io-aware", stage_delay=0.25)
+
+
+def test_reserved_staged_start_keeps_the_released_nodes_through_the_stage_in() -> None:
+    # The ordering agent's Slurm: A (2 nodes) is released at 0 on both nodes, which idle
+    # while it stages in [0, 1]; it runs [1, 11]. B (1 node, no staging) arrives at 0.5 and
+    # finds no free node: [11, 16]. With backfill (Slurm's own scheduler) B takes a node
+    # that A only wants, [0.5, 5.5], and A waits for it: [5.5, 15.5].
+    platform = tiny(1, 2, 100)
+    plan = io_plan([staged(1, 10.0, 50.0, 0.0), staged(2, 5.0, 0.0, 0.0, submit=0.5, nodes=1)])
+
+    def run_with(order: str):
+        fcfs = get_policy("fcfs")
+        result = simulate(plan, fcfs, platform, model="io-aware", staging="pool", staged_start=order)
+        return result.jobs.set_index("job_id")
+
+    reserved, backfill = run_with("reserved"), run_with("backfill")
+    assert (reserved.loc[1, "start"], reserved.loc[1, "end"], reserved.loc[1, "node_wait_s"]) == (
+        1.0,
+        11.0,
+        0.0,
+    )
+    assert (reserved.loc[2, "start"], reserved.loc[2, "end"]) == (11.0, 16.0)
+    assert (backfill.loc[2, "start"], backfill.loc[2, "end"]) == (0.5, 5.5)
+    assert (backfill.loc[1, "start"], backfill.loc[1, "end"]) == (5.5, 15.5)
+    with pytest.raises(ValueError, match="unknown staged start 'random'"):
+        simulate(plan, get_policy("fcfs"), platform, model="io-aware", staging="pool", staged_start="random")
