@@ -171,6 +171,36 @@ def print_table(rows: list[dict[str, Any]]) -> bool:
     return ok
 
 
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    """Bars of the three compared means per run: emulated, ideal twin, tick-aware twin (wait)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{r['policy']}\n{r['shrink']}" for r in rows]
+    x = np.arange(len(rows))
+    fig, axes = plt.subplots(1, 3, figsize=(4.2 * 3, 4.2))
+    titles = {"mean_wait": "mean wait (s)", "mean_io": "mean I/O time (s)", "mean_dilation": "mean dilation"}
+    for ax, key in zip(axes, COMPARED, strict=True):
+        bars = [("emulated", [r["emulated"][key] for r in rows]), ("twin", [r["twin"][key] for r in rows])]
+        if key == "mean_wait":
+            bars.append(("tick-aware twin", [r["tick_aware_wait"] for r in rows]))
+        width = 0.8 / len(bars)
+        for i, (name, values) in enumerate(bars):
+            ax.bar(x + (i - (len(bars) - 1) / 2) * width, values, width, label=name)
+        ax.set_xticks(x, labels, fontsize=8)
+        ax.set_title(titles[key])
+        if key == "mean_dilation":
+            ax.set_ylim(bottom=1.0)
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=3, fontsize=9)
+    fig.suptitle("200-job KTH slice, --model io-aware: live Slurm vs the IO-Aware twin (original seconds)")
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="mode", required=True)
@@ -183,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--output", type=Path, default=Path("iolive-acceptance"))
     an = sub.add_parser("analyse", help="compare finished run directories with the current twin")
     an.add_argument("run_dirs", nargs="+", type=Path)
+    for mode in (run, an):
+        mode.add_argument("--plot", type=Path, default=None, help="bar chart of the table (PNG)")
     args = ap.parse_args(argv)
     if args.mode == "run":
         policies = args.policies.split(",")
@@ -195,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         dirs = [d for d in args.run_dirs if (d / rundir.RESULTS).exists()]
     rows = [analyse(d) for d in dirs]
+    if args.plot:
+        plot(rows, args.plot)
     return 0 if print_table(rows) else 1
 
 
