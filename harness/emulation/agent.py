@@ -4,9 +4,12 @@ Runs on the head node beside slurmctld. With external ordering, ``job_submit.lua
 every job at submission (priority 0). On every change of the queue or of the running set
 (polled at a short interval, so simultaneous events are batched) the agent rebuilds the
 policy's :class:`ClusterState` (its own map of BB shares to BB nodes for the jobs it
-started), calls the policy, and enforces the decision: each chosen job gets the policy's
-compute nodes as its node list and is released, so Slurm starts exactly it, there, at its
-next scheduling pass. Every call is logged (time, queue, running, started, latency).
+started; a job in Slurm's ``STAGE_OUT``, nodes released and burst buffer still held, is
+kept as holding its BB shares only, ``holding_bb``, until it leaves the queue, as the
+simulator's twin counts a staging job), calls the policy, and enforces the decision: each
+chosen job gets the policy's compute nodes as its node list and is released, so Slurm
+starts exactly it, there, at its next scheduling pass. Every call is logged (time, queue,
+running, staging out, started, latency).
 
 The job's walltime and per-node BB request travel in its comment (set by the replay,
 :mod:`harness.slurm.jobspec`), because Slurm keeps time limits in whole minutes and
@@ -53,10 +56,11 @@ class Agent:
         self.clock = clock
         self.t0 = clock()
         self.node_index = {name: i for i, name in enumerate(platform.compute_nodes())}
-        self.started: dict[int, RunningJob] = {}
+        self.started: dict[int, RunningJob] = {}  # released (or adopted) and still in the queue
+        self.staging_out: frozenset[int] = frozenset()  # of these, the jobs in STAGE_OUT
         self.first_seen: dict[int, float] = {}
         self.memo: dict[str, Any] = {}
-        self._signature: tuple[frozenset[int], frozenset[int]] | None = None
+        self._signature: tuple[frozenset[int], ...] | None = None
         self.calls = 0
         self.comments: dict[int, dict[str, str]] = {}
         self.io: dict[int, JobIo] = {}
@@ -70,22 +74,24 @@ class Agent:
         self.comments = {j.job_id: j.comment for j in jobs}
         self.io = {j.job_id: _job_io(j) for j in jobs}
         self._forget_finished({j.job_id for j in jobs})
+        self.staging_out = frozenset(j.job_id for j in jobs if j.stages_out)
         for job in jobs:
-            if job.holds_nodes and job.job_id not in self.started:
+            if (job.holds_nodes or job.stages_out) and job.job_id not in self.started:
                 self._adopt(job, now)
         self._release_unmanaged([j for j in jobs if j.held and not _managed(j)])
         queue = [self._queued(j, now) for j in sorted(jobs, key=lambda j: j.job_id)
                  if j.held and _managed(j) and j.job_id not in self.started]  # fmt: skip
-        signature = (frozenset(q.job_id for q in queue), frozenset(self.started))
+        signature = (frozenset(q.job_id for q in queue), frozenset(self.started), self.staging_out)
         if signature == self._signature or not queue:
             self._signature = signature
             return None
         decision = self._decide(queue, now)
-        self._signature = (signature[0] - {s.job_id for s in decision.starts}, frozenset(self.started))
+        starts = {s.job_id for s in decision.starts}
+        self._signature = (signature[0] - starts, frozenset(self.started), self.staging_out)
         return decision
 
     def _decide(self, queue: list[QueuedJob], now: float) -> Decision:
-        state = ClusterState.from_running(self.topology, self.started.values(), self.memo)
+        state = self.state(self.memo)
         began = time.perf_counter()
         policy = self.policy
         if getattr(policy, "tiered", False):  # SAS: the tier choice needs each job's I/O and the rates
@@ -101,11 +107,18 @@ class Agent:
         self.calls += 1
         self._log({
             "t": round(self.t0 + now, 6), "now": round(now, 6), "queue": len(queue),
-            "running": len(state.running), "started": released, "latency_s": round(latency, 6),
+            "running": len(state.running), "staging_out": len(state.holding_bb), "started": released,
+            "latency_s": round(latency, 6),
         })  # fmt: skip
         return decision
 
     # -- bookkeeping --------------------------------------------------------------------
+    def state(self, memo: dict[str, Any] | None = None) -> ClusterState:
+        """What the policy sees: the jobs in STAGE_OUT hold their BB shares, none of their nodes."""
+        running = [j for i, j in self.started.items() if i not in self.staging_out]
+        holding = [j for i, j in self.started.items() if i in self.staging_out]
+        return ClusterState.from_running(self.topology, running, memo, holding)
+
     def _forget_finished(self, active: set[int]) -> None:
         for job_id in [j for j in self.started if j not in active]:
             del self.started[job_id]
@@ -117,10 +130,11 @@ class Agent:
         return QueuedJob(job.job_id, submit, _walltime(job), job.nodes, _bb_per_node(job))
 
     def _adopt(self, job: SlurmJob, now: float) -> None:
-        """A running job the agent did not start (e.g. after a restart): place its BB shares."""
+        """A running (or staging-out) job the agent did not start, e.g. after a restart: place
+        its BB shares near the nodes Slurm lists for it."""
         compute = tuple(self.node_index[n] for n in expand_hostlist(job.nodelist) if n in self.node_index)
         share = _bb_per_node(job)
-        free = list(ClusterState.from_running(self.topology, self.started.values()).free_bb_mb)
+        free = list(self.state().free_bb_mb)
         bb = []
         for c in compute:
             target = next((b for b in self.topology.bb_preference[c] if free[b] >= share), None)

@@ -200,20 +200,25 @@ class ClusterState:
         topology: Topology,
         running: Iterable[RunningJob],
         memo: Mapping[str, Any] | None = None,
+        holding_bb: Iterable[RunningJob] = (),
     ) -> ClusterState:
-        jobs = tuple(running)
+        """The state with ``running`` on their compute nodes and BB shares, and
+        ``holding_bb`` (e.g. jobs staging out) on their BB shares only."""
+        jobs, holding = tuple(running), tuple(holding_bb)
         busy = [False] * topology.compute_count
         free_bb = [topology.bb_capacity_mb] * topology.bb_count
         for job in jobs:
-            for c, b in zip(job.allocation.compute, job.allocation.bb, strict=True):
+            for c in job.allocation.compute:
                 if busy[c]:
                     raise ValueError(f"compute node {c} is allocated twice (job {job.job_id})")
                 busy[c] = True
+        for job in jobs + holding:
+            for b in job.allocation.bb:
                 free_bb[b] -= job.bb_per_node_mb
         if min(free_bb, default=0) < 0:
-            raise ValueError("running jobs exceed the capacity of a BB node")
+            raise ValueError("running and BB-holding jobs exceed the capacity of a BB node")
         free = tuple(i for i, taken in enumerate(busy) if not taken)
-        return cls(topology, jobs, free, tuple(free_bb), dict(memo or {}))
+        return cls(topology, jobs, free, tuple(free_bb), dict(memo or {}), holding)
 
     @classmethod
     def idle(cls, topology: Topology) -> ClusterState:

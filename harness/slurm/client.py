@@ -17,7 +17,9 @@ from harness.slurm.jobspec import JobSpec, decode_comment, parse_comment
 Runner = Callable[[list[str]], CommandResult]
 # job id | state | nodes | node list | comment | reason | priority
 SQUEUE_FORMAT = "%i|%T|%D|%N|%k|%r|%Q"
-ACTIVE_STATES = ("PENDING", "RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED")
+# STAGE_OUT (burst_buffer/lua): the job's nodes are released, its burst buffer is held until
+# the stage-out ends; squeue lists it by default and filters it by the flag (24.11)
+ACTIVE_STATES = ("PENDING", "RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED", "STAGE_OUT")
 
 
 def run_local(cmd: list[str]) -> CommandResult:
@@ -52,6 +54,11 @@ class SlurmJob:
     def holds_nodes(self) -> bool:
         return self.state in ("RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED")
 
+    @property
+    def stages_out(self) -> bool:
+        """In stage-out: no nodes any more, its burst buffer still held."""
+        return self.state == "STAGE_OUT"
+
 
 def parse_squeue(text: str) -> list[SlurmJob]:
     jobs = []
@@ -81,7 +88,7 @@ class SlurmClient:
         return res
 
     def jobs(self) -> list[SlurmJob]:
-        """Active jobs (pending, running, completing) of the submit user, or everybody's."""
+        """Active jobs (pending, running, completing, staging out) of the submit user, or everybody's."""
         cmd = ["squeue", "--noheader", f"--format={SQUEUE_FORMAT}", f"--states={','.join(ACTIVE_STATES)}"]
         if self.user:
             cmd.append(f"--user={self.user}")

@@ -32,9 +32,15 @@ class ScriptedSlurm:
     def finish(self, job_id: int) -> None:
         del self.jobs[job_id]
 
+    def stage_out(self, job_id: int) -> None:
+        """burst_buffer/lua after the run: nodes released, the pool still held (squeue keeps
+        the node list)."""
+        self.jobs[job_id].update(state="STAGE_OUT", reason="None")
+
     def __call__(self, cmd: list[str]) -> CommandResult:
         self.calls.append(cmd)
         if cmd[0] == "squeue":
+            assert "--states=PENDING,RUNNING,COMPLETING,CONFIGURING,SUSPENDED,STAGE_OUT" in cmd
             lines = [f"{j}|{d['state']}|{d['nodes']}|{d['nodelist']}|{d['comment']}|{d['reason']}|0"
                      for j, d in sorted(self.jobs.items())]  # fmt: skip
             return CommandResult(0, "\n".join(lines) + "\n", "")
@@ -137,3 +143,72 @@ def test_parsers() -> None:
     assert [j.job_id for j in jobs] == [12, 13]
     assert jobs[0].held and not jobs[0].holds_nodes and jobs[0].nodelist == ""
     assert jobs[1].holds_nodes and jobs[1].comment == {"walltime": "5"}
+    (staging,) = parse_squeue("14|STAGE_OUT|2|c[001-002]|walltime=5|None|1\n")
+    assert staging.stages_out and not staging.holds_nodes and not staging.held
+
+
+# -- jobs in STAGE_OUT (burst_buffer/lua): BB held, nodes free, until they leave the queue --
+# the default platform: 96 compute nodes, 12 chassis of 8, 12 BB nodes of 40,000 MB (BB node c in chassis c)
+
+
+def test_stage_out_holds_its_bb_shares_and_none_of_its_nodes(tmp_path: Path) -> None:
+    agent, slurm, now = make_agent(tmp_path, "fcfs")
+    slurm.submit(1, 4, 100.0, 40_000)
+    agent.step()  # on c[001-004], shares on BB nodes 0-3 (chassis 0's first, then nearest)
+    assert agent.started[1].allocation.bb == (0, 1, 2, 3)
+    slurm.submit(2, 96, 100.0, 0)  # the whole machine, no BB: waits for job 1's nodes
+    now[0] += 1
+    agent.step()
+    assert slurm.jobs[2]["state"] == "PENDING"
+    slurm.stage_out(1)
+    now[0] += 1
+    state = agent.state()  # before the step: job 1 still counted as running
+    assert [j.job_id for j in state.running] == [1] and state.holding_bb == ()
+    agent.step()  # its nodes are free at once: job 2 starts on all 96
+    assert slurm.jobs[2]["state"] == "RUNNING" and slurm.jobs[2]["nodelist"] == "c[001-096]"
+    state = agent.state()
+    assert [j.job_id for j in state.running] == [2] and [j.job_id for j in state.holding_bb] == [1]
+    assert state.free_compute == () and state.free_bb_mb == (0, 0, 0, 0) + (40_000,) * 8
+    slurm.finish(2)
+    slurm.submit(3, 9, 100.0, 40_000)  # 9 whole BB nodes: only 8 free while job 1 stages out
+    now[0] += 1
+    agent.step()
+    assert slurm.jobs[3]["state"] == "PENDING"
+    state = agent.state()
+    assert state.running == () and [j.job_id for j in state.holding_bb] == [1]
+    assert state.free_compute == tuple(range(96)) and state.free_bb_mb == (0, 0, 0, 0) + (40_000,) * 8
+    slurm.finish(1)  # stage-out done: the job leaves the queue, its BB is free
+    now[0] += 1
+    agent.step()
+    assert 1 not in agent.started and slurm.jobs[3]["state"] == "RUNNING"
+    assert sorted(agent.started[3].allocation.bb) == list(range(9))
+    assert agent.state().free_bb_mb == (0,) * 9 + (40_000,) * 3
+    log = [json.loads(x) for x in (tmp_path / "d.jsonl").read_text().splitlines()]
+    assert [(d["started"], d["running"], d["staging_out"]) for d in log] == [
+        ([1], 0, 0), ([], 1, 0), ([2], 0, 1), ([], 0, 1), ([3], 0, 0)]  # fmt: skip
+
+
+def test_backfill_reserves_the_bb_a_staging_out_job_frees_at_its_expected_end(tmp_path: Path) -> None:
+    agent, slurm, now = make_agent(tmp_path, "backfill-1")
+    slurm.submit(1, 4, 100.0, 40_000)
+    agent.step()  # released at 0: expected end 100, shares on BB nodes 0-3
+    now[0] += 50
+    slurm.stage_out(1)
+    slurm.submit(2, 12, 100.0, 40_000)  # every BB node whole: reserved for 100, when job 1's BB is free
+    slurm.submit(3, 1, 100.0, 40_000)  # would hold a BB node until 150: delays job 2
+    slurm.submit(4, 1, 40.0, 40_000)  # ends at 90 <= 100: backfilled
+    agent.step()
+    assert [slurm.jobs[j]["state"] for j in (2, 3, 4)] == ["PENDING", "PENDING", "RUNNING"]
+    assert agent.started[4].allocation.bb[0] >= 4  # not on a BB node job 1 still holds
+
+
+def test_staging_out_job_not_started_by_the_agent_is_adopted_with_its_bb_only(tmp_path: Path) -> None:
+    agent, slurm, _ = make_agent(tmp_path, "fcfs")
+    slurm.submit(5, 2, 10.0, 30_000)
+    slurm.jobs[5].update(state="STAGE_OUT", reason="None", nodelist="c[009-010]")
+    agent.step()
+    state = agent.state()
+    assert state.running == () and [j.job_id for j in state.holding_bb] == [5]
+    assert state.free_compute == tuple(range(96))
+    # c009 -> chassis 1's BB node 1 (10,000 MB left), c010 -> BB node 0, the nearest with room
+    assert state.free_bb_mb == (10_000, 10_000) + (40_000,) * 10
