@@ -43,7 +43,6 @@ from harness.workload.io.lackner import LacknerIO
 from harness.workload.synthetic import feitelson96_plan
 
 HERE = Path(__file__).resolve().parent
-RATES = TierRates.lackner(LacknerIO().r_lps_mbps)
 # Lackner Figure 3 as read from the paper (text, Section V-A): SAS lies below every
 # random assignment p in both makespan and mean turnaround, for both capacities; the
 # best random p is an interior value, always-HPS (p = 1) is worse at 2,048 GB.
@@ -134,12 +133,13 @@ def main() -> int:
     for cap in (int(c) for c in args.capacities.split(",")):
         platform = load_platform(HERE / "platforms" / f"lackner-{cap}.toml")
         topology = Topology.from_platform(platform)
+        rates = TierRates.of_platform(platform)  # as harness.sim.tiers gives any tier policy
         for seed in (int(s) for s in args.seeds.split(",")):
             plan, actual, declared, dropped = workload(seed, args.walltime_factor, args.theta, topology)
             for name, chooser in choosers(ps, seed):
                 if only and name not in only and name.split("-")[0] not in only:
                     continue
-                res = run(plan, actual, StorageAware(name, chooser, RATES, declared), platform)
+                res = run(plan, actual, StorageAware(name, chooser, rates, declared), platform)
                 row = {"capacity_gb": cap, "seed": seed, "theta": args.theta, "scheduler": name,
                        "walltime_factor": args.walltime_factor, "lps_only_jobs": dropped, **res}  # fmt: skip
                 rows.append(row)

@@ -25,6 +25,7 @@ import numpy as np
 from harness.analysis.io_metrics import io_summary
 from harness.analysis.metrics import summary
 from harness.model.paths import KTH_NAME, kth_trace
+from harness.model.staging_names import STAGINGS
 from harness.model.timescale import time_scale_of
 from harness.platform import load_platform
 from harness.policies import kernels
@@ -216,8 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--time-limit", type=float, default=None, help="wall-clock limit (s) of one plan search")
     ap.add_argument("--model", choices=("alloc-only", "io-aware"), default="alloc-only", help="job model")
     ap.add_argument("--tiers", action="store_true", help="io-aware: Lackner's storage tiers for every policy")
-    ap.add_argument("--staging", choices=("inside", "outside"), default="inside",
-                    help="io-aware: staging inside the allocation or outside it")  # fmt: skip
+    ap.add_argument("--staging", choices=STAGINGS, default="inside",
+                    help="io-aware: staging inside, outside or pool (outside, striped)")  # fmt: skip
     args = ap.parse_args(argv)
 
     plan, manifest = load_workload(args.trace, args.period, args.seed, args.first_n)

@@ -92,6 +92,7 @@ struct phase {
     int64_t running_ns; /* running time spent in the phase (suspensions excluded) */
     double moved_mb;
     double min_mbps;
+    bool draining; /* checkpoint handed over to the service as a drain */
 };
 
 struct options {
@@ -761,7 +762,11 @@ static void flow_path(char *out, size_t n, const struct options *o, int index, c
     snprintf(out, n, "%s/flows/%llu.%d.flow%s", o->io_dir, o->job_id, index, suffix);
 }
 
-static bool register_flow(const struct options *o, int index, const struct phase *ph)
+/* Write the phase's flow file (atomically: a temporary file renamed over it).
+ * drain_start < 0: the transfer itself, moved by this process; otherwise the
+ * checkpoint's drain (BB node -> PFS) from drain_start on, handed over to the
+ * service, which moves it and keeps its state in the file (pid 0, at, rate). */
+static bool write_flow(const struct options *o, int index, const struct phase *ph, double drain_start)
 {
     char dir[PATH_MAX], path[PATH_MAX], tmp[PATH_MAX + 8];
     snprintf(dir, sizeof dir, "%s/flows", o->io_dir);
@@ -769,18 +774,27 @@ static bool register_flow(const struct options *o, int index, const struct phase
     flow_path(path, sizeof path, o, index, "");
     flow_path(tmp, sizeof tmp, o, index, ".tmp");
     const char *slurm = getenv("SLURM_JOB_ID"), *nodes = getenv("SLURM_JOB_NODELIST");
+    bool drain = drain_start >= 0;
     FILE *f = fopen(tmp, "w");
     if (!f) {
         fprintf(stderr, "sigsleep: cannot register flow '%s': %s\n", tmp, strerror(errno));
         return false;
     }
-    fprintf(f, "job=%llu slurm_job=%s phase=%d channel=%s mb=%.6f time_scale=%.9g pid=%ld nodes=%s\n",
-            o->job_id, slurm && *slurm ? slurm : "-", index, ph->channel, ph->mb, o->time_scale,
-            (long)getpid(), nodes && *nodes ? nodes : "-");
+    fprintf(f, "job=%llu slurm_job=%s phase=%d channel=%s mb=%.6f time_scale=%.9g pid=%ld nodes=%s",
+            o->job_id, slurm && *slurm ? slurm : "-", index, drain ? "drain" : ph->channel, ph->mb,
+            o->time_scale, drain ? 0L : (long)getpid(), nodes && *nodes ? nodes : "-");
+    if (drain)
+        fprintf(f, " start=%.6f at=%.6f rate=0 total=%.6f", drain_start, drain_start, ph->mb);
+    fprintf(f, "\n");
     bool ok = fclose(f) == 0 && rename(tmp, path) == 0;
     if (!ok)
         fprintf(stderr, "sigsleep: cannot register flow '%s': %s\n", path, strerror(errno));
     return ok;
+}
+
+static bool register_flow(const struct options *o, int index, const struct phase *ph)
+{
+    return write_flow(o, index, ph, -1);
 }
 
 static void unregister_flow(const struct options *o, int index)
@@ -848,8 +862,21 @@ static void run_transfer(const struct options *o, struct run *r, const sigset_t 
             break;
     }
     ph->moved_mb = ph->mb - left;
-    if (registered)
+    /* A checkpoint done drains in the background (the flow file becomes the drain,
+     * in one rename): the next phase goes on meanwhile. */
+    if (registered && ph->kind == PH_CHECKPOINT && left <= 0 && ph->mb > 0)
+        ph->draining = write_flow(o, index, ph, real_s());
+    if (registered && !ph->draining)
         unregister_flow(o, index);
+}
+
+/* A job stopped by a limit or a signal loses its drains in flight (the
+ * simulator's job killed at its walltime does). */
+static void drop_drains(const struct options *o)
+{
+    for (int i = 0; i < o->n_phases; i++)
+        if (o->phases[i].draining)
+            unregister_flow(o, i);
 }
 
 static void run_phases(const struct options *o, struct run *r, const sigset_t *wait_mask)
@@ -1172,6 +1199,8 @@ int main(int argc, char **argv)
 
     if (o.phases) {
         run_phases(&o, &r, &wait_mask);
+        if (r.reason != R_COMPLETED)
+            drop_drains(&o);
         for (int i = 0; i < o.n_phases; i++)
             if (o.phases[i].kind == PH_COMPUTE)
                 o.runtime_ns += llround(o.phases[i].seconds * 1e9);

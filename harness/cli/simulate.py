@@ -29,6 +29,7 @@ from harness.cli.workload_options import (
     trace_options,
 )
 from harness.model.metric_names import HEADLINE_METRICS, IO_METRICS, metric_spec
+from harness.model.staging_names import STAGINGS
 from harness.policies.registry import UnknownPolicyError, parse_policy_list
 
 if TYPE_CHECKING:
@@ -140,11 +141,12 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, scale: float) 
 )
 @click.option(
     "--staging",
-    type=click.Choice(["inside", "outside"]),
+    type=click.Choice(list(STAGINGS)),
     default="inside",
     show_default=True,
     help="io-aware: stage inside the allocation (the thesis), or outside it (Slurm's burst-buffer life "
-    "cycle: BB from stage-in start, nodes from run start to run end).",
+    "cycle: BB from stage-in start, nodes from run start to run end); pool: outside, striped over every "
+    "BB node (Slurm's burst_buffer/lua pool, as a live --model io-aware run).",
 )
 @click.option(
     "--tick",

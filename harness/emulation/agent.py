@@ -29,7 +29,7 @@ from harness.platform import Machine
 from harness.policies import kernels
 from harness.policies.base import Decision, Policy
 from harness.policies.state import Allocation, ClusterState, JobQueue, QueuedJob, RunningJob, Topology
-from harness.policies.tiers import LPS, JobIo
+from harness.policies.tiers import LPS, JobIo, TierRates
 from harness.slurm.client import SlurmClient, SlurmCommandError, SlurmJob
 
 DEFAULT_POLL_S = 0.1
@@ -60,6 +60,7 @@ class Agent:
         self.calls = 0
         self.comments: dict[int, dict[str, str]] = {}
         self.io: dict[int, JobIo] = {}
+        self.tier_rates = TierRates.of_platform(platform)  # as the simulator's SAS (harness.sim.tiers)
 
     # -- one polling step -----------------------------------------------------------------
     def step(self) -> Decision | None:
@@ -87,8 +88,11 @@ class Agent:
         state = ClusterState.from_running(self.topology, self.started.values(), self.memo)
         began = time.perf_counter()
         policy = self.policy
-        if getattr(policy, "tiered", False):  # SAS: the tier choice needs each job's I/O
-            policy = policy.with_io({q.job_id: self.io.get(q.job_id, JobIo()) for q in queue})  # type: ignore[attr-defined]
+        if getattr(policy, "tiered", False):  # SAS: the tier choice needs each job's I/O and the rates
+            io = {q.job_id: self.io.get(q.job_id, JobIo()) for q in queue}
+            # it plans in the run's shrunk seconds (the comments' walltimes): MB per shrunk second
+            scale = max(_time_scale(self.comments.get(q.job_id, {})) for q in queue)
+            policy = policy.with_io(io, self.tier_rates.in_time_scale(scale))  # type: ignore[attr-defined]
         decision = policy.decide(state, JobQueue.of(queue), now)
         latency = time.perf_counter() - began
         if decision.memo is not None:
@@ -218,6 +222,15 @@ def _job_io(job: SlurmJob) -> JobIo:
     except ValueError:
         volumes = [0.0, 0.0, 0.0]
     return JobIo(volumes[0], volumes[1], volumes[2], job.nodes * _bb_per_node(job))
+
+
+def _time_scale(words: dict[str, str]) -> float:
+    """The comment's ``time_scale`` (1 / (1 - shrink), written by the replay; 1 without)."""
+    try:
+        scale = float(words.get("time_scale", 1.0))
+    except ValueError:
+        return 1.0
+    return scale if scale > 0 else 1.0
 
 
 def release_all(client: SlurmClient) -> int:

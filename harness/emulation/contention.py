@@ -27,12 +27,18 @@ LPS -> the PFS, no BB node: :mod:`harness.emulation.tier_live`). A job split ove
 proportion to its nodes there and progresses at its slowest chassis's pace (the
 simulator's transfer ends with its last flow).
 
+**Drains** (:mod:`harness.emulation.drains`): a checkpoint done, sigsleep rewrites its flow
+file as a drain (channel ``drain``, ``pid=0``, with ``start= at= rate= total=``) and goes on;
+the service then moves it itself: whenever it publishes a new rate for a drain it writes
+back the MB left at that moment (so the file says how far the drain is), and when the
+drain ends it appends its record to ``drains.jsonl`` and removes the file.
+
 **Nothing to lose on a restart.** The service keeps no state: the flow files are the
 state. Killed and started again (the controller's entrypoint restarts it), it reads
 them and rewrites ``rates``; meanwhile every transfer keeps its last published rate.
 A flow whose job Slurm no longer runs (killed with SIGKILL, which sigsleep cannot
 catch to remove its file) is dropped at the next check of ``squeue`` (every
-``stale_every`` seconds, with ``--squeue``).
+``stale_every`` seconds, with ``--squeue``); a job in stage-out keeps its drains.
 """
 
 from __future__ import annotations
@@ -45,11 +51,12 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
+from harness.emulation.drains import DRAIN_FIELDS, end_time, finish_drains, update_drains
 from harness.flow import NO_LINK, max_min_rates
 from harness.model.hostlist import HostlistError, expand_hostlist
 from harness.platform import Machine, load_platform
@@ -82,6 +89,12 @@ class Flow:
     time_scale: float = 1.0
     slurm_job: int | None = None
     pid: int = 0
+    # a drain handed over to the service (harness.emulation.drains): its start, when ``mb``
+    # was left (None: not a drain), its rate since then (MB per real second) and its size
+    start: float = 0.0
+    at: float | None = None
+    rate: float = 0.0
+    total: float = 0.0
 
     @property
     def key(self) -> str:
@@ -107,8 +120,23 @@ def parse_flow(text: str, source: str = "<flow>") -> Flow:
         raise FlowFileError(f"{source}: no nodes (sigsleep outside a Slurm job without SLURM_JOB_NODELIST)")
     if not floats["mb"] >= 0 or not floats["time_scale"] >= 1:
         raise FlowFileError(f"{source}: mb must be >= 0 and time_scale >= 1")
-    return Flow(ints["job"], ints["phase"], fields["channel"], floats["mb"], nodes, floats["time_scale"],
+    flow = Flow(ints["job"], ints["phase"], fields["channel"], floats["mb"], nodes, floats["time_scale"],
                 slurm, ints["pid"])  # fmt: skip
+    return _with_drain(flow, fields, source) if "at" in fields else flow
+
+
+def _with_drain(flow: Flow, fields: dict[str, str], source: str) -> Flow:
+    """``flow`` as a drain owned by the service (its :data:`DRAIN_FIELDS`, checked)."""
+    missing = [f for f in DRAIN_FIELDS if f not in fields]
+    if missing:
+        raise FlowFileError(f"{source}: a drain (with at=) needs {', '.join(missing)}")
+    try:
+        v = {f: float(fields[f]) for f in DRAIN_FIELDS}
+    except ValueError as exc:
+        raise FlowFileError(f"{source}: {exc}") from None
+    if flow.channel != "drain" or not (v["rate"] >= 0 and v["total"] >= 0 and np.isfinite(v["at"])):
+        raise FlowFileError(f"{source}: at= only goes with channel=drain, rate and total >= 0")
+    return replace(flow, start=v["start"], at=v["at"], rate=v["rate"], total=v["total"])
 
 
 # -- rates: the simulator's routes and solver ------------------------------------------------
@@ -200,8 +228,10 @@ def write_rates(directory: Path, flows: list[Flow], rates: Iterable[float]) -> N
 
 
 def publish(directory: Path, machine: Machine, report: Callable[[str], None] = print,
-            running: set[int] | None = None) -> list[Flow]:  # fmt: skip
-    """One look: read the flows, drop those of jobs Slurm no longer runs, write the rates."""
+            running: set[int] | None = None, now: float | None = None) -> list[Flow]:  # fmt: skip
+    """One look: read the flows, drop those of jobs Slurm no longer runs, write the rates,
+    move the drains whose rate changed on to ``now`` (their files rewritten)."""
+    now = time.time() if now is None else now
     flows = read_flows(directory, report)
     if running is not None:
         gone = [f for f in flows if f.slurm_job is not None and f.slurm_job not in running]
@@ -211,7 +241,14 @@ def publish(directory: Path, machine: Machine, report: Callable[[str], None] = p
     flows = known_flows(flows, machine, report)
     rates = flow_rates([*flows, *active_stagings(directory)], machine)  # stagings share the links
     write_rates(directory, flows, rates[: len(flows)])
-    return flows
+    return update_drains(directory / FLOWS_DIR, flows, rates[: len(flows)], now)
+
+
+def end_drains(directory: Path, machine: Machine, flows: list[Flow], now: float | None = None) -> list[Flow]:
+    """Record and remove the drains done at ``now`` (each with its time alone); the flows left."""
+    now = time.time() if now is None else now
+    alone = lambda f: float(flow_rates([replace(f, at=None)], machine)[0])  # noqa: E731
+    return finish_drains(directory, directory / FLOWS_DIR, flows, now, alone)
 
 
 def active_stagings(directory: Path) -> list[Flow]:
@@ -229,13 +266,19 @@ def _mtime(path: Path) -> int:
 
 
 def squeue_running() -> set[int] | None:
-    """Slurm job ids running or suspended (``None`` if squeue does not answer)."""
+    """Slurm job ids running, suspended, completing or staging out (the drains of a job in
+    stage-out are kept: the stage-out waits for them); ``None`` if squeue does not answer."""
     try:
-        res = subprocess.run(["squeue", "-h", "-t", "R,S,CG", "-o", "%A"], capture_output=True, text=True,
+        res = subprocess.run(["squeue", "-h", "-t", "R,S,CG,SO", "-o", "%A"], capture_output=True, text=True,
                              timeout=30, check=True)  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return None
     return {int(tok) for tok in res.stdout.split() if tok.isdigit()}
+
+
+def drains_end(flows: list[Flow]) -> float:
+    """When the first drain among ``flows`` ends (infinity without one)."""
+    return min((end_time(f) for f in flows if f.at is not None), default=float("inf"))
 
 
 def serve(directory: Path, machine: Machine, *, tick: float = DEFAULT_TICK, squeue: bool = False,
@@ -246,6 +289,7 @@ def serve(directory: Path, machine: Machine, *, tick: float = DEFAULT_TICK, sque
     with contextlib.suppress(PermissionError):
         os.chmod(flows_dir, 0o1777)  # jobs run as an unprivileged user
     seen: tuple[int, int] | None = None
+    flows: list[Flow] = []
     next_stale = time.monotonic() + stale_every
     while not stop():
         changed = (flows_dir.stat().st_mtime_ns, _mtime(directory / "active"))
@@ -254,7 +298,9 @@ def serve(directory: Path, machine: Machine, *, tick: float = DEFAULT_TICK, sque
             running, next_stale = squeue_running(), time.monotonic() + stale_every
         if changed != seen or running is not None:
             seen = changed
-            publish(directory, machine, lambda m: print(m, file=sys.stderr, flush=True), running)
+            flows = publish(directory, machine, lambda m: print(m, file=sys.stderr, flush=True), running)
+        if drains_end(flows) <= time.time():  # the removal changes the directory: a new look
+            flows = end_drains(directory, machine, flows)
         time.sleep(tick)
 
 

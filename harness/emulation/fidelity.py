@@ -25,6 +25,8 @@ from harness.model.timescale import time_scale_of, unshrink, unshrink_table
 from harness.platform import Machine
 from harness.policies.registry import get_policy
 from harness.sim.engine import simulate
+from harness.sim.tiers import is_tiered
+from harness.slurm.config import SchedulerConfig
 
 
 def start_order_agreement(emulated: pd.DataFrame, simulated: pd.DataFrame) -> dict[str, float]:
@@ -47,19 +49,31 @@ def compare_with_simulation(
     model: str = "alloc-only",
     tick: float = 0.0,
     launch_delay: float = 0.0,
+    stage_delay: float = 0.0,
+    staged_start: str | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """(fidelity figures, simulated per-job table); ``emulated`` in shrunk time since t0.
 
     ``tick`` and ``launch_delay`` (emulated seconds, both 0: the ideal twin) select the
     tick-aware twin; they are unshrunk with the run's time scale, as the simulation runs
     on the unshrunk plan. ``io-aware``: the IO-Aware twin redraws the plan's I/O columns
-    from the same seed (a job's volumes depend only on the seed and its number).
+    from the same seed (a job's volumes depend only on the seed and its number) and stages
+    as Slurm's ``burst_buffer/lua`` pool does (``staging="pool"``: outside the allocation,
+    striped over every BB node; ``staged_start``: how Slurm gives staged-in jobs nodes,
+    :func:`staged_start_for`); a tier-choosing policy's twin runs Lackner's storage tiers
+    (:mod:`harness.sim.tiers`: staging inside the allocation, no launch or stage delay).
     """
+    staging, twin = "inside", get_policy(policy, seed=seed)
     if model == "io-aware":
         plan = plan.drop(columns=[c for c in plan.columns if c.startswith("io_")])
+        staging = "pool"
+    if is_tiered(twin):  # Lackner's storage tiers stage inside the allocation, with no Slurm delays
+        staging, launch_delay, stage_delay = "inside", 0.0, 0.0
+    order = staged_start if staging == "pool" else None
     sim = simulate(
-        unshrink_table(plan, shrink), get_policy(policy, seed=seed), platform, model=model, io_seed=seed,
+        unshrink_table(plan, shrink), twin, platform, model=model, io_seed=seed,
         tick=float(unshrink(tick, shrink)), launch_delay=float(unshrink(launch_delay, shrink)),
+        staging=staging, stage_delay=float(unshrink(stage_delay, shrink)), staged_start=order,
     ).jobs  # fmt: skip
     emu_orig = unshrink_table(emulated, shrink, RESULT_TIME_COLUMNS)
     emu_metrics = summary(emulated, platform, time_scale=time_scale_of(shrink))
@@ -92,29 +106,49 @@ def compare_with_both_twins(
     seed: int = 0,
     model: str = "alloc-only",
     minute_limits: bool = False,
+    staged: LaunchDelay | None = None,
+    staged_start: str | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """The ideal twin's figures, with the tick-aware twin's under ``"tick_aware"``: Slurm's
-    pass every :data:`SLURM_PASS_S`, the measured ``delay`` after it (not in the IO-Aware
-    model) and, with ``minute_limits`` (Slurm's own scheduler), the time limits Slurm plans
-    with: the walltimes rounded up to whole emulated minutes, as the replay submits them
-    (the jobs still end at their exact limit). Returns the ideal twin's schedule."""
-    found, simulated = compare_with_simulation(plan, emulated, policy, platform, shrink, seed, model)
-    launch = delay.seconds if model == "alloc-only" else 0.0
+    pass every :data:`SLURM_PASS_S`, the measured ``delay`` after it and, with
+    ``minute_limits`` (Slurm's own scheduler), the time limits Slurm plans with: the
+    walltimes rounded up to whole emulated minutes, as the replay submits them (the jobs
+    still end at their exact limit). ``io-aware`` (Slurm's staging, ``staged`` given): a
+    staged-in job starts on the pass after its stage-in, ``delay`` later, and a stage-in
+    begins ``staged`` after the pass that picked the job; both twins give staged-in jobs
+    nodes as ``staged_start`` says. Returns the ideal twin's schedule."""
+    found, simulated = compare_with_simulation(
+        plan, emulated, policy, platform, shrink, seed, model, staged_start=staged_start
+    )
+    launch = delay.seconds
+    stage = staged.seconds if staged is not None and model == "io-aware" else 0.0
     seen = with_minute_limits(plan) if minute_limits else plan
     ticked, _ = compare_with_simulation(
-        seen, emulated, policy, platform, shrink, seed, model, tick=SLURM_PASS_S, launch_delay=launch
-    )
+        seen, emulated, policy, platform, shrink, seed, model, tick=SLURM_PASS_S, launch_delay=launch,
+        stage_delay=stage, staged_start=staged_start,
+    )  # fmt: skip
     found["tick_aware"] = {
         "tick_s": float(unshrink(SLURM_PASS_S, shrink)),
         "launch_delay_s": float(unshrink(launch, shrink)),
         "launch_delay_emulated_s": launch,
         "launch_delay_jobs": delay.jobs,
+        "stage_delay_s": float(unshrink(stage, shrink)),
+        "stage_delay_emulated_s": stage,
         "minute_limits": minute_limits,
+        "staged_start": staged_start,
         "start_order": ticked["start_order"],
         "metrics": ticked["metrics"],
         "mean_abs_start_shift_s": ticked["mean_abs_start_shift_s"],
     }
     return found, simulated
+
+
+def staged_start_for(sched: SchedulerConfig) -> str:
+    """How the run's Slurm gives staged-in jobs nodes (:class:`harness.sim.staging.SlurmPasses`):
+    on the nodes the ordering agent released them on, else as Slurm's scheduler orders jobs."""
+    if sched.external_ordering:
+        return "reserved"
+    return "backfill" if sched.mode == "backfill" else "in-order"
 
 
 def with_minute_limits(plan: pd.DataFrame) -> pd.DataFrame:
@@ -134,23 +168,26 @@ class LaunchDelay:
     jobs: int
 
 
-def measured_launch_delay(results: pd.DataFrame, t0: float) -> LaunchDelay:
+def measured_launch_delay(results: pd.DataFrame, t0: float, column: str = "start") -> LaunchDelay:
     """How long after Slurm's pass a job starts: the median, over the started jobs, of the
-    fraction of a second of the job's start on the wall clock (``t0`` + start).
+    fraction of a second of the job's start on the wall clock (``t0`` + start); with
+    ``column="stage_in_begin"``, how long after it a stage-in begins.
 
     slurmctld's passes fall on whole wall-clock seconds (measured: every start of a
     bundled-slice run lies 0.0-0.5 s after one), whoever released the job (Slurm itself or
     the ordering agent); what comes after the pass is the job's launch (prolog, slurmd,
     sigsleep's first record).
     """
-    starts = (float(t0) + results["start"].dropna().to_numpy(dtype=float)) % 1.0
+    if column not in results.columns:
+        return LaunchDelay(0.0, 0)
+    starts = (float(t0) + results[column].dropna().to_numpy(dtype=float)) % 1.0
     return LaunchDelay(float(np.median(starts)) if len(starts) else 0.0, len(starts))
 
 
 def staging_agreement(emulated: pd.DataFrame, simulated: pd.DataFrame, time_scale: float) -> dict[str, Any]:
-    """Mean stage-in and stage-out times in original seconds, emulated (Slurm stages outside
-    the allocation) beside the IO-Aware twin's (inside it, as in the thesis); with sigsleep's
-    phases also the compute, checkpoint and I/O times and the dilation (no unit)."""
+    """Mean stage-in and stage-out times in original seconds, emulated beside the IO-Aware
+    twin's (both outside the allocation, striped over the pool); with sigsleep's phases
+    also the compute, checkpoint and I/O times and the dilation (no unit)."""
     out: dict[str, Any] = {}
     for col in ("stage_in_s", "stage_out_s", "compute_s", "checkpoint_s", "io_s", "dilation"):
         if col not in emulated.columns or col not in simulated.columns:

@@ -9,21 +9,27 @@ checkpoint of ``io_checkpoint_mb`` per node between two of them. The replay give
     --phases compute:120,checkpoint:8000,compute:120 --time-scale 10
 
 (the checkpoint in MB for the whole job), and sigsleep moves it at the rate the contention
-service (:mod:`harness.emulation.contention`) publishes. The simulator also drains each
-checkpoint BB -> PFS in the background; the live job does not (see docs/io-live.md).
+service (:mod:`harness.emulation.contention`) publishes, then hands it over to the service
+to drain BB -> PFS in the background (:mod:`harness.emulation.drains`).
 
 From the records, :func:`add_phases` adds the simulator's per-job columns: ``compute_s``,
-``checkpoint_s``, ``io_s`` (staging + checkpoints), ``io_bytes``, and ``dilation`` = the
-job's time from the start of its stage-in to the end of its stage-out over the same
-without contention (each transfer at its rate alone, from the same solver).
+``checkpoint_s``, ``io_s`` (staging + every transfer phase: checkpoints, or on the slow
+tier the ``io:pfs`` phases, :mod:`harness.emulation.tier_live`; + the time a drain runs
+beside none of them), ``io_bytes``, and ``dilation`` = the job's time from the start of its
+stage-in to the end of its stage-out (which waits for the drains) over the same without
+contention (each transfer at its rate alone, from the same solver; the last drain may
+outlast the stage-out).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from harness.emulation.contention import Flow, flow_rates
+from harness.emulation.drains import outside_s
 from harness.model.hostlist import expand_hostlist
 from harness.platform import Machine
 from harness.sim.io_network import MB
@@ -58,10 +64,11 @@ def phase_list(job: dict, compute_link_mbps: float) -> str | None:
     return ",".join(parts)
 
 
-def _solo_s(record: dict, machine: Machine) -> float:
-    """The record's phases with every checkpoint alone on its links (seconds)."""
+def _solo_s(record: dict, machine: Machine, stage_out_solo: float = 0.0) -> float:
+    """The record's phases with every transfer alone on its links (seconds), then its
+    stage-out or, if later, the end of its last checkpoint's drain (alone too)."""
     nodes = tuple(expand_hostlist(record.get("nodelist") or ""))
-    total = 0.0
+    total, drained = 0.0, 0.0
     for i, ph in enumerate(record.get("phases") or []):
         if ph["kind"] == "compute":
             total += float(ph["seconds"])
@@ -69,42 +76,67 @@ def _solo_s(record: dict, machine: Machine) -> float:
             flow = Flow(int(record["job_id"]), i, str(ph["channel"]), float(ph["mb"]), nodes,
                         float(record.get("time_scale", 1.0)))  # fmt: skip
             total += float(ph["mb"]) / float(flow_rates([flow], machine)[0])
-    return total
+            if ph["kind"] == "checkpoint":  # then drained BB -> PFS in the background
+                drain = float(flow_rates([replace(flow, channel="drain")], machine)[0])
+                drained = max(drained, total + float(ph["mb"]) / drain)
+    return max(total + stage_out_solo, drained)
 
 
-def _job_columns(row: pd.Series, rec: dict, machine: Machine, time_scale: float) -> dict[str, float]:
+def _job_columns(row: pd.Series, rec: dict, machine: Machine, time_scale: float,
+                 drains: list[dict]) -> dict[str, float]:  # fmt: skip
     phases = rec["phases"]
     sums = {
         k: sum(float(p["running"] or 0.0) for p in phases if p["kind"] == k)
         for k in ("compute", "checkpoint")
     }
     moved = sum(float(p.get("moved_mb") or 0.0) for p in phases if p["kind"] != "compute")
+    moved += sum(float(d["mb"]) for d in drains)
+    spans = [(float(d["start"]), float(d["end"])) for d in drains]
+    transfers = sum(  # in the job's own time: not a background drain
+        float(p["running"] or 0.0) for p in phases if p["kind"] != "compute" and p["channel"] != "drain"
+    )
     stage = stage_solo = staged_mb = 0.0
     for kind in ("in", "out"):
         if pd.notna(row.get(f"stage_{kind}_s", np.nan)):
             stage += float(row[f"stage_{kind}_s"])
             stage_solo += float(row[f"stage_{kind}_solo_s"])
             staged_mb += float(row[f"stage_{kind}_mb"])
-    solo = _solo_s({**rec, "time_scale": time_scale}, machine) + stage_solo
+    out_solo = float(row["stage_out_solo_s"]) if pd.notna(row.get("stage_out_s", np.nan)) else 0.0
+    solo = _solo_s({**rec, "time_scale": time_scale}, machine, out_solo) + stage_solo - out_solo
     return {
         "compute_s": sums["compute"],
         "checkpoint_s": sums["checkpoint"],
-        "io_s": sums["checkpoint"] + stage,
+        "io_s": transfers + stage + _drain_only_s(rec, spans, out_solo > 0),
         "io_bytes": (moved + staged_mb) * MB,
         "solo_s": solo,
         "dilation": (float(rec["running"]) + stage) / solo if solo > 0 else np.nan,
     }
 
 
+def _drain_only_s(rec: dict, drains: list[tuple[float, float]], staged_out: bool) -> float:
+    """Seconds with a drain of the job running but neither a checkpoint nor its stage-out
+    (the simulator's I/O time counts every moment a transfer of the job runs; the wait for
+    the drains after the job's end is already in its stage-out)."""
+    end = float(rec.get("end") or np.inf) if staged_out else np.inf
+    clipped = [(a, min(b, end)) for a, b in drains if min(b, end) > a]
+    busy = [(float(p["start"]), float(p["end"])) for p in rec["phases"]
+            if p["kind"] == "checkpoint" and p.get("start") is not None]  # fmt: skip
+    return outside_s(clipped, busy)
+
+
 def add_phases(
-    results: pd.DataFrame, records: list[dict], machine: Machine, time_scale: float
-) -> pd.DataFrame:
-    """``results`` with :data:`PHASE_COLUMNS` (NaN for a job without a phase record)."""
+    results: pd.DataFrame, records: list[dict], machine: Machine, time_scale: float,
+    drains: dict[int, list[dict]] | None = None,
+) -> pd.DataFrame:  # fmt: skip
+    """``results`` with :data:`PHASE_COLUMNS` (NaN for a job without a phase record);
+    ``drains``: each job's drain records by Slurm job id (:func:`~harness.emulation.drains.drain_records`)."""
     by_job = {int(r["job_id"]): r for r in records if r.get("phases")}
     empty = dict.fromkeys(PHASE_COLUMNS, np.nan)
+    drains = drains or {}
     rows = [
-        _job_columns(row, by_job[int(row["job_id"])], machine, time_scale) if int(row["job_id"]) in by_job
-        else empty
+        _job_columns(row, by_job[int(row["job_id"])], machine, time_scale,
+                     drains.get(int(row["slurm_job_id"]), []) if pd.notna(row.get("slurm_job_id")) else [])
+        if int(row["job_id"]) in by_job else empty
         for _, row in results.iterrows()
     ]  # fmt: skip
     out = results.copy()

@@ -147,13 +147,15 @@ def sbatch_command(job: dict, opts: ReplayOptions, intended: float) -> list[str]
 
 def io_volume_words(job: dict) -> str:
     """Under the io-aware model: the job's volumes (whole job, MB) for a tier-choosing agent
-    policy (``harness.emulation.agent``): stage-in, stage-out and its checkpoints."""
+    policy (``harness.emulation.agent``): stage-in, stage-out and its checkpoints, and the
+    time scale (the comment's walltime is shrunk, the volumes and the rates are not)."""
     if "io_stage_in_mb" not in job:
         return ""
     nodes = int(job["nodes"])
     checkpoints = max(int(job.get("io_phases", 1)) - 1, 0) * nodes * float(job.get("io_checkpoint_mb", 0.0))
     volumes = (nodes * float(job["io_stage_in_mb"]), nodes * float(job["io_stage_out_mb"]), checkpoints)
-    return " in_mb={:g} out_mb={:g} data_mb={:g}".format(*volumes)
+    scale = float(job.get("io_time_scale", 1.0))
+    return " in_mb={:g} out_mb={:g} data_mb={:g} time_scale={:.9g}".format(*volumes, scale)
 
 
 def io_directives(job: dict, pool: str) -> list[str]:

@@ -29,6 +29,11 @@ advances its own bytes. Nothing central can die: a transfer whose process is gon
 ignored (its pid no longer exists). Every finished transfer appends one line to
 ``staging.jsonl``: job, kind, MB, start, end, mean rate, and the time it would have
 taken alone.
+
+**Drains.** A stage-out ends only when the job has no checkpoint left draining
+(:mod:`harness.emulation.drains`): the simulator's job ends when its stage-out and every
+drain are done, and its wait for the drains counts as staging out (``drain_wait_s`` of
+the record; its ``seconds`` include it).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.emulation.contention import flow_rates, known_flows, read_flows, staging_flow
+from harness.emulation.drains import drains_of
 from harness.flow import NO_LINK, max_min_rates
 from harness.platform import Machine, load_platform
 from harness.sim.io_network import MB, IONetwork
@@ -205,6 +211,9 @@ def run_transfer(
             last = now
     finally:
         path.unlink(missing_ok=True)
+    moved = clock()
+    while transfer.kind == "out" and pending_drains(directory, transfer.job):
+        sleep(tick)  # the job's checkpoints still draining: Slurm holds its BB meanwhile
     end = clock()
     seconds = end - start
     record: dict[str, float | int | str] = {
@@ -212,10 +221,15 @@ def run_transfer(
         "time_scale": transfer.time_scale, "start": round(start, 6), "end": round(end, 6),
         "seconds": round(seconds, 6), "solo_s": round(transfer.mb * MB / solo, 6) if solo else 0.0,
         "mean_mbps": round(transfer.mb / seconds, 3) if seconds > 0 else 0.0,
-        "min_mbps": round(min(rates) / MB, 3) if rates else 0.0,
+        "min_mbps": round(min(rates) / MB, 3) if rates else 0.0, "drain_wait_s": round(end - moved, 6),
     }  # fmt: skip
     append_record(directory, record)
     return record
+
+
+def pending_drains(directory: Path, slurm_job: int) -> bool:
+    """Whether the job has checkpoints still draining (:mod:`harness.emulation.drains`)."""
+    return bool(drains_of(read_flows(directory, report=lambda _: None), slurm_job))
 
 
 def _own_rate(transfer: Transfer, active: Iterable[Transfer], machine: Machine, directory: Path) -> float:
@@ -256,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"harness staging: {exc}", file=sys.stderr)
         return 2
-    if transfer.mb > 0:
+    if transfer.mb > 0 or (transfer.kind == "out" and pending_drains(args.dir, transfer.job)):
         args.dir.mkdir(parents=True, exist_ok=True)
         run_transfer(transfer, machine, args.dir, tick=args.tick)
     return 0

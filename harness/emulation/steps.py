@@ -27,8 +27,14 @@ from harness.emulation.collect import (
     lag_stats,
 )
 from harness.emulation.collect_io import add_staging, staging_stats, wait_for_stage_outs
+from harness.emulation.drains import DRAIN_RECORDS, add_drains, drain_records, drain_stats
 from harness.emulation.faultlog import fault_section
-from harness.emulation.fidelity import compare_with_both_twins, measured_launch_delay, simulator_twin
+from harness.emulation.fidelity import (
+    compare_with_both_twins,
+    measured_launch_delay,
+    simulator_twin,
+    staged_start_for,
+)
 from harness.emulation.job_phases import add_phases, phase_stats, with_phase_lists
 from harness.emulation.launch import SUBMIT_USER, HeadRun
 from harness.emulation.observe import RunObserver
@@ -163,7 +169,13 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     if staged:  # the staging records of every run on the cluster: keep this run's jobs
         ctx.backend.get(f"{ctx.sched.staging_dir.removeprefix('/shared/')}/{RECORDS}", raw / RECORDS)
         results = add_staging(results, read_jsonl(raw / RECORDS), t0)
-        results = add_phases(results, records, ctx.backend.platform, time_scale_of(ctx.opts.workload.shrink))
+        ctx.backend.get(
+            f"{ctx.sched.staging_dir.removeprefix('/shared/')}/{DRAIN_RECORDS}", raw / DRAIN_RECORDS
+        )
+        drained = read_jsonl(raw / DRAIN_RECORDS)  # the checkpoints' background drains
+        results = add_drains(results, drained, t0)
+        results = add_phases(results, records, ctx.backend.platform, time_scale_of(ctx.opts.workload.shrink),
+                             drain_records(drained, t0))  # fmt: skip
     atomic_write_parquet(ctx.run_dir / rundir.RESULTS, results)
     atomic_write_csv(ctx.run_dir / rundir.RESULTS_CSV, results)
     bb_license = ctx.backend.platform.deployment.bb_license
@@ -184,7 +196,7 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     if ctx.uses_agent:
         sections["agent"] = decision_stats(read_jsonl(raw / rundir.DECISIONS))
     if staged:
-        sections["staging"] = {**staging_stats(results), **phase_stats(results)}
+        sections["staging"] = {**staging_stats(results), **phase_stats(results), **drain_stats(results)}
     counts = results["status"].value_counts()
     return {"t0": t0, "missing": int(counts.get("missing", 0)), "rejected": int(counts.get("rejected", 0)),
             "sections": sections}  # fmt: skip
@@ -197,10 +209,11 @@ def fidelity(ctx: RunContext) -> dict[str, Any]:
         return {}
     twin = simulator_twin(ctx.opts.replay.policy)
     spec = ctx.opts.workload
-    delay = measured_launch_delay(ran, float(ctx.found("collect").get("t0", 0.0)))
+    t0 = float(ctx.found("collect").get("t0", 0.0))
     found, simulated = compare_with_both_twins(
-        ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, delay, seed=spec.seed, model=spec.model,
-        minute_limits=not ctx.uses_agent,
+        ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, measured_launch_delay(ran, t0),
+        seed=spec.seed, model=spec.model, minute_limits=not ctx.uses_agent,
+        staged=measured_launch_delay(ran, t0, "stage_in_begin"), staged_start=staged_start_for(ctx.sched),
     )  # fmt: skip
     (ctx.run_dir / rundir.SIMULATION_DIR).mkdir(exist_ok=True)
     atomic_write_parquet(ctx.run_dir / rundir.SIMULATION_DIR / rundir.RESULTS, simulated)

@@ -4,16 +4,24 @@ Under ``burst_buffer/lua`` a job's burst-buffer request is its script's ``#BB_LU
 fixed at submission: ``scontrol update BurstBuffer=`` on a held job is refused ("Requested
 operation not supported on this system", measured on Slurm 24.11, docs/io-live.md). So the
 agent moves a job to LPS by submitting it again: its script (``scontrol write
-batch_script``) without the ``#BB_LUA`` line and with its checkpoints on the ``pfs`` channel
-(compute nodes -> PFS, :mod:`harness.emulation.contention`), the same sbatch options, held,
-with ``bb_per_node=0 tier=lps`` in its comment; then it cancels the original. The new job
+batch_script``) without the ``#BB_LUA`` line, the same sbatch options, held, with
+``bb_per_node=0 tier=lps`` in its comment; then it cancels the original. The new job
 holds neither burst buffer nor license, and the policy releases it at its next call.
+
+With no burst buffer, the copy's I/O all goes to the PFS on the ``pfs`` channel (its compute
+nodes -> PFS, :mod:`harness.emulation.contention`): its checkpoints, and the volumes Slurm
+would have staged (``#HARNESS_IO``): the stage-in is read at the start of its phase list,
+the stage-out written at its end, inside its run (Lackner's LPS: no staging)::
+
+    --phases compute:120,checkpoint:8000,compute:120        (HPS; staged in and out by Slurm)
+    --phases io:pfs:4800,compute:120,io:pfs:8000,compute:120,io:pfs:4800   (LPS)
 """
 
 from __future__ import annotations
 
 import re
 
+from harness.emulation.staging import DIRECTIVE, parse_directive
 from harness.policies.tiers import LPS
 from harness.slurm.client import SlurmClient
 
@@ -22,19 +30,29 @@ _WRAP_HEADER = ("#!/bin/sh", "# This script was created by sbatch --wrap.")
 _PHASES = re.compile(r"(--phases\s+)(\S+)")
 
 
-def slow_tier_script(script: str) -> str:
-    """The body to ``--wrap`` for the LPS copy: no ``#BB_LUA``, checkpoints to the PFS."""
+def slow_tier_script(script: str, job_id: int | None = None) -> str:
+    """The body to ``--wrap`` for the LPS copy: no ``#BB_LUA``; the ``#HARNESS_IO`` stage-in
+    read from the PFS first, checkpoints to the PFS, the stage-out written to it last."""
     lines = script.splitlines()
     while lines and (lines[0] in _WRAP_HEADER or not lines[0].strip()):
         lines.pop(0)  # sbatch --wrap writes its header again
     body = "\n".join(line for line in lines if not line.startswith("#BB_LUA"))
+    staged = {"stage_in_mb": 0.0, "stage_out_mb": 0.0}
+    if any(line.startswith(DIRECTIVE + " ") for line in lines):
+        staged = parse_directive(script, f"job {job_id}'s script" if job_id is not None else "<script>")
 
     def phases(m: re.Match[str]) -> str:
         parts = [f"io:{SLOW_CHANNEL}:{p.split(':', 1)[1]}" if p.startswith("checkpoint:") else p
                  for p in m[2].split(",")]  # fmt: skip
-        return m[1] + ",".join(parts)
+        read, write = (_pfs(staged[k]) for k in ("stage_in_mb", "stage_out_mb"))
+        return m[1] + ",".join([*read, *parts, *write])
 
     return _PHASES.sub(phases, body)
+
+
+def _pfs(mb: float) -> list[str]:
+    """A transfer of ``mb`` on the PFS channel (none for 0 MB), as ``job_phases`` writes MB."""
+    return [f"io:{SLOW_CHANNEL}:{mb:.6f}"] if mb > 0 else []
 
 
 def slow_tier_comment(comment: str) -> str:
@@ -59,7 +77,7 @@ def sbatch_args(fields: dict[str, str], comment: str, bb_license: str = "bb") ->
 
 def move_to_slow_tier(client: SlurmClient, job_id: int, comment: str, bb_license: str = "bb") -> int:
     """Submit ``job_id`` again on LPS (held) and cancel it; the new job's id."""
-    script = slow_tier_script(client.batch_script(job_id))
+    script = slow_tier_script(client.batch_script(job_id), job_id)
     args = sbatch_args(client.job_fields(job_id), slow_tier_comment(comment), bb_license)
     new = client.submit_as_user([*args, f"--wrap={script}"])
     client.cancel(job_id)

@@ -22,6 +22,7 @@ import hashlib
 import math
 from dataclasses import dataclass
 
+from harness.platform import Machine
 from harness.policies.base import Start
 
 HPS = "hps"
@@ -46,6 +47,7 @@ class TierRates:
     lps: float
     hps: float
     stage: float
+    min_run_s: float = 1.0  # the shortest run on HPS however much I/O it saves (policy seconds)
 
     @classmethod
     def lackner(
@@ -53,9 +55,23 @@ class TierRates:
     ) -> TierRates:
         return cls(lps_mb_s, lps_mb_s * hps_ratio, lps_mb_s * stage_ratio)
 
+    @classmethod
+    def of_platform(cls, platform: Machine) -> TierRates:
+        """The platform's ``[machine.io.tiers]`` rates: what SAS plans with in the simulator
+        (:mod:`harness.sim.tiers`) and in the live agent (:mod:`harness.emulation.agent`)."""
+        t = platform.io.tiers
+        return cls.lackner(t.lps_mbps, t.hps_ratio, t.stage_ratio)
+
+    def in_time_scale(self, scale: float) -> TierRates:
+        """The same rates for a policy planning in seconds shrunk ``scale`` times (the live
+        agent: MB per shrunk second, and the shortest run shrunk too)."""
+        return TierRates(self.lps * scale, self.hps * scale, self.stage * scale, self.min_run_s / scale)
+
     def __post_init__(self) -> None:
         if min(self.lps, self.hps, self.stage) <= 0:
             raise ValueError(f"tier rates must be positive MB/s, got {self}")
+        if self.min_run_s < 0:
+            raise ValueError(f"the shortest run on HPS must be >= 0 s, got {self.min_run_s}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +103,7 @@ class TierPlan:
 def plans(walltime_lps: float, nodes: int, io: JobIo, rates: TierRates) -> dict[str, TierPlan]:
     """The job on each tier. The user's walltime is on LPS; on HPS its I/O time shrinks."""
     io_saved = io.volume_mb / rates.lps - io.volume_mb / rates.hps
-    run_hps = max(walltime_lps - io_saved, 1.0)
+    run_hps = max(walltime_lps - io_saved, rates.min_run_s)
     stage_in = io.input_mb / rates.stage
     stage_out = io.output_mb / rates.stage
     share = math.ceil(io.storage_mb / nodes) if io.storage_mb > 0 else 0

@@ -24,15 +24,17 @@ import numpy as np
 import pandas as pd
 
 from harness.model.columns import PLAN_COLUMNS, RESULT_COLUMNS
+from harness.model.staging_names import OFF_ALLOCATION
 from harness.platform import Machine, load_platform
 from harness.policies import kernels
 from harness.policies.base import Decision, Policy
 from harness.policies.state import Allocation, JobQueue, RunningJob, Topology
+from harness.sim.events import next_pass
 from harness.sim.fixed_ends import FixedEnds
 from harness.sim.io_execution import IOExecution
 from harness.sim.io_mode import io_columns, io_execution
 from harness.sim.machine import SimMachine, SimulationError, bb_map_string
-from harness.sim.staging import OutsideStaging, check_staging, outside_execution
+from harness.sim.staging import OutsideStaging, SlurmPasses, check_staging, outside_execution
 from harness.sim.tiers import TierExecution, is_tiered, tier_setup
 
 MODELS = ("alloc-only", "io-aware")
@@ -101,50 +103,66 @@ def simulate(
     launch_delay: float = 0.0,
     staging: str = "inside",
     tiers: bool = False,
+    stage_delay: float = 0.0,
+    staged_start: str | None = None,
 ) -> SimulationResult:
     """Run ``policy`` on ``plan`` (columns of :data:`PLAN_COLUMNS`) and return the schedule.
 
     ``io-aware`` takes the plan's I/O columns, or draws them with ``io_seed`` (the
     plan's ``shrink`` keeps phases and bandwidths in original time). ``tick`` and
     ``launch_delay`` are in the plan's time unit (see the module's docstring).
-    ``staging`` (io-aware): ``inside`` the allocation or ``outside`` it
-    (:mod:`harness.sim.staging`).
+    ``staging`` (io-aware): ``inside`` the allocation, ``outside`` it, or ``pool``
+    (outside, striped over every BB node as Slurm's pool; :mod:`harness.sim.staging`);
+    off the allocation, ``launch_delay`` is the time from the pass after a job's stage-in
+    to its start and ``stage_delay`` that from the pass that picked it to its stage-in;
+    ``staged_start`` how staged-in jobs get nodes (:class:`~harness.sim.staging.SlurmPasses`;
+    default ``backfill`` in a pool, else ``in-order``).
     ``tiers`` runs Lackner's storage tiers (:mod:`harness.sim.tiers`) for any policy,
     as always for a policy that chooses tiers.
     """
     if model not in MODELS:
         raise ValueError(f"unknown job model '{model}' (models: {', '.join(MODELS)})")
-    _check_twin(tick, launch_delay, model)
     check_staging(staging, model)
+    _check_twin(tick, launch_delay, stage_delay, model, staging)
     platform = platform or load_platform()
     topology = Topology.from_platform(platform)
     tiered = tiers or is_tiered(policy)  # storage tiers (harness.sim.tiers): Lackner's I/O, a tier per job
-    if tiered and staging == "outside":
-        raise ValueError("storage tiers stage inside the allocation: drop --staging outside or the tiers")
+    if tiered and staging in OFF_ALLOCATION:
+        raise ValueError(f"storage tiers stage inside the allocation: drop --staging {staging} or the tiers")
     if tiered:
         plan, policy = tier_setup(plan, policy, platform, model, io_seed, shrink)
     jobs = _Plan(plan, topology)
     machine = None
     execution: _AllocOnly | IOExecution | TierExecution
-    if staging == "outside":
-        execution, machine = outside_execution(jobs.df, platform, topology, seed=io_seed, shrink=shrink)
+    twin = Twin(tick, launch_delay)
+    if staging in OFF_ALLOCATION:
+        order = staged_start or ("backfill" if staging == "pool" else "in-order")
+        passes = SlurmPasses(tick, stage_delay, launch_delay, order)
+        execution, machine = outside_execution(
+            jobs.df, platform, topology, seed=io_seed, shrink=shrink, pool=staging == "pool", passes=passes
+        )
+        twin = Twin(tick, 0.0)  # the execution delays the stage-in and the start itself
     elif tiered:
         execution = TierExecution(jobs.df, platform, policy)
     else:
         execution = _execution(model, jobs, platform, topology, io_seed, shrink)
     kernels.warm_up()  # compile before the clock starts: not part of any decision's latency
     began = time.perf_counter()
-    sim = _Run(jobs, policy, topology, execution, Twin(tick, launch_delay), machine)
+    sim = _Run(jobs, policy, topology, execution, twin, machine)
     sim.run()
-    wall = time.perf_counter() - began
+    return _result(sim, platform, time.perf_counter() - began, model)
+
+
+def _result(sim: _Run, platform: Machine, wall: float, model: str) -> SimulationResult:
     table = sim.results(platform)
     decisions = pd.DataFrame(sim.decision_log, columns=["time", "queue", "running", "started", "latency_s"])
+    execution, name = sim.execution, sim.policy.name
     if not isinstance(execution, IOExecution):
-        return SimulationResult(policy.name, table, decisions, wall, model)
+        return SimulationResult(name, table, decisions, wall, model)
     names = execution.net.network.names
     carried = dict(zip(names, execution.engine.link_bytes.tolist(), strict=True))
     timeline = pd.DataFrame(execution.timeline, columns=["time", "pfs_bps", "bb_bps"])
-    return SimulationResult(policy.name, table, decisions, wall, model, carried, timeline)
+    return SimulationResult(name, table, decisions, wall, model, carried, timeline)
 
 
 @dataclass(frozen=True)
@@ -156,18 +174,20 @@ class Twin:
 
     def pass_at(self, now: float) -> float:
         """The first scheduling pass at or after ``now``."""
-        if self.tick <= 0:
-            return now
-        return math.ceil(now / self.tick - 1e-9) * self.tick
+        return next_pass(now, self.tick)
 
 
-def _check_twin(tick: float, launch_delay: float, model: str) -> None:
-    if not (math.isfinite(tick) and tick >= 0):
-        raise ValueError(f"tick must be a finite number >= 0, got {tick}")
-    if not (math.isfinite(launch_delay) and launch_delay >= 0):
-        raise ValueError(f"launch delay must be a finite number >= 0, got {launch_delay}")
-    if launch_delay > 0 and model != "alloc-only":
-        raise ValueError("a launch delay is modelled with the alloc-only job model only")
+def _check_twin(tick: float, launch_delay: float, stage_delay: float, model: str, staging: str) -> None:
+    for name, value in (("tick", tick), ("launch delay", launch_delay), ("stage delay", stage_delay)):
+        if not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"{name} must be a finite number >= 0, got {value}")
+    off = staging in OFF_ALLOCATION
+    if launch_delay > 0 and model != "alloc-only" and not off:
+        raise ValueError(
+            "a launch delay is modelled with the alloc-only job model or staging off the allocation"
+        )
+    if stage_delay > 0 and not off:
+        raise ValueError("a stage delay needs staging off the allocation (outside or pool)")
 
 
 def _execution(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
@@ -57,3 +58,10 @@ class EventQueue(Generic[K]):
         heap = self._heap
         while heap and self._live.get(heap[0][2], (None, -1))[1] != heap[0][1]:
             heapq.heappop(heap)
+
+
+def next_pass(now: float, tick: float) -> float:
+    """The first scheduling pass at or after ``now`` when passes fall every ``tick`` (0: at once)."""
+    if tick <= 0:
+        return now
+    return math.ceil(now / tick - 1e-9) * tick

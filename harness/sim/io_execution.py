@@ -10,7 +10,9 @@ Transfers are flows of the :class:`~harness.flow.FlowEngine`: one flow per BB no
 of the job (per BB node and chassis for checkpoints), weighted by the number of
 compute nodes it stands for. The engine's next completion is one event of the
 queue, moved whenever a flow starts or ends; compute phases and walltime kills are
-fixed events. Staging happens inside the allocation, as in the thesis.
+fixed events. Staging happens inside the allocation, as in the thesis. ``striped``
+(Slurm's burst-buffer pool, which has no placement) stages every job over all BB nodes
+instead of its own: ``1 / B`` of the bytes per BB node, weight ``nodes / B``.
 """
 
 from __future__ import annotations
@@ -67,12 +69,19 @@ class IOExecution:
     """Runs started jobs through their phases; reports when each ends."""
 
     def __init__(
-        self, net: IONetwork, jobs: JobIO, chassis_of_compute: tuple[int, ...], *, kills: bool = True
+        self,
+        net: IONetwork,
+        jobs: JobIO,
+        chassis_of_compute: tuple[int, ...],
+        *,
+        kills: bool = True,
+        striped: bool = False,
     ) -> None:
         self.net = net
         self.jobs = jobs
         self.chassis = chassis_of_compute
         self.kills = kills
+        self.striped = striped
         n = len(jobs.nodes)
         self.engine: FlowEngine[FlowKey] = FlowEngine(net.network.capacities, max_route=4)
         self.queue: EventQueue[EventKey] = EventQueue()
@@ -119,18 +128,29 @@ class IOExecution:
             self.engine.advance(t)
             if key == FLOWS:
                 self._flows_done(t)
-            elif key[0] == "phase":
-                self._compute_done(self.running[key[1]], t)
             else:
-                self._kill(self.running[key[1]], t)
+                self._event(t, key)
             self._refresh_flows()
         return self._ended
+
+    def _event(self, now: float, key: EventKey) -> None:
+        """A timed event of a job: the end of a compute phase or its walltime."""
+        if key[0] == "phase":
+            self._compute_done(self.running[key[1]], now)
+        else:
+            self._kill(self.running[key[1]], now)
 
     # -- phases -----------------------------------------------------------------
     def _stage(self, job: _Job, now: float, phase: str, mb_per_node: float) -> None:
         job.phase, job.began = phase, now
-        for b, k in job.by_bb:
-            self._add(job, "blocking", self.net.staging(b), k * mb_per_node * MB, k)
+        if self.striped:
+            stripes = len(self.net.bb_links)
+            share = int(self.jobs.nodes[job.row]) / stripes  # compute nodes each stripe stands for
+            for b in range(stripes):
+                self._add(job, "blocking", self.net.staging(b), share * mb_per_node * MB, share)
+        else:
+            for b, k in job.by_bb:
+                self._add(job, "blocking", self.net.staging(b), k * mb_per_node * MB, k)
         if job.blocking == 0:
             self._phase_done(job, now)
 
@@ -173,7 +193,7 @@ class IOExecution:
                 self._finish(job, now, timeout=False)
 
     # -- flows ------------------------------------------------------------------
-    def _add(self, job: _Job, kind: str, route: tuple[int, ...], size: float, k: int) -> None:
+    def _add(self, job: _Job, kind: str, route: tuple[int, ...], size: float, k: float) -> None:
         if size <= 0:
             return
         self._seq += 1
@@ -254,10 +274,12 @@ def solo_runtime(
     row: int,
     compute: tuple[int, ...],
     bb: tuple[int, ...],
+    *,
+    striped: bool = False,
 ) -> float:
     """The job's runtime alone on the machine (no other transfer, no walltime): the
     contention-free reference of its dilation."""
-    alone = IOExecution(net, jobs.take(row), chassis, kills=False)
+    alone = IOExecution(net, jobs.take(row), chassis, kills=False, striped=striped)
     alone.start(0, 0.0, compute, bb)
     while alone.busy():
         alone.advance(alone.next_time())

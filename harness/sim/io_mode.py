@@ -51,7 +51,9 @@ def io_columns(ex: IOExecution, start: np.ndarray, allocs: list) -> dict[str, np
         place = tuple(sorted(zip(alloc.bb, (ex.chassis[c] for c in alloc.compute), strict=True)))
         key = (row_key(ex.jobs, row), place)
         if key not in memo:
-            memo[key] = solo_runtime(ex.net, ex.jobs, ex.chassis, row, alloc.compute, alloc.bb)
+            memo[key] = solo_runtime(
+                ex.net, ex.jobs, ex.chassis, row, alloc.compute, alloc.bb, striped=ex.striped
+            )
         free[row] = memo[key]
     cols["contention_free_s"] = free
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -14,30 +14,43 @@ buffer is held until the stage-out and every checkpoint drain are done. Results:
 ``start``/``end`` bound the run on the compute nodes (Slurm's start and end);
 ``bb_start``/``bb_end`` bound the BB hold; ``node_wait_s`` is the time between the
 end of stage-in and the run start.
+
+``pool`` (Slurm's ``burst_buffer/lua`` pool, what a live ``--model io-aware`` run does):
+``outside``, but the pool has no placement: a job's stage-in and stage-out are striped
+over every BB node (``1 / B`` of the bytes each, weight ``nodes / B``, capped at that
+share of its cards), and its checkpoints go to the BB node of each compute node's
+chassis, as the live contention service routes them (docs/io-live.md); staged-in jobs
+take nodes as Slurm's backfill gives them: in order, and a later one when it does not
+delay the first (or, as :class:`SlurmPasses` says, strictly in order for ``sched/builtin``,
+or on the nodes the ordering agent released them on, held from the release).
+
+The tick-aware twin adds when Slurm acts (:class:`SlurmPasses`): a stage-in begins a
+little after the pass that picked the job (Slurm runs it through its script daemon), and
+a staged-in job takes nodes only on a later pass, when it is launched.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
+from harness.model.staging_names import OFF_ALLOCATION, STAGINGS
 from harness.platform import Machine
 from harness.policies.state import Allocation, ClusterState, RunningJob, Topology
-from harness.sim.io_execution import IOExecution, JobIO, _Job
+from harness.sim.events import next_pass
+from harness.sim.io_execution import EventKey, IOExecution, JobIO, _Job
 from harness.sim.io_mode import io_columns, job_io
 from harness.sim.io_network import IONetwork
 from harness.sim.machine import SimMachine, SimulationError
-
-STAGINGS = ("inside", "outside")
 
 
 def check_staging(staging: str, model: str) -> None:
     if staging not in STAGINGS:
         raise ValueError(f"unknown staging '{staging}' (stagings: {', '.join(STAGINGS)})")
-    if staging == "outside" and model != "io-aware":
+    if staging in OFF_ALLOCATION and model != "io-aware":
         raise ValueError("staging outside the allocation needs the io-aware job model (--model io-aware)")
 
 
@@ -94,6 +107,40 @@ class StagedMachine(SimMachine):
         """Nothing: the execution has freed what the job held as each phase ended."""
 
 
+STAGED_STARTS = ("in-order", "backfill", "reserved")
+
+
+@dataclass(frozen=True)
+class SlurmPasses:
+    """When Slurm acts on a job with a burst buffer (plan time; all 0: the ideal twin).
+
+    Slurm begins a stage-in ``stage_delay`` after the pass that picked the job (its script
+    daemon runs the Lua call, which starts the staging), and starts a staged-in job on
+    the first pass after (every ``tick``), ``start_delay`` after that pass (the launch).
+    ``staged_start``, how staged-in jobs get nodes: ``in-order`` (first come, first served:
+    ``sched/builtin``), ``backfill`` (in order, and a later one when it does not delay the
+    first: ``sched/backfill``) or ``reserved`` (the ordering agent: a job keeps the nodes it
+    was released on from its release, so they idle while it stages in).
+    """
+
+    tick: float = 0.0
+    stage_delay: float = 0.0
+    start_delay: float = 0.0
+    staged_start: str = "in-order"
+
+    def __post_init__(self) -> None:
+        if self.staged_start not in STAGED_STARTS:
+            raise ValueError(
+                f"unknown staged start {self.staged_start!r} (known: {', '.join(STAGED_STARTS)})"
+            )
+
+    def start_at(self, now: float) -> float:
+        return next_pass(now, self.tick) + self.start_delay
+
+
+PLACE: EventKey = ("place", -1)  # the next placement of staged-in jobs on compute nodes
+
+
 class OutsideStaging(IOExecution):
     """:class:`IOExecution` with Slurm's life cycle: stage-in and stage-out off the compute nodes.
 
@@ -109,15 +156,21 @@ class OutsideStaging(IOExecution):
         chassis: tuple[int, ...],
         machine: StagedMachine,
         job_ids: np.ndarray,
+        pool_bb: tuple[int, ...] | None = None,
+        passes: SlurmPasses | None = None,
     ) -> None:
-        super().__init__(net, jobs, chassis)
+        super().__init__(net, jobs, chassis, striped=pool_bb is not None)
         self.machine = machine
         self.job_ids = job_ids
+        self.pool_bb = pool_bb  # pool: the BB node of each compute node's chassis (checkpoints)
+        self.passes = passes or SlurmPasses()
         n = len(jobs.nodes)
         self.bb_start, self.bb_end = np.full(n, np.nan), np.full(n, np.nan)
         self.run_start = np.full(n, np.nan)
         self.node_wait = np.zeros(n)
-        self.allocation: list[Allocation | None] = [None] * n
+        self.stage_wait = np.zeros(n)  # from the pass that picked the job to its stage-in
+        self.allocation: list[Allocation | None] = [None] * n  # the policy's (BB shares held)
+        self.io_allocation: list[Allocation | None] = [None] * n  # the BB nodes checkpoints go to
         self.waiting: list[int] = []  # staged in, waiting for compute nodes (first come, first served)
         self._wanted: dict[int, Allocation] = {}
 
@@ -127,8 +180,33 @@ class OutsideStaging(IOExecution):
         self.running[row] = job
         self.bb_start[row] = now
         self._wanted[row] = Allocation(compute, bb)
+        if self.passes.staged_start == "reserved":
+            self.machine.take_nodes(int(self.job_ids[row]), compute, now)
+        if self.passes.stage_delay > 0:
+            job.phase = "queued"  # the BB is allocated; the staging starts a little later
+            self.stage_wait[row] = self.passes.stage_delay
+            self.queue.push(now + self.passes.stage_delay, ("stage", row))
+            return
         self._stage(job, now, "stage_in", self.jobs.stage_in_mb[row])
         self._refresh_flows()
+
+    def _event(self, now: float, key: EventKey) -> None:
+        if key == PLACE:
+            self._place(now)
+        elif key[0] == "stage":
+            self._stage(self.running[key[1]], now, "stage_in", self.jobs.stage_in_mb[key[1]])
+        else:
+            super()._event(now, key)
+
+    def _place_soon(self, now: float) -> None:
+        """Staged-in jobs take free nodes now, or (tick-aware) on the next pass."""
+        at = self.passes.start_at(now)
+        if at <= now:
+            self._place(now)
+            return
+        queued = self.queue.time_of(PLACE)
+        if queued is None or at < queued:
+            self.queue.push(at, PLACE)
 
     # -- the run on compute nodes --------------------------------------------------
     def _phase_done(self, job: _Job, now: float) -> None:
@@ -138,29 +216,71 @@ class OutsideStaging(IOExecution):
         self.phase_s["stage_in"][job.row] += now - job.began
         job.phase, job.began = "waiting", now
         self.waiting.append(job.row)
-        self._place(now)
+        self._place_soon(now)
 
     def _place(self, now: float) -> None:
-        """Give compute nodes to the staged-in jobs, in order, while the first one fits."""
-        free = self.machine.free
+        """Give compute nodes to the staged-in jobs (see :class:`SlurmPasses`): in order,
+        while the first one fits, then with ``backfill`` to later ones (:meth:`_backfill`);
+        ``reserved`` jobs hold theirs already."""
+        if self.passes.staged_start == "reserved":
+            for row in self.waiting:
+                self._take_nodes(row, now)
+            self.waiting.clear()
+            return
         while self.waiting and self.machine.free_count >= int(self.jobs.nodes[self.waiting[0]]):
-            row = self.waiting.pop(0)
-            wanted = self._wanted.pop(row)
+            self._take_nodes(self.waiting.pop(0), now)
+        if self.passes.staged_start == "backfill" and len(self.waiting) > 1:
+            self._backfill(now)
+
+    def _backfill(self, now: float) -> None:
+        """A later staged-in job takes free nodes if it does not delay the first: its run
+        ends (by its walltime) before the first's reserved start, or it leaves the nodes
+        the first needs then (Slurm reserves nodes for its highest-priority waiting job)."""
+        need = int(self.jobs.nodes[self.waiting[0]])
+        shadow, extra = self._reservation(need, now)
+        for row in list(self.waiting[1:]):
+            nodes = int(self.jobs.nodes[row])
+            if nodes > self.machine.free_count:
+                continue
+            ends_before = now + float(self.jobs.walltime[row]) <= shadow
+            if ends_before or nodes <= extra:
+                extra -= 0 if ends_before else nodes
+                self.waiting.remove(row)
+                self._take_nodes(row, now)
+
+    def _reservation(self, need: int, now: float) -> tuple[float, int]:
+        """When ``need`` nodes are free at the latest (running jobs end by their walltime),
+        and how many more than ``need`` are free then."""
+        free = self.machine.free_count
+        for end, nodes in sorted((j.expected_end, j.nodes) for j in self.machine.running.values()):
+            free += nodes
+            if free >= need:
+                return max(end, now), free - need
+        return float("inf"), 0
+
+    def _take_nodes(self, row: int, now: float) -> None:
+        free = self.machine.free
+        wanted = self._wanted.pop(row)
+        compute = wanted.compute  # reserved: taken at the decision
+        if self.passes.staged_start != "reserved":
             chosen = set(wanted.compute)
             spare = iter(c for c in range(len(free)) if free[c] and c not in chosen)
             compute = tuple(c if free[c] else next(spare) for c in wanted.compute)
             self.machine.take_nodes(int(self.job_ids[row]), compute, now)
-            self.allocation[row] = Allocation(compute, wanted.bb)
-            job = self.running[row]
-            merged: Counter[tuple[int, int]] = Counter(
-                (b, self.chassis[c]) for b, c in zip(wanted.bb, compute, strict=True)
-            )
-            job.by_bb_chassis = [(b, ch, k) for (b, ch), k in sorted(merged.items())]
-            self.run_start[row] = now
-            self.node_wait[row] = now - job.began
-            if self.kills:
-                self.queue.push(now + float(self.jobs.walltime[row]), ("kill", row))
-            self._compute(job, now)
+        self.allocation[row] = Allocation(compute, wanted.bb)
+        bb = wanted.bb if self.pool_bb is None else tuple(self.pool_bb[c] for c in compute)
+        self.io_allocation[row] = Allocation(compute, bb)
+        job = self.running[row]
+        job.by_bb = sorted(Counter(bb).items())  # the drains' BB nodes
+        merged: Counter[tuple[int, int]] = Counter(
+            (b, self.chassis[c]) for b, c in zip(bb, compute, strict=True)
+        )
+        job.by_bb_chassis = [(b, ch, k) for (b, ch), k in sorted(merged.items())]
+        self.run_start[row] = now
+        self.node_wait[row] = now - job.began
+        if self.kills:
+            self.queue.push(now + float(self.jobs.walltime[row]), ("kill", row))
+        self._compute(job, now)
 
     def _compute_done(self, job: _Job, now: float) -> None:
         if job.done_phases + 1 >= int(self.jobs.phases[job.row]):
@@ -172,7 +292,7 @@ class OutsideStaging(IOExecution):
         self.queue.cancel(("kill", job.row))
         self.machine.release_nodes(int(self.job_ids[job.row]))
         self._ended.append(job.row)
-        self._place(now)
+        self._place_soon(now)
 
     # -- ends ------------------------------------------------------------------------
     def _kill(self, job: _Job, now: float) -> None:
@@ -199,20 +319,39 @@ class OutsideStaging(IOExecution):
     def result_columns(self) -> dict[str, np.ndarray]:
         """The io-aware columns, plus the BB hold and the wait for nodes.
 
-        Dilation compares the life cycle without the wait for nodes (stage-in, run,
-        stage-out) with the job alone, which never waits.
+        Dilation compares the life cycle without the waits for Slurm (for its staging to
+        begin, for nodes: stage-in, run, stage-out) with the job alone, which never waits.
         """
-        busy = self.bb_end - self.bb_start - self.node_wait
-        cols = io_columns(self, self.end - busy, self.allocation)
+        busy = self.bb_end - self.bb_start - self.node_wait - self.stage_wait
+        cols = io_columns(self, self.end - busy, self.io_allocation)
         cols.update({"bb_start": self.bb_start, "bb_end": self.bb_end, "node_wait_s": self.node_wait})
         return cols
 
 
 def outside_execution(
-    plan: pd.DataFrame, platform: Machine, topology: Topology, *, seed: int, shrink: float
+    plan: pd.DataFrame,
+    platform: Machine,
+    topology: Topology,
+    *,
+    seed: int,
+    shrink: float,
+    pool: bool = False,
+    passes: SlurmPasses | None = None,
 ) -> tuple[OutsideStaging, StagedMachine]:
     """The execution and the machine it shares with the simulator (``plan`` sorted as simulated)."""
     net = IONetwork.from_platform(platform, time_scale=1.0 / (1.0 - shrink))
     machine = StagedMachine(topology)
     ids = plan["job_id"].to_numpy(np.int64)
-    return OutsideStaging(net, job_io(plan, seed, shrink), topology.chassis_of_compute, machine, ids), machine
+    chassis = topology.chassis_of_compute
+    pool_bb = tuple(chassis_bb_node(platform, ch) for ch in chassis) if pool else None
+    passes = passes or SlurmPasses(staged_start="backfill" if pool else "in-order")
+    execution = OutsideStaging(net, job_io(plan, seed, shrink), chassis, machine, ids, pool_bb, passes)
+    return execution, machine
+
+
+def chassis_bb_node(platform: Machine, chassis: int) -> int:
+    """The BB node a chassis's compute nodes checkpoint to (its first, as the live service)."""
+    local = platform.bbs_of_chassis(chassis)
+    if not local:
+        raise SimulationError(f"chassis {chassis} has no BB node: its checkpoints have nowhere to go")
+    return local[0]

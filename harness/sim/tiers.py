@@ -43,11 +43,6 @@ def is_tiered(policy: Policy) -> bool:
     return bool(getattr(policy, "tiered", False))
 
 
-def platform_rates(platform: Machine) -> TierRates:
-    t = platform.io.tiers
-    return TierRates.lackner(t.lps_mbps, t.hps_ratio, t.stage_ratio)
-
-
 def tier_plan(plan: pd.DataFrame, platform: Machine, seed: int) -> pd.DataFrame:
     """The plan with Lackner's I/O columns and ``bb_per_node_mb`` = the HPS share."""
     if not all(c in plan.columns for c in LACKNER_COLUMNS):
@@ -80,7 +75,7 @@ def tier_setup(
     if not is_tiered(policy):
         return plan, policy
     given = getattr(policy, "io", None)
-    return plan, policy.with_io(given or job_io(plan), platform_rates(platform))  # type: ignore[attr-defined]
+    return plan, policy.with_io(given or job_io(plan), TierRates.of_platform(platform))  # type: ignore[attr-defined]
 
 
 def job_io(plan: pd.DataFrame) -> dict[int, JobIo]:
@@ -95,7 +90,7 @@ class TierExecution(FixedEnds):
     def __init__(self, plan: pd.DataFrame, platform: Machine, policy: Policy) -> None:
         """``plan`` is the simulator's (sorted: row i is the engine's row i); a tier policy
         (after :func:`tier_setup`) holds the jobs' declared I/O, any other declares none."""
-        self.rates: TierRates = platform_rates(platform)
+        self.rates: TierRates = TierRates.of_platform(platform)
         declared: Mapping[int, JobIo] = getattr(policy, "io", None) or {}
         self.job_id = plan["job_id"].to_numpy(np.int64)
         self.nodes = plan["nodes"].to_numpy(np.int64)

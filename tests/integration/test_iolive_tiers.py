@@ -10,11 +10,16 @@ Pins the facts docs/io-live.md ("Tier choice by the agent") builds on, on a clus
 - its script, read back with ``scontrol write batch_script`` and submitted again without the
   ``#BB_LUA`` line (the slow tier, LPS), runs without ever holding the pool;
 - the ordering agent does that itself (harness.emulation.tier_live): under ``sas-lps`` a BB job
-  is submitted again and runs without BB, under ``sas-hps`` it is released and stages in.
+  is submitted again and runs without BB, under ``sas-hps`` it is released and stages in;
+- the LPS copy moves what Slurm would have staged itself, on the PFS: sigsleep's record shows
+  the stage-in read first and the stage-out written last as ``io:pfs`` phases (and its
+  checkpoint on the PFS too), at the contention service's rate (4 nodes alone: the PFS's
+  5,000 MB/s).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -129,3 +134,31 @@ def test_agent_puts_a_job_on_lps_without_bb_and_on_hps_with_it(cluster: DockerCl
     seen = _watch(c, hps)
     assert any(r == "BurstBufferStageIn" for _, r, _ in seen), seen
     assert any(u == "4KB" for _, _, u in seen), seen
+
+
+PHASE_LOG = "log/tierlive1-phases.jsonl"
+LPS_SCRIPT = (
+    "#BB_LUA pool=bb capacity=4000\n"
+    "#HARNESS_IO nodes=4 stage_in_mb=5000 stage_out_mb=2500 time_scale=1\n"
+    f"exec sigsleep --job-id 3 --log /shared/{PHASE_LOG} --phases compute:0.5,checkpoint:2000,compute:0.5"
+)
+
+
+def test_lps_copy_reads_its_stage_in_and_writes_its_stage_out_on_the_pfs(cluster: DockerCluster) -> None:
+    c = cluster
+    comment = "--comment=trace_id=3 walltime=60.000000 bb_per_node=1000"
+    _sbatch(c, "-H", comment, f"--wrap={LPS_SCRIPT}")
+    _agent_steps(c, "sas-lps", 2)  # submitted again on LPS, then released
+    deadline, rec = time.monotonic() + 30, None
+    while rec is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+        rec = next((r for r in map(json.loads, (c.read_text(PHASE_LOG) or "").splitlines())), None)
+    assert rec is not None and rec["reason"] == "completed", rec
+    got = [(p["kind"], p["channel"], p["mb"]) for p in rec["phases"]]
+    assert got == [("io", "pfs", 5000.0), ("compute", None, None), ("io", "pfs", 2000.0),
+                   ("compute", None, None), ("io", "pfs", 2500.0)], got  # fmt: skip
+    pfs = [p for p in rec["phases"] if p["kind"] == "io"]
+    assert [p["moved_mb"] for p in pfs] == pytest.approx([5000.0, 2000.0, 2500.0])
+    print([(p["running"], p["mean_mbps"], p["min_mbps"]) for p in pfs])
+    # 4 nodes alone on the PFS: min(4 x 1,250, 5,000) = 5,000 MB/s, so 1.0 s, 0.4 s and 0.5 s
+    assert [p["running"] for p in pfs] == pytest.approx([1.0, 0.4, 0.5], rel=0.15, abs=0.05)

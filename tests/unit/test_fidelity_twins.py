@@ -10,10 +10,12 @@ from harness.emulation.fidelity import (
     LaunchDelay,
     compare_with_both_twins,
     measured_launch_delay,
+    staged_start_for,
     with_minute_limits,
 )
 from harness.policies.registry import get_policy
 from harness.sim.engine import simulate
+from harness.slurm.config import SchedulerConfig
 from tests.platforms import tiny_machine
 
 TINY = tiny_machine()  # 4 compute nodes, 2 BB nodes of 100 MB
@@ -35,6 +37,20 @@ def test_delay_is_the_median_time_after_a_whole_wall_clock_second() -> None:
 
 def test_nothing_started_gives_no_delay() -> None:
     assert measured_launch_delay(pd.DataFrame({"start": [None]}), t0=0.0) == LaunchDelay(0.0, 0)
+
+
+def test_stage_delay_is_measured_on_the_stage_in_begins() -> None:
+    # t0 = 10.5: stage-ins begin at 11.9, 12.8, 14.3 on the wall clock -> 0.9, 0.8, 0.3 -> 0.8;
+    # a run without staging has no such column
+    results = pd.DataFrame({"start": [2.0, 3.0, 4.0], "stage_in_begin": [1.4, 2.3, 3.8]})
+    assert measured_launch_delay(results, 10.5, "stage_in_begin").seconds == pytest.approx(0.8)
+    assert measured_launch_delay(results.drop(columns="stage_in_begin"), 10.5, "stage_in_begin").jobs == 0
+
+
+def test_staged_jobs_get_nodes_as_the_runs_slurm_gives_them() -> None:
+    assert staged_start_for(SchedulerConfig(mode="backfill")) == "backfill"
+    assert staged_start_for(SchedulerConfig(mode="builtin")) == "in-order"
+    assert staged_start_for(SchedulerConfig(mode="builtin", external_ordering=True)) == "reserved"
 
 
 def test_both_twins_in_original_time() -> None:

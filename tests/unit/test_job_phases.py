@@ -76,6 +76,26 @@ def test_phase_columns_and_dilation_against_the_same_job_alone() -> None:
                                 "mean_io_s": 6.0, "mean_dilation": round(26.0 / 23.0, 6)}  # fmt: skip
 
 
+def test_a_job_on_lps_counts_its_pfs_phases_as_io() -> None:
+    # The LPS copy of job 1 (harness.emulation.tier_live): 1,250 MB read from the PFS, a
+    # checkpoint of 2,500 MB to the PFS, 625 MB written; alone, c001's card (1,250 MB/s) binds
+    # (PFS 5,000 MB/s): 1 + 2 + 0.5 s of I/O and 20 s of compute = 23.5 s alone; it took 1.5 +
+    # 2 + 1 s of I/O (3.5 + 20 = 24.5 s; no staging by Slurm).
+    rec = _record(1)
+    rec["phases"][1].update(kind="io", channel="pfs", running=2.0)
+    io = {"kind": "io", "channel": "pfs", "seconds": None}
+    rec["phases"] = [{**io, "mb": 1250.0, "running": 1.5, "moved_mb": 1250.0}, *rec["phases"],
+                     {**io, "mb": 625.0, "running": 1.0, "moved_mb": 625.0}]  # fmt: skip
+    rec["running"] = 24.5
+    nan = [np.nan]
+    results = pd.DataFrame({"job_id": [1], **{f"stage_{k}_{c}": nan for k in ("in", "out")
+                                               for c in ("s", "solo_s", "mb")}})  # fmt: skip
+    one = add_phases(results, [rec], MACHINE, time_scale=1.0).iloc[0]
+    assert (one["compute_s"], one["checkpoint_s"], one["io_s"]) == (20.0, 0.0, 4.5)
+    assert one["io_bytes"] == 4375e6
+    assert one["solo_s"] == 23.5 and one["dilation"] == pytest.approx(24.5 / 23.5)
+
+
 def test_phase_agreement_with_the_twin_scales_times_but_not_dilation() -> None:
     from harness.emulation.fidelity import staging_agreement
 

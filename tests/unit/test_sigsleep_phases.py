@@ -75,7 +75,25 @@ def test_a_checkpoint_moves_at_the_published_rate_and_registers_a_flow(binary: s
         50,
     )
     assert ckpt["min_mbps"] == 100.0 and ckpt["mean_mbps"] == pytest.approx(100, rel=0.2)
-    assert list((tmp_path / "flows").iterdir()) == []  # unregistered at its end
+    # done, the checkpoint's file became its drain, handed over to the service (pid 0)
+    (drain,) = (tmp_path / "flows").iterdir()
+    assert drain.name == "1.1.flow"
+    head, _, state = drain.read_text().partition(" start=")
+    assert head == f"{fields.replace('checkpoint', 'drain')} pid=0 nodes=c[001-002]"
+    begin, at, rate, total = (tok.partition("=")[2] for tok in f"start={state}".split())
+    assert float(begin) == float(at) == pytest.approx(ckpt["end"], abs=0.01)
+    assert (rate, total) == ("0", "50.000000")
+
+
+def test_a_job_killed_after_a_checkpoint_drops_its_drain(binary: str, tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    rates(tmp_path, "1.1 1000\n")
+    proc = run(binary, log, tmp_path, "compute:0.1,checkpoint:100,compute:5")
+    time.sleep(0.6)
+    assert "channel=drain" in (tmp_path / "flows" / "1.1.flow").read_text()
+    proc.terminate()
+    assert proc.wait(10) == 128 + signal.SIGTERM
+    assert list((tmp_path / "flows").iterdir()) == []
 
 
 def test_a_new_rate_takes_over_within_a_tick(binary: str, tmp_path: Path) -> None:
@@ -157,6 +175,28 @@ def test_two_checkpoints_with_the_real_service_take_twice_the_time(binary: str, 
         phases = [json.loads(line)["phases"][0] for line in log.read_text().splitlines()]
         assert [p["running"] for p in phases] == pytest.approx([2.0, 2.0], rel=0.1)
         assert [p["min_mbps"] for p in phases] == [625.0, 625.0]
+    finally:
+        service.terminate()
+        service.wait(10)
+
+
+def test_a_checkpoint_drains_with_the_real_service_while_the_job_computes(
+    binary: str, tmp_path: Path
+) -> None:
+    service = subprocess.Popen([sys.executable, "-m", "harness.emulation.contention", "--dir", str(tmp_path)])
+    try:
+        log = tmp_path / "log"
+        # 1250 MB: 1 s into bb01 at c001's 1,250 MB/s, then 1 s from bb01 to the PFS (1,250 MB/s)
+        # while the job computes for 2 s
+        env = {**os.environ, "SLURM_JOB_NODELIST": "c001", "SLURM_JOB_ID": "5"}
+        wait_exit(run(binary, log, tmp_path, "checkpoint:1250,compute:2", env=env), 20)
+        ckpt, compute = record(log)["phases"]
+        (drain,) = [json.loads(line) for line in (tmp_path / "drains.jsonl").read_text().splitlines()]
+        assert (drain["job"], drain["trace_job"], drain["phase"], drain["mb"]) == (5, 1, 0, 1250.0)
+        assert drain["start"] == pytest.approx(ckpt["end"], abs=0.01)
+        assert drain["seconds"] == pytest.approx(1.0, rel=0.1) and drain["solo_s"] == 1.0
+        assert drain["end"] < compute["end"]
+        assert list((tmp_path / "flows").iterdir()) == []
     finally:
         service.terminate()
         service.wait(10)
