@@ -190,10 +190,10 @@ def io_markdown_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def load_workload(trace: str, period: str | None, seed: int):
+def load_workload(trace: str, period: str | None, seed: int, first_n: int | None = None):
     from harness.workload.plan import load_plan_or_trace
 
-    kwargs: dict[str, Any] = {"seed": seed}
+    kwargs: dict[str, Any] = {"seed": seed, "first_n": first_n}
     if period:
         from harness.cli.options import PeriodType
 
@@ -206,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trace", default=str(DEFAULT_TRACE), help="SWF trace or prepared plan")
     ap.add_argument("--policies", default=FAST_POLICIES, help="comma-separated policy names")
     ap.add_argument("--period", help="I/K: the I-th of K equal periods, counted from 1 as in the CLI: 1/16")
+    ap.add_argument("--first-n", type=int, help="only the first N jobs of the trace (of the period)")
     ap.add_argument("--seed", type=int, default=2020, help="seed of the BB model (trace input only)")
     ap.add_argument("--policy-seed", type=int, default=0, help="seed of randomised policies")
     ap.add_argument("--out", type=Path, help="append one JSON line per policy to this file")
@@ -220,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="io-aware: staging inside, outside or pool (outside, striped)")  # fmt: skip
     args = ap.parse_args(argv)
 
-    plan, manifest = load_workload(args.trace, args.period, args.seed)
+    plan, manifest = load_workload(args.trace, args.period, args.seed, args.first_n)
     if args.latency_sweep:
         sizes = [int(x) for x in args.latency_sweep.split(",")]
         for name in parse_policy_list(args.policies):
@@ -238,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
             name, plan, manifest, args.policy_seed, args.time_limit, args.model, args.tiers, args.staging
         )
         row["workload"] = {"trace": str(args.trace), "period": args.period, "jobs": len(plan)}
+        row["workload"]["first_n"] = args.first_n
         rows.append(row)
         lat = row["latency"].get("all", {})
         print(

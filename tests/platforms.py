@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from harness.platform import Machine, NodeKind, Platform, load_platform
@@ -87,3 +88,39 @@ def bundled_on_ports(path: Path, *, controller_port: int, slurmd_base_port: int)
     """The bundled platform on other ports, written to ``path`` (its source, for ``--platform``)."""
     moved = load_platform().redeployed(controller_port=controller_port, slurmd_base_port=slurmd_base_port)
     return save_platform(moved, path)
+
+
+def invoke_on_small_cluster(
+    tmp_path: Path,
+    command: Sequence[str],
+    swf: str,
+    *,
+    cluster: str,
+    platform_name: str,
+    controller_port: int,
+    slurmd_base_port: int,
+) -> None:
+    """``harness COMMAND TRACE OPTIONS`` (``command``: the sub-command, then its options) on a
+    fresh 8 + 1-node platform in one node container, named ``cluster``: the SWF text ``swf``
+    as TRACE, one processor per node, a constant 100 MB BB request per node, a 60 s
+    timeout. The cluster is removed before and after; a non-zero exit fails the test."""
+    from click.testing import CliRunner
+
+    from harness.cli import main
+    from harness.cluster.docker import DockerCluster
+
+    toml = tmp_path / f"{cluster}.toml"
+    toml.write_text(platform_toml(name=platform_name, controller_port=controller_port,
+                                  slurmd_base_port=slurmd_base_port, node_containers=1))  # fmt: skip
+    trace = tmp_path / "four.swf"
+    trace.write_text(swf)
+    backend = DockerCluster(name=cluster, platform=load_platform(toml))
+    backend.down()
+    try:
+        common = ["--platform", str(toml), "--name", cluster, "--procs-per-node", "1", "--timeout", "60"]
+        bb = ["--bb-model", "constant", "--bb-constant", "100"]
+        args = [command[0], str(trace), *command[1:], *common, *bb]
+        ran = CliRunner().invoke(main, args, catch_exceptions=False)
+        assert ran.exit_code == 0, ran.output
+    finally:
+        backend.down()

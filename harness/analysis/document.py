@@ -17,7 +17,7 @@ from harness.analysis.rundata import RunData
 from harness.model.metric_names import metric_spec
 
 # Sections of metrics.json that get their own part of the report, not a table row.
-SECTION_KEYS = ("cross_check", "submission", "repetitions", "faults")
+SECTION_KEYS = ("cross_check", "submission", "repetitions", "faults", "staging", "agent", "fidelity")
 
 
 @dataclass
@@ -156,6 +156,12 @@ def _optional_sections(run: RunData) -> list[Section]:
         rows = [[k, _seconds3(k, v)] for k, v in sub.items()]
         text = "How late the replay submitted jobs relative to their planned instants (wall-clock seconds)."
         sections.append(Section("Submission lag", [text, Table(["figure", "value"], rows)]))
+    staging = run.metrics.get("staging")
+    if isinstance(staging, dict):
+        rows = [[k, _summarise(v)] for k, v in staging.items()]
+        text = ("Slurm's burst-buffer staging and the jobs' I/O phases (`--model io-aware`; times in the "
+                "run's shrunk seconds, dilations without unit).")  # fmt: skip
+        sections.append(Section("Staging and I/O phases", [text, Table(["figure", "value"], rows)]))
     agent = run.metrics.get("agent")
     if isinstance(agent, dict):
         rows = [[k, _summarise(v)] for k, v in agent.items()]
@@ -221,7 +227,29 @@ def _fidelity_section(fidelity: dict[str, Any]) -> Section:
             f"the median over {ticked.get('launch_delay_jobs', '?')} jobs)"
             + ("; time limits rounded up to Slurm's whole minutes." if ticked.get("minute_limits") else ".")
         )
-    return Section("Fidelity: emulation vs simulation", [text, Table(headers, rows)])
+    blocks: list[Block] = [text, Table(headers, rows), *_phase_blocks(fidelity.get("staging"), ticked)]
+    return Section("Fidelity: emulation vs simulation", blocks)
+
+
+def _phase_blocks(phases: Any, ticked: dict[str, Any]) -> list[Block]:
+    """``--model io-aware``: the twin's model of Slurm's staging and the I/O phases compared."""
+    if not (isinstance(phases, dict) and phases):
+        return []
+    blocks: list[Block] = []
+    if ticked.get("stage_delay_s") is not None:
+        blocks.append(
+            f"Tick-aware twin of Slurm's staging: a stage-in begins "
+            f"{_summarise(ticked.get('stage_delay_s'))} s after the pass that picked the job, a "
+            f"staged-in job starts on the next pass; staged-in jobs get nodes "
+            f"`{ticked.get('staged_start')}` (docs/io-live.md)."
+        )
+    rows = [[key, *(_summarise(v.get(k)) for k in ("emulated", "simulated", "rel_diff"))]
+            for key, v in phases.items() if isinstance(v, dict)]  # fmt: skip
+    return [
+        *blocks,
+        "I/O phases, emulated beside the ideal twin (mean seconds, original time; dilation: no unit):",
+        Table(["figure", "emulated", "ideal twin", "relative difference"], rows),
+    ]
 
 
 def _repetitions_section(reps: dict[str, Any]) -> Section:

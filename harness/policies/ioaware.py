@@ -16,7 +16,7 @@ Burst-buffer shares are honoured too, so the policies run on any platform.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -94,6 +94,7 @@ class IoAware(Policy):
         self.node_rate_mb_s = node_rate_mb_s
         self.rates: Mapping[int, float] = rates or {}
         self._trees: dict[Topology, IoTree] = {}
+        self._carried: dict[IoTree, dict[tuple[int, float], bool]] = {}
 
     def with_rates(self, rates: Mapping[int, float]) -> IoAware:
         """The same policy knowing every job's per-node I/O rate (from the plan)."""
@@ -114,31 +115,43 @@ class IoAware(Policy):
         ]  # fmt: skip
         # Herbein: a job whose bandwidth the empty machine cannot carry is rejected at
         # submission; here it is passed over (and never starts) instead of blocking the queue.
-        empty = Bandwidth(now_m.bw.tree)
-        waiting = [j for j in queue if empty.fits(j.nodes, self.rate(j.job_id))]
-        head = 0
+        # Lazily: FCFS stops at the first job that does not fit, however long the queue.
+        carries = self._carries(now_m.bw.tree)
+        waiting = (j for j in queue if carries(j.nodes, self.rate(j.job_id)))
         for job in waiting:
             alloc = _place(topo, now_m, job, self.rate(job.job_id))
-            if alloc is None:
-                break
+            if alloc is None:  # the head: FCFS stops, EASY backfills the rest around it
+                if not self.backfill:
+                    break
+                reservations = self._easy(topo, now_m, job, waiting, starts, ends, now)  # adds to starts
+                return Decision(tuple(starts), None, reservations)
             self._start(now_m, starts, ends, job, alloc, now)
-            head += 1
-        reservations: tuple[tuple[int, float], ...] = ()
-        if self.backfill and head < len(waiting):
-            reservations = self._easy(topo, now_m, waiting[head:], starts, ends, now)
-        return Decision(tuple(starts), None, reservations)
+        return Decision(tuple(starts))
+
+    def _carries(self, tree: IoTree) -> Callable[[int, float], bool]:
+        """Whether the empty machine carries ``nodes`` at a per-node rate, memoised per tree."""
+        known = self._carried.setdefault(tree, {})
+        empty = Bandwidth(tree)
+
+        def carries(nodes: int, rate: float) -> bool:
+            fits = known.get((nodes, rate))
+            if fits is None:
+                fits = known[nodes, rate] = empty.fits(nodes, rate)
+            return fits
+
+        return carries
 
     # -- EASY -------------------------------------------------------------------------
     def _easy(
         self,
         topo: Topology,
         now_m: _Moment,
-        waiting: list[QueuedJob],
+        head: QueuedJob,
+        rest: Iterator[QueuedJob],
         starts: list[Start],
         ends: list[tuple[float, Allocation, float, int]],
         now: float,
     ) -> tuple[tuple[int, float], ...]:
-        head, rest = waiting[0], waiting[1:]
         found = _shadow(topo, now_m, ends, head, self.rate(head.job_id))
         if found is None:  # the head never fits: nothing may be backfilled safely
             return ()

@@ -16,7 +16,6 @@ in the plan's own time unit (shrunk if the plan was shrunk: unshrink in the metr
 
 from __future__ import annotations
 
-import heapq
 import math
 import time
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from harness.policies import kernels
 from harness.policies.base import Decision, Policy
 from harness.policies.state import Allocation, JobQueue, RunningJob, Topology
 from harness.sim.events import next_pass
+from harness.sim.fixed_ends import FixedEnds
 from harness.sim.io_execution import IOExecution
 from harness.sim.io_mode import io_columns, io_execution
 from harness.sim.machine import SimMachine, SimulationError, bb_map_string
@@ -198,30 +198,15 @@ def _execution(
     return io_execution(jobs.df, platform, topology.chassis_of_compute, seed=seed, shrink=shrink)
 
 
-class _AllocOnly:
+class _AllocOnly(FixedEnds):
     """A job holds its resources for min(runtime, walltime), then ends."""
 
     def __init__(self, jobs: _Plan) -> None:
+        super().__init__(jobs.runtime, jobs.walltime)
         self.jobs = jobs
-        self.heap: list[tuple[float, int]] = []
-        self.end = np.full(len(jobs), np.nan)
-        self.timeout = jobs.runtime > jobs.walltime
-
-    def busy(self) -> bool:
-        return bool(self.heap)
-
-    def next_time(self) -> float:
-        return self.heap[0][0] if self.heap else np.inf
 
     def start(self, row: int, now: float, compute: tuple[int, ...], bb: tuple[int, ...]) -> None:
-        self.end[row] = now + min(float(self.jobs.runtime[row]), float(self.jobs.walltime[row]))
-        heapq.heappush(self.heap, (float(self.end[row]), row))
-
-    def advance(self, now: float) -> list[int]:
-        ended = []
-        while self.heap and self.heap[0][0] <= now:
-            ended.append(heapq.heappop(self.heap)[1])
-        return ended
+        self.ends_at(row, now + min(float(self.jobs.runtime[row]), float(self.jobs.walltime[row])))
 
 
 class _Run:

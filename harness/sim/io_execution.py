@@ -235,7 +235,7 @@ class IOExecution:
 
     # -- ends -------------------------------------------------------------------
     def _kill(self, job: _Job, now: float) -> None:
-        for key in job.flows:
+        for key in sorted(job.flows):  # in a fixed order: the set's depends on the hash seed
             self.io_bytes[job.row] -= self.engine.remove(key)
         job.flows.clear()
         if job.phase in PHASES:

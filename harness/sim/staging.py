@@ -297,7 +297,7 @@ class OutsideStaging(IOExecution):
     # -- ends ------------------------------------------------------------------------
     def _kill(self, job: _Job, now: float) -> None:
         """At run start + walltime: transfers in flight are lost; the nodes are freed; stage-out."""
-        for key in job.flows:
+        for key in sorted(job.flows):  # in a fixed order: the set's depends on the hash seed
             self.io_bytes[job.row] -= self.engine.remove(key)
         job.flows.clear()
         job.blocking = job.drains = 0

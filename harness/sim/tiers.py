@@ -23,8 +23,6 @@ I/O. Equal to the own event loop ``benchmarks/lackner.py`` had before.
 
 from __future__ import annotations
 
-import heapq
-import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -35,6 +33,7 @@ from harness.policies import tiers
 from harness.policies.base import Policy, Start
 from harness.policies.state import Topology
 from harness.policies.tiers import JobIo, TierRates
+from harness.sim.fixed_ends import FixedEnds
 from harness.workload.io.lackner import COLUMNS as LACKNER_COLUMNS
 from harness.workload.io.lackner import LacknerIO
 
@@ -85,7 +84,7 @@ def job_io(plan: pd.DataFrame) -> dict[int, JobIo]:
     return {int(j): JobIo(float(i), float(o), float(d), int(s)) for j, i, o, d, s in zip(*cols, strict=True)}
 
 
-class TierExecution:
+class TierExecution(FixedEnds):
     """Started jobs hold their tier's resources for the tier's time; no contention."""
 
     def __init__(self, plan: pd.DataFrame, platform: Machine, policy: Policy) -> None:
@@ -99,10 +98,8 @@ class TierExecution:
         self.runtime = plan["runtime"].to_numpy(np.float64)
         self.actual = job_io(plan)
         self.declared = declared
+        super().__init__(self.runtime, self.walltime)
         n = len(plan)
-        self.heap: list[tuple[float, int]] = []
-        self.end = np.full(n, np.nan)
-        self.timeout = self.runtime > self.walltime
         self.tier = np.full(n, "", dtype=object)
         self.share = np.zeros(n, dtype=np.int64)
 
@@ -120,24 +117,11 @@ class TierExecution:
     def _plans(self, seconds: float, row: int, io: JobIo) -> dict[str, tiers.TierPlan]:
         return tiers.plans(seconds, int(self.nodes[row]), io, self.rates)
 
-    # -- the simulator's side (as the Alloc-Only execution) -------------------------
-    def busy(self) -> bool:
-        return bool(self.heap)
-
-    def next_time(self) -> float:
-        return self.heap[0][0] if self.heap else math.inf
-
+    # -- the simulator's side: the end of a started job (FixedEnds keeps the rest) ---
     def start(self, row: int, now: float, compute: tuple[int, ...], bb: tuple[int, ...]) -> None:
         seconds = min(float(self.runtime[row]), float(self.walltime[row]))
         actual = self._plans(seconds, row, self.actual[int(self.job_id[row])])[self.tier[row] or tiers.HPS]
-        self.end[row] = now + actual.duration
-        heapq.heappush(self.heap, (float(self.end[row]), row))
-
-    def advance(self, now: float) -> list[int]:
-        ended = []
-        while self.heap and self.heap[0][0] <= now:
-            ended.append(heapq.heappop(self.heap)[1])
-        return ended
+        self.ends_at(row, now + actual.duration)
 
     def annotate(self, table: pd.DataFrame) -> pd.DataFrame:
         """The results table with each job's tier and the BB share it held (0 on LPS)."""

@@ -17,12 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
-from harness.cli import main
-from harness.cluster.docker import DockerCluster
-from harness.platform import load_platform
-from tests.platforms import platform_toml
+from tests.platforms import invoke_on_small_cluster
 
 pytestmark = pytest.mark.integration
 CLUSTER = "preempt1"
@@ -37,22 +33,10 @@ SWF = """; MaxNodes: 8
 
 
 def test_a_wide_high_priority_job_suspends_low_jobs_as_the_twin_predicts(tmp_path: Path) -> None:
-    toml = tmp_path / "preempt.toml"
-    toml.write_text(platform_toml(name="preempt-8+1", controller_port=6940, slurmd_base_port=29001,
-                                  node_containers=1))  # fmt: skip
-    trace = tmp_path / "four.swf"
-    trace.write_text(SWF)
-    backend = DockerCluster(name=CLUSTER, platform=load_platform(toml))
-    backend.down()
-    try:
-        args = ["run", str(trace), "-p", "slurm-backfill-1", "--shrink", "0.99", "--priority", "size:4",
-                "--preempt", "suspend", "--platform", str(toml), "--name", CLUSTER, "--procs-per-node", "1",
-                "--bb-model", "constant", "--bb-constant", "100", "--output", str(tmp_path / "runs"),
-                "--timeout", "60", "--quiet"]  # fmt: skip
-        ran = CliRunner().invoke(main, args, catch_exceptions=False)
-        assert ran.exit_code == 0, ran.output
-    finally:
-        backend.down()
+    command = ["run", "-p", "slurm-backfill-1", "--shrink", "0.99", "--priority", "size:4", "--preempt",
+               "suspend", "--output", str(tmp_path / "runs"), "--quiet"]  # fmt: skip
+    invoke_on_small_cluster(tmp_path, command, SWF, cluster=CLUSTER, platform_name="preempt-8+1",
+                            controller_port=6940, slurmd_base_port=29001)  # fmt: skip
     (run_dir,) = list((tmp_path / "runs").iterdir())
     results = pd.read_csv(run_dir / "results.csv").set_index("job_id")
     found = json.loads((run_dir / "metrics.json").read_text())["preemption"]

@@ -7,12 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from harness.cli import main
-from harness.cluster.docker import DockerCluster
-from harness.platform import load_platform
-from tests.platforms import platform_toml
+from tests.platforms import invoke_on_small_cluster
 
 pytestmark = pytest.mark.integration
 CLUSTER = "bbmethod2"
@@ -27,28 +23,16 @@ SWF = """; MaxNodes: 8
 
 
 def test_finder_replays_each_shrink_on_slurm(tmp_path: Path) -> None:
-    toml = tmp_path / "method.toml"
-    toml.write_text(platform_toml(name="bbmethod-8+1", controller_port=6941, slurmd_base_port=29201,
-                                  node_containers=1))  # fmt: skip
-    trace = tmp_path / "four.swf"
-    trace.write_text(SWF)
-    backend = DockerCluster(name=CLUSTER, platform=load_platform(toml))
-    backend.down()
-    try:
-        args = ["shrink-limit", str(trace), "-p", "slurm-backfill-1", "--shrinks", "0.99,0.995",
-                "--repeat", "1", "--platform", str(toml), "--name", CLUSTER, "--procs-per-node", "1",
-                "--bb-model", "constant", "--bb-constant", "100", "--runs-dir", str(tmp_path / "runs"),
-                "--out", str(tmp_path / "out"), "--timeout", "60"]  # fmt: skip
-        ran = CliRunner().invoke(main, args, catch_exceptions=False)
-        assert ran.exit_code == 0, ran.output
-        record = json.loads((tmp_path / "out" / "shrink-limit.json").read_text())
-        assert record["reference"] == 0.99 and record["limit"] in (0.99, 0.995)
-        rows = record["rows"]
-        assert sorted({r["shrink"] for r in rows}) == [0.99, 0.995]
-        assert all(r["n"] == 1 and r["wall_s"] > 0 for r in rows)
-        makespan = {r["shrink"]: r["mean"] for r in rows if r["metric"] == "makespan"}
-        assert 390 <= makespan[0.99] <= 900  # 400 s ideally; each start may pay a pass (100 s)
-        assert (tmp_path / "out" / "shrink-limit.png").exists()
-        assert len(list((tmp_path / "runs").iterdir())) == 2  # one run directory per shrink
-    finally:
-        backend.down()
+    command = ["shrink-limit", "-p", "slurm-backfill-1", "--shrinks", "0.99,0.995", "--repeat", "1",
+               "--runs-dir", str(tmp_path / "runs"), "--out", str(tmp_path / "out")]  # fmt: skip
+    invoke_on_small_cluster(tmp_path, command, SWF, cluster=CLUSTER, platform_name="bbmethod-8+1",
+                            controller_port=6941, slurmd_base_port=29201)  # fmt: skip
+    record = json.loads((tmp_path / "out" / "shrink-limit.json").read_text())
+    assert record["reference"] == 0.99 and record["limit"] in (0.99, 0.995)
+    rows = record["rows"]
+    assert sorted({r["shrink"] for r in rows}) == [0.99, 0.995]
+    assert all(r["n"] == 1 and r["wall_s"] > 0 for r in rows)
+    makespan = {r["shrink"]: r["mean"] for r in rows if r["metric"] == "makespan"}
+    assert 390 <= makespan[0.99] <= 900  # 400 s ideally; each start may pay a pass (100 s)
+    assert (tmp_path / "out" / "shrink-limit.png").exists()
+    assert len(list((tmp_path / "runs").iterdir())) == 2  # one run directory per shrink

@@ -9,7 +9,7 @@ from harness.model.paths import repo_path
 from harness.platform import load_platform
 from harness.policies.cerberus import CerberusConfig
 from harness.policies.sas import StorageAware
-from harness.policies.tiers import JobIo, TierChooser
+from harness.policies.tiers import JobIo, TierChooser, TierRates
 
 cerberus = pytest.importorskip("benchmarks.cerberus")
 lackner = pytest.importorskip("benchmarks.lackner")
@@ -47,8 +47,9 @@ def test_sas_puts_a_job_on_hps_when_it_is_faster_alone() -> None:
          "bb_per_node_mb": [0]}
     )  # fmt: skip
     io = {1: JobIo(100_000.0, 0.0, 0.0, 100_000)}
-    sas = lackner.run(plan, io, StorageAware("sas", TierChooser("sas"), lackner.RATES, io), platform)
-    lps = lackner.run(plan, io, StorageAware("lps", TierChooser("lps"), lackner.RATES, io), platform)
+    rates = TierRates.of_platform(platform)  # the platform's: R_lps 1,000, R_hps 15,000, stage 5,000 MB/s
+    sas = lackner.run(plan, io, StorageAware("sas", TierChooser("sas"), rates, io), platform)
+    lps = lackner.run(plan, io, StorageAware("lps", TierChooser("lps"), rates, io), platform)
     assert sas["mean_turnaround_s"] == pytest.approx(1000.0 - 100.0 + 100_000 / 15_000 + 20.0)
     assert sas["hps_share"] == 1.0
     assert lps["mean_turnaround_s"] == pytest.approx(1000.0)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import pytest
 
@@ -117,3 +117,23 @@ def test_a_job_the_empty_machine_cannot_carry_does_not_block_the_queue() -> None
     for backfill in (False, True):
         decision = policy(True, backfill).decide(ClusterState.idle(TOPO), queue, 0.0)
         assert [s.job_id for s in decision.starts] == [2]
+
+
+class _Watched(list[QueuedJob]):
+    """A queue that counts the jobs a policy has looked at."""
+
+    seen = 0
+
+    def __iter__(self) -> Iterator[QueuedJob]:
+        for job in super().__iter__():
+            self.seen += 1
+            yield job
+
+
+def test_fcfs_looks_no_further_than_the_first_job_that_does_not_fit() -> None:
+    # Job 1 takes 2 of the 4 nodes (60 MB/s of the PFS's 100); job 2 (2 x 30) would
+    # overload the PFS: FCFS stops there and never looks at the 1,000 jobs behind it.
+    queue = _Watched([QueuedJob(i, float(i), 100.0, 2, 0) for i in range(1, 1_003)])
+    decision = policy(True, backfill=False).decide(ClusterState.idle(TOPO), queue, now=0.0)
+    assert [s.job_id for s in decision.starts] == [1]
+    assert queue.seen == 2
