@@ -130,8 +130,11 @@ def test_release_all(tmp_path: Path) -> None:
     slurm = ScriptedSlurm()
     for j in (1, 2, 3):
         slurm.submit(j, 1, 10.0, 0)
+    slurm.submit(4, 1, 10.0, 100)
+    slurm.stage_out(4)  # listed by squeue now, but not held: left alone
     assert release_all(SlurmClient(runner=slurm)) == 3
-    assert all(d["state"] == "RUNNING" for d in slurm.jobs.values())
+    assert slurm.calls[-1] == ["scontrol", "release", "1,2,3"]
+    assert [d["state"] for d in slurm.jobs.values()] == ["RUNNING"] * 3 + ["STAGE_OUT"]
 
 
 def test_parsers() -> None:
