@@ -114,6 +114,9 @@ def run_command(trace: Path | None, **kw: Any) -> None:
     long = {name: kw.pop(name) for name in LONG_RUN_OPTIONS}
     opts = with_long_run_options(_run_options(trace, kw), long)
     previous = signal.signal(signal.SIGTERM, _terminate)
+    # Ctrl-C (and `harness runs stop`, which sends SIGINT) stop the run cleanly even when it
+    # was started with SIGINT ignored (a background job of a non-interactive shell)
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         if kw["resume_dir"] is not None:  # confirmed when it started
             opts = resume_options(kw["resume_dir"])
@@ -127,6 +130,7 @@ def run_command(trace: Path | None, **kw: Any) -> None:
         sys.exit(EXIT_INCOMPLETE if isinstance(exc, Terminated) else EXIT_INTERRUPTED)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
     if run_dirs:  # none after --dry-run or --detach
         sys.exit(max(_finish(run_dir, opts.cluster, kw["as_json"]) for run_dir in run_dirs))
 

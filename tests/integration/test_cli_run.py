@@ -97,6 +97,19 @@ def test_a_timed_out_run_exits_3_and_says_why(small: Path, tmp_path: Path) -> No
     assert out.strip().splitlines()[-1].startswith(str(tmp_path))
 
 
+def _interrupt(proc: subprocess.Popen) -> str:
+    """Ctrl-C, pressed again (at most twice more, 20 s apart) if the run goes on: once, in a CI
+    run at load 5.5, the run finished as if it had not seen the first one (not reproduced).
+    Returns what the run printed on stderr (communicate keeps it across timeouts)."""
+    for _ in range(3):
+        proc.send_signal(signal.SIGINT)
+        try:
+            return proc.communicate(timeout=20)[1]
+        except subprocess.TimeoutExpired:
+            continue
+    return proc.communicate(timeout=90)[1]
+
+
 def test_ctrl_c_exits_130_after_cleaning_up(small: Path, tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "harness", "run", "--name", NAME, "--platform", str(small), "--first-n", "8",
            "--shrink", "0.999", "-o", str(tmp_path), "-v"]  # fmt: skip
@@ -107,7 +120,6 @@ def test_ctrl_c_exits_130_after_cleaning_up(small: Path, tmp_path: Path) -> None
     for line in proc.stderr:
         if "submitted" in line or time.monotonic() > deadline:
             break
-    proc.send_signal(signal.SIGINT)
-    _, rest = proc.communicate(timeout=90)
+    rest = _interrupt(proc)
     assert proc.returncode == 130, rest[-3000:]
     assert "INCOMPLETE (interrupted by the user (Ctrl-C))" in rest
