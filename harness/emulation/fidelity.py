@@ -18,6 +18,7 @@ import pandas as pd
 from scipy import stats
 
 from harness.analysis.metrics import summary
+from harness.emulation.agent import DEFAULT_POLL_S
 from harness.emulation.replay import slurm_limit_minutes
 from harness.model.columns import RESULT_TIME_COLUMNS
 from harness.model.metric_names import HEADLINE_METRICS
@@ -74,6 +75,7 @@ def compare_with_simulation(
         unshrink_table(plan, shrink), twin, platform, model=model, io_seed=seed,
         tick=float(unshrink(tick, shrink)), launch_delay=float(unshrink(launch_delay, shrink)),
         staging=staging, stage_delay=float(unshrink(stage_delay, shrink)), staged_start=order,
+        decision_tick=float(unshrink(AGENT_POLL_S, shrink)) if tick and order == "reserved" else None,
     ).jobs  # fmt: skip
     emu_orig = unshrink_table(emulated, shrink, RESULT_TIME_COLUMNS)
     emu_metrics = summary(emulated, platform, time_scale=time_scale_of(shrink))
@@ -157,6 +159,7 @@ def with_minute_limits(plan: pd.DataFrame) -> pd.DataFrame:
     return plan.assign(walltime=plan["walltime"].map(lambda w: 60.0 * slurm_limit_minutes(w)))
 
 
+AGENT_POLL_S = DEFAULT_POLL_S  # the ordering agent decides on its poll, not on Slurm's pass
 SLURM_PASS_S = 1.0  # Slurm 24.11's scheduling pass, emulated seconds (sched_min_interval=0, bf_interval=1)
 
 

@@ -105,6 +105,7 @@ def simulate(
     tiers: bool = False,
     stage_delay: float = 0.0,
     staged_start: str | None = None,
+    decision_tick: float | None = None,
 ) -> SimulationResult:
     """Run ``policy`` on ``plan`` (columns of :data:`PLAN_COLUMNS`) and return the schedule.
 
@@ -116,14 +117,12 @@ def simulate(
     off the allocation, ``launch_delay`` is the time from the pass after a job's stage-in
     to its start and ``stage_delay`` that from the pass that picked it to its stage-in;
     ``staged_start`` how staged-in jobs get nodes (:class:`~harness.sim.staging.SlurmPasses`;
-    default ``backfill`` in a pool, else ``in-order``).
+    default ``backfill`` in a pool, else ``in-order``); ``decision_tick`` (default
+    ``tick``) how often the policy runs there, when it is not Slurm's pass (the agent's poll).
     ``tiers`` runs Lackner's storage tiers (:mod:`harness.sim.tiers`) for any policy,
     as always for a policy that chooses tiers.
     """
-    if model not in MODELS:
-        raise ValueError(f"unknown job model '{model}' (models: {', '.join(MODELS)})")
-    check_staging(staging, model)
-    _check_twin(tick, launch_delay, stage_delay, model, staging)
+    _check_options(tick, launch_delay, stage_delay, model, staging)
     platform = platform or load_platform()
     topology = Topology.from_platform(platform)
     tiered = tiers or is_tiered(policy)  # storage tiers (harness.sim.tiers): Lackner's I/O, a tier per job
@@ -141,7 +140,8 @@ def simulate(
         execution, machine = outside_execution(
             jobs.df, platform, topology, seed=io_seed, shrink=shrink, pool=staging == "pool", passes=passes
         )
-        twin = Twin(tick, 0.0)  # the execution delays the stage-in and the start itself
+        # the execution delays the stage-in and the start itself
+        twin = Twin(tick if decision_tick is None else decision_tick, 0.0)
     elif tiered:
         execution = TierExecution(jobs.df, platform, policy)
     else:
@@ -177,7 +177,10 @@ class Twin:
         return next_pass(now, self.tick)
 
 
-def _check_twin(tick: float, launch_delay: float, stage_delay: float, model: str, staging: str) -> None:
+def _check_options(tick: float, launch_delay: float, stage_delay: float, model: str, staging: str) -> None:
+    if model not in MODELS:
+        raise ValueError(f"unknown job model '{model}' (models: {', '.join(MODELS)})")
+    check_staging(staging, model)
     for name, value in (("tick", tick), ("launch delay", launch_delay), ("stage delay", stage_delay)):
         if not (math.isfinite(value) and value >= 0):
             raise ValueError(f"{name} must be a finite number >= 0, got {value}")

@@ -227,3 +227,14 @@ def test_reserved_staged_start_keeps_the_released_nodes_through_the_stage_in() -
     assert (backfill.loc[1, "start"], backfill.loc[1, "end"]) == (5.5, 15.5)
     with pytest.raises(ValueError, match="unknown staged start 'random'"):
         simulate(plan, get_policy("fcfs"), platform, model="io-aware", staging="pool", staged_start="random")
+
+
+def test_the_agent_decides_on_its_poll_and_slurm_starts_on_its_pass() -> None:
+    # Decisions every 0.1 (the agent's poll), Slurm's passes every 1: A arrives at 0.35, is
+    # released at 0.4, stages in [0.4, 1.4] on its reserved nodes and starts on the pass at 2.
+    platform = tiny(1, 2, 100)
+    plan = io_plan([staged(1, 10.0, 50.0, 0.0, submit=0.35)])
+    result = simulate(plan, get_policy("fcfs"), platform, model="io-aware", staging="pool",
+                      staged_start="reserved", tick=1.0, decision_tick=0.1)  # fmt: skip
+    one = result.jobs.set_index("job_id").loc[1]
+    assert (one["bb_start"], one["start"], one["end"]) == pytest.approx((0.4, 2.0, 12.0))
