@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.platform import Machine, NodeKind, Platform, load_platform
 from harness.platform.writing import save_platform
+
+if TYPE_CHECKING:
+    from harness.cluster.docker import DockerCluster
+    from harness.slurm.config import SchedulerConfig
 
 
 def platform_toml(
@@ -88,6 +94,25 @@ def bundled_on_ports(path: Path, *, controller_port: int, slurmd_base_port: int)
     """The bundled platform on other ports, written to ``path`` (its source, for ``--platform``)."""
     moved = load_platform().redeployed(controller_port=controller_port, slurmd_base_port=slurmd_base_port)
     return save_platform(moved, path)
+
+
+@contextmanager
+def bundled_cluster(
+    directory: Path, name: str, sched: SchedulerConfig, *, controller_port: int, slurmd_base_port: int
+) -> Iterator[DockerCluster]:
+    """The bundled platform on these ports (``directory/platform-NAME.toml``) as Docker
+    cluster ``name`` with ``sched``: removed, brought up for the block, removed after."""
+    from harness.cluster.docker import DockerCluster
+
+    path = directory / f"platform-{name}.toml"
+    platform = bundled_on_ports(path, controller_port=controller_port, slurmd_base_port=slurmd_base_port)
+    cluster = DockerCluster(name, platform, sched)
+    cluster.down()
+    try:
+        cluster.up(progress=print)
+        yield cluster
+    finally:
+        cluster.down()
 
 
 def invoke_on_small_cluster(

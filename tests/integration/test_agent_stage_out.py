@@ -23,7 +23,7 @@ from harness.policies.registry import get_policy
 from harness.slurm.client import SQUEUE_FORMAT, SlurmClient, parse_squeue
 from harness.slurm.config import SchedulerConfig
 from harness.slurm.jobspec import encode_comment
-from tests.platforms import bundled_on_ports
+from tests.platforms import bundled_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -34,15 +34,11 @@ STAGE_OUT_MB = 3750.0  # 3 s at one card's 1,250 MB/s
 
 @pytest.fixture(scope="module")
 def so_cluster(tmp_path_factory) -> Iterator[DockerCluster]:
-    path = tmp_path_factory.mktemp("agentso") / "platform-agentso.toml"
-    platform = bundled_on_ports(path, controller_port=6986, slurmd_base_port=23701)
-    cluster = DockerCluster(NAME, platform, SchedulerConfig(burst_buffer="lua"))
-    cluster.down()
-    try:
-        cluster.up(progress=print)
+    ports = {"controller_port": 6986, "slurmd_base_port": 23701}
+    with bundled_cluster(
+        tmp_path_factory.mktemp("agentso"), NAME, SchedulerConfig(burst_buffer="lua"), **ports
+    ) as cluster:
         yield cluster
-    finally:
-        cluster.down()
 
 
 def test_agent_keeps_a_staging_out_job_on_its_bb_share_only(so_cluster: DockerCluster) -> None:

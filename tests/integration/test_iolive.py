@@ -18,7 +18,7 @@ import pytest
 from harness.cluster.docker import SUBMIT_USER, DockerCluster
 from harness.emulation.staging import RECORDS
 from harness.slurm.config import SchedulerConfig
-from tests.platforms import bundled_on_ports
+from tests.platforms import bundled_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -29,16 +29,10 @@ TICK = 1.0  # Slurm's states change on its one-second passes
 
 @pytest.fixture(scope="module")
 def bb_cluster(tmp_path_factory) -> Iterator[DockerCluster]:
-    path = tmp_path_factory.mktemp("iolive") / "platform-iolive.toml"
-    platform = bundled_on_ports(path, controller_port=6961, slurmd_base_port=26201)
     sched = SchedulerConfig(burst_buffer="lua", bandwidth_license=True, reserve_depth=1)
-    cluster = DockerCluster(NAME, platform, sched)
-    cluster.down()
-    try:
-        cluster.up(progress=print)
+    ports = {"controller_port": 6961, "slurmd_base_port": 26201}
+    with bundled_cluster(tmp_path_factory.mktemp("iolive"), NAME, sched, **ports) as cluster:
         yield cluster
-    finally:
-        cluster.down()
 
 
 def _submit(cluster: DockerCluster, nodes: int, stage_in_mb: float, stage_out_mb: float, run_s: float,

@@ -28,7 +28,7 @@ from harness.cluster.docker import SUBMIT_USER, DockerCluster
 from harness.emulation.drains import DRAIN_RECORDS
 from harness.emulation.staging import RECORDS
 from harness.slurm.config import SchedulerConfig
-from tests.platforms import bundled_on_ports
+from tests.platforms import bundled_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -40,15 +40,11 @@ DRAIN_S = 2.0  # 2,500 MB from a BB node to the PFS at one card's 1,250 MB/s
 
 @pytest.fixture(scope="module")
 def drain_cluster(tmp_path_factory) -> Iterator[DockerCluster]:
-    path = tmp_path_factory.mktemp("drainlive") / "platform-drainlive.toml"
-    platform = bundled_on_ports(path, controller_port=6985, slurmd_base_port=23501)
-    cluster = DockerCluster(NAME, platform, SchedulerConfig(burst_buffer="lua"))
-    cluster.down()
-    try:
-        cluster.up(progress=print)
+    ports = {"controller_port": 6985, "slurmd_base_port": 23501}
+    with bundled_cluster(
+        tmp_path_factory.mktemp("drainlive"), NAME, SchedulerConfig(burst_buffer="lua"), **ports
+    ) as cluster:
         yield cluster
-    finally:
-        cluster.down()
 
 
 def _submit(cluster: DockerCluster, job_id: int, node: str, phases: str, bb: bool) -> int:

@@ -19,7 +19,7 @@ import pytest
 
 from harness.cluster.docker import SUBMIT_USER, DockerCluster
 from harness.slurm.config import SchedulerConfig
-from tests.platforms import bundled_on_ports
+from tests.platforms import bundled_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -31,15 +31,11 @@ SOLO_S = 5.0
 
 @pytest.fixture(scope="module")
 def io_cluster(tmp_path_factory) -> Iterator[DockerCluster]:
-    path = tmp_path_factory.mktemp("iolive2") / "platform-iolive2.toml"
-    platform = bundled_on_ports(path, controller_port=6960, slurmd_base_port=26001)
-    cluster = DockerCluster(NAME, platform, SchedulerConfig(burst_buffer="lua"))
-    cluster.down()
-    try:
-        cluster.up(progress=print)
+    ports = {"controller_port": 6960, "slurmd_base_port": 26001}
+    with bundled_cluster(
+        tmp_path_factory.mktemp("iolive2"), NAME, SchedulerConfig(burst_buffer="lua"), **ports
+    ) as cluster:
         yield cluster
-    finally:
-        cluster.down()
 
 
 def _submit_held(cluster: DockerCluster, job_id: int, node: str, phases: str) -> int:
