@@ -153,9 +153,10 @@ class SshRunner:
         chan = self.channel()
         try:
             chan.exec_command(shlex.join(argv))
-            if data:
-                chan.sendall(data)
-            chan.shutdown_write()
+            # stdin is fed beside the reading: a command that answers as it reads (tee) would
+            # otherwise fill the channel's window while we still send, and both would wait
+            feeder = threading.Thread(target=_feed, args=(chan, data), daemon=True)
+            feeder.start()
             return collect(chan, argv, None if timeout is None else time.monotonic() + timeout)
         except (paramiko.SSHException, OSError, EOFError) as exc:
             raise ClusterError(f"ssh to {self.describe()} failed: {exc or type(exc).__name__}") from None
@@ -192,6 +193,16 @@ class SshRunner:
                 remote.write(data)
         except OSError as exc:  # a missing root too: the command as root then says why
             raise DirectRefused(f"{root}/{rel}: {exc}") from None
+
+
+def _feed(chan: paramiko.Channel, data: bytes | None) -> None:
+    """``data`` to the command's stdin, then end of file (a closed channel ends it early)."""
+    try:
+        if data:
+            chan.sendall(data)
+        chan.shutdown_write()
+    except (paramiko.SSHException, OSError, EOFError):
+        pass  # the command ended or the channel closed: collect reports what happened
 
 
 def _mkdir_sticky(sftp: paramiko.SFTPClient, path: str) -> None:
