@@ -34,6 +34,7 @@ from harness.model.polling import poll_until
 CONNECT_TIMEOUT_S = 15.0
 KEEPALIVE_S = 15
 CHUNK = 1 << 16
+WAKE_S = 0.05  # the longest a command's output may wait unread (see collect)
 DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
 
 
@@ -234,7 +235,10 @@ def collect(
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0:
             return subprocess.CompletedProcess(argv, 124, bytes(out), b"timed out")
-        select.select([chan], [], [], left)
+        # Paramiko's one wake-up pipe for stdout and stderr can lose a wake-up (OrPipe's set and
+        # clear race between its thread and ours): never sleep long on it, or data could sit
+        # unread, the window close and the command wait for us as we wait for it.
+        select.select([chan], [], [], WAKE_S if left is None else min(left, WAKE_S))
     return subprocess.CompletedProcess(argv, chan.recv_exit_status(), bytes(out), bytes(err))
 
 

@@ -10,6 +10,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -136,7 +137,10 @@ def test_drift_experiment_no_accumulation(slurm_cluster, tmp_path: Path) -> None
     wait = (results["start"] - results["submit"]).to_numpy()  # emulated seconds
     # Slurm starts jobs on a 1 s tick (+ a few ms of launch): that is the floor of "ideal"
     assert wait.max() < 1.1, wait
-    assert wait.max() - wait.min() < 0.2, f"waits accumulate: {wait}"
+    # a job that happens to be submitted just before a tick waits ~0 s, the others up to 1 s:
+    # accumulation is a trend along the chain (each job inheriting its predecessor's delay)
+    trend = np.polyfit(np.arange(len(wait)), wait, 1)[0]
+    assert trend < 0.05, f"waits accumulate ({trend:+.3f} s a job): {wait}"
     # every job ran its 6 s (a wake-up may come late by tens of ms on a loaded 2-core host)
     assert (results["runtime"] - 6.0).abs().max() < 0.2
 

@@ -16,7 +16,7 @@ from harness.cluster import host, runners
 from harness.cluster.base import ClusterError
 from harness.cluster.host import HostCluster
 from harness.cluster.runners import LocalRunner, SshTarget, as_user, parse_ssh_url
-from harness.cluster.ssh import AcceptNew, SshRunner
+from harness.cluster.ssh import WAKE_S, AcceptNew, SshRunner, collect
 from harness.platform import load_platform
 from harness.slurm.config import SchedulerConfig
 from tests.platforms import platform_toml
@@ -314,3 +314,43 @@ def test_make_backend_builds_host_clusters() -> None:
     assert isinstance(ssh, HostCluster) and isinstance(ssh.runner, SshRunner)
     assert ssh.runner.target == SshTarget("127.0.0.1", "debian", 2201) and ssh.login == "debian"
     assert isinstance(make_backend(ClusterSpec(backend="local")).runner, LocalRunner)
+
+
+class _SilentChannel:
+    """A channel whose output arrives without a wake-up on its pipe: paramiko's shared
+    stdout/stderr pipe can lose one when its thread sets it while ours clears it."""
+
+    def __init__(self, ready_at: float) -> None:
+        self.ready_at = ready_at
+        self.read_fd, self.write_fd = os.pipe()  # never written: select never wakes on it
+        self.out, self.err = [b"out"], [b"err"]
+        self.eof_received = False
+
+    def fileno(self) -> int:
+        return self.read_fd
+
+    def recv_ready(self) -> bool:
+        return time.monotonic() >= self.ready_at and bool(self.out)
+
+    def recv_stderr_ready(self) -> bool:
+        return time.monotonic() >= self.ready_at and bool(self.err)
+
+    def recv(self, _n: int) -> bytes:
+        return self.out.pop()
+
+    def recv_stderr(self, _n: int) -> bytes:
+        self.eof_received = True
+        return self.err.pop()
+
+    def recv_exit_status(self) -> int:
+        return 7
+
+
+def test_ssh_output_without_a_wake_up_is_read_at_once() -> None:
+    chan = _SilentChannel(time.monotonic() + 0.2)
+    t0 = time.monotonic()
+    res = collect(chan, ["cmd"], t0 + 30)  # type: ignore[arg-type]
+    took = time.monotonic() - t0
+    assert (res.returncode, res.stdout, res.stderr) == (7, b"out", b"err")
+    assert 0.2 <= took < 0.2 + WAKE_S + 0.5, took  # not the 30 s deadline
+    os.close(chan.read_fd), os.close(chan.write_fd)
