@@ -19,6 +19,7 @@ from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, Workloa
 from harness.model.commands import CommandResult
 from harness.platform import bundled_platform_file
 from harness.slurm.config import SchedulerConfig, render_slurm_files
+from tests.slurm_queue import squeue_lines
 
 TEST_CLUSTER = "bbtest"
 SUBMIT_USER = "emu"
@@ -69,7 +70,7 @@ class SlurmTestCluster:
         self.exec(["scancel", "--user", SUBMIT_USER])
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            if not self.exec(["squeue", "--noheader", "--user", SUBMIT_USER]).stdout.strip():
+            if not squeue_lines(self, "--user", SUBMIT_USER):
                 return
             time.sleep(0.3)
 

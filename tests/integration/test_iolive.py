@@ -19,6 +19,7 @@ from harness.cluster.docker import SUBMIT_USER, DockerCluster
 from harness.emulation.staging import RECORDS
 from harness.slurm.config import SchedulerConfig
 from tests.platforms import bundled_cluster
+from tests.slurm_queue import squeue_lines
 
 pytestmark = pytest.mark.integration
 
@@ -151,10 +152,8 @@ def test_with_the_bandwidth_license_running_jobs_never_exceed_the_pfs(bb_cluster
     together: set[frozenset[int]] = set()
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        out = cluster.exec(
-            ["squeue", "-h", "-o", "%i %T %W", "-j", ",".join(map(str, ids))], timeout=30
-        ).stdout
-        rows = [line.split() for line in out.splitlines()]
+        queue = squeue_lines(cluster, "-o", "%i %T %W", "-j", ",".join(map(str, ids)))
+        rows = [line.split() for line in queue]
         if not rows:
             break
         running = {int(r[0]): int(r[2].split(":")[1]) for r in rows if r[1] == "RUNNING"}

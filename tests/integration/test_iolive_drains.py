@@ -29,6 +29,7 @@ from harness.emulation.drains import DRAIN_RECORDS
 from harness.emulation.staging import RECORDS
 from harness.slurm.config import SchedulerConfig
 from tests.platforms import bundled_cluster
+from tests.slurm_queue import squeue_lines
 
 pytestmark = pytest.mark.integration
 
@@ -78,8 +79,7 @@ def _drain_rated(cluster: DockerCluster, job: int) -> bool:
 
 
 def _state(cluster: DockerCluster, job: int) -> str:
-    res = cluster.exec(["squeue", "-h", "-j", str(job), "-o", "%T"], timeout=30)
-    return res.stdout.strip() if res.ok else ""
+    return " ".join(squeue_lines(cluster, "-j", str(job), "-o", "%T"))
 
 
 def _jsonl(cluster: DockerCluster, name: str) -> list[dict]:

@@ -33,6 +33,7 @@ from harness.policies.registry import get_policy
 from harness.slurm.client import SlurmClient
 from harness.slurm.config import SchedulerConfig
 from tests.platforms import bundled_on_ports
+from tests.slurm_queue import squeue_lines
 
 pytestmark = pytest.mark.integration
 
@@ -65,19 +66,35 @@ def _sbatch(c: DockerCluster, *args: str) -> int:
     return int(res.stdout.strip())
 
 
-def _watch(c: DockerCluster, job: int, timeout: float = 20) -> list[tuple[str, str, str]]:
-    """(state, reason, pool used) every 0.2 s until the job completes."""
+def _pool_used(c: DockerCluster) -> str:
+    pool = c.exec(["scontrol", "show", "burstbuffer"], timeout=30).stdout
+    return pool.split("PoolName")[1].split("UsedSpace=")[1].split()[0]
+
+
+def _watch(c: DockerCluster, job: int, timeout: float = 60) -> list[tuple[str, str, str]]:
+    """(state, reason, pool used) every 0.2 s until the job has left the queue."""
     seen: list[tuple[str, str, str]] = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        state = c.exec(["squeue", "-h", "-j", str(job), "-o", "%T %r"], timeout=30).stdout.split()
-        pool = c.exec(["scontrol", "show", "burstbuffer"], timeout=30).stdout
-        used = pool.split("PoolName")[1].split("UsedSpace=")[1].split()[0]
+        state = " ".join(squeue_lines(c, "-j", str(job), "-o", "%T %r")).split()
+        used = _pool_used(c)
         if not state:
             return seen
         seen.append((state[0], state[1] if len(state) > 1 else "", used))
         time.sleep(0.2)
     raise AssertionError(f"job {job} did not complete in {timeout} s: {seen[-3:]}")
+
+
+@pytest.fixture(autouse=True)
+def empty_pool(cluster: DockerCluster) -> Iterator[None]:
+    """Each test starts on an empty queue and pool, whatever the one before left."""
+    yield
+    c = cluster
+    c.exec(["scancel", "--user", SUBMIT_USER], timeout=30)
+    deadline = time.monotonic() + 60
+    while squeue_lines(c, "--user", SUBMIT_USER) or _pool_used(c) != "0":
+        assert time.monotonic() < deadline, "the queue and the burst-buffer pool did not empty"
+        time.sleep(0.5)
 
 
 def test_bb_request_is_fixed_hps_holds_the_pool_resubmitted_lps_does_not(cluster: DockerCluster) -> None:
@@ -120,8 +137,8 @@ def test_agent_puts_a_job_on_lps_without_bb_and_on_hps_with_it(cluster: DockerCl
     comment = "--comment=trace_id=1 walltime=60.000000 bb_per_node=1000"
     lps = _sbatch(c, "-H", comment, f"--wrap={SCRIPT}")
     _agent_steps(c, "sas-lps", 2)  # 1: submitted again without BB (held); 2: that copy released
-    assert c.exec(["squeue", "-h", "-j", str(lps)], timeout=30).stdout.strip() in ("", f"{lps}")
-    mine = c.exec(["squeue", "-h", "-u", SUBMIT_USER, "-o", "%i %k"], timeout=30).stdout.split("\n")
+    assert squeue_lines(c, "-j", str(lps), "-o", "%i") in ([], [f"{lps}"])
+    mine = squeue_lines(c, "-u", SUBMIT_USER, "-o", "%i %k")
     copies = [int(line.split()[0]) for line in mine if "tier=lps" in line]
     assert len(copies) == 1, mine
     seen = _watch(c, copies[0])
