@@ -24,11 +24,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.cluster.docker import SUBMIT_USER, DockerCluster
+from harness.cluster.docker import DockerCluster
 from harness.emulation.drains import DRAIN_RECORDS
 from harness.emulation.staging import RECORDS
 from harness.slurm.config import SchedulerConfig
 from tests.platforms import bundled_cluster
+from tests.sigsleep_jobs import phase_records, submit_phases
 from tests.slurm_queue import squeue_lines
 
 pytestmark = pytest.mark.integration
@@ -48,26 +49,7 @@ def drain_cluster(tmp_path_factory) -> Iterator[DockerCluster]:
         yield cluster
 
 
-def _submit(cluster: DockerCluster, job_id: int, node: str, phases: str, bb: bool) -> int:
-    lines = "#BB_LUA pool=bb capacity=1000\n#HARNESS_IO nodes=1 stage_in_mb=0 stage_out_mb=0 time_scale=1\n"
-    wrap = f"{lines if bb else ''}exec sigsleep --job-id {job_id} --log /shared/{LOG} --phases {phases}"
-    res = cluster.exec(
-        ["sbatch", "--parsable", "--nodes=1", f"--nodelist={node}", "--time=2", "--chdir=/shared/jobs",
-         "--output=/dev/null", f"--wrap={wrap}"], user=SUBMIT_USER, timeout=60,
-    )  # fmt: skip
-    assert res.ok, res.stderr
-    return int(res.stdout.strip())
-
-
-def _records(cluster: DockerCluster, jobs: set[int], timeout: float) -> dict[int, dict]:
-    """sigsleep's records of ``jobs`` (trace ids), waiting until all are there."""
-    deadline = time.monotonic() + timeout
-    found: dict[int, dict] = {}
-    while time.monotonic() < deadline and len(found) < len(jobs):
-        text = cluster.read_text(LOG) or ""
-        found = {r["job_id"]: r for r in map(json.loads, text.splitlines()) if r["job_id"] in jobs}
-        time.sleep(0.5)
-    return found
+BB_HEAD = "#BB_LUA pool=bb capacity=1000\n#HARNESS_IO nodes=1 stage_in_mb=0 stage_out_mb=0 time_scale=1\n"
 
 
 def _drain_rated(cluster: DockerCluster, job: int) -> bool:
@@ -90,8 +72,8 @@ def test_a_checkpoint_drains_beside_the_next_phase_and_holds_the_stage_out(
     drain_cluster: DockerCluster,
 ) -> None:
     cluster = drain_cluster
-    a = _submit(cluster, 1, "c001", f"checkpoint:{CHECKPOINT_MB:g},compute:4", bb=False)
-    b = _submit(cluster, 2, "c009", f"checkpoint:{CHECKPOINT_MB:g},compute:0.5", bb=True)
+    a = submit_phases(cluster, 1, "c001", f"checkpoint:{CHECKPOINT_MB:g},compute:4", LOG)
+    b = submit_phases(cluster, 2, "c009", f"checkpoint:{CHECKPOINT_MB:g},compute:0.5", LOG, head=BB_HEAD)
     # A's drain under way (its rate published), the contention service dies; the entrypoint
     # starts it again, which reads how far the drain is from its file and ends it on time
     deadline = time.monotonic() + 30
@@ -110,7 +92,7 @@ def test_a_checkpoint_drains_beside_the_next_phase_and_holds_the_stage_out(
         ):
             break
         time.sleep(0.2)
-    rec = _records(cluster, {1, 2}, timeout=20)
+    rec = phase_records(cluster, LOG, {1, 2}, timeout=20)
     drains = {d["job"]: d for d in _jsonl(cluster, DRAIN_RECORDS)}
     outs = {r["job"]: r for r in _jsonl(cluster, RECORDS) if r["kind"] == "out"}
     print(drains, outs.get(b), [s for s in seen if s[1] == "STAGE_OUT"][::5])

@@ -11,7 +11,6 @@ killed in the middle (and restarted by the controller's entrypoint) without chan
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 
@@ -20,6 +19,7 @@ import pytest
 from harness.cluster.docker import SUBMIT_USER, DockerCluster
 from harness.slurm.config import SchedulerConfig
 from tests.platforms import bundled_cluster
+from tests.sigsleep_jobs import phase_records, submit_phases
 
 pytestmark = pytest.mark.integration
 
@@ -38,31 +38,12 @@ def io_cluster(tmp_path_factory) -> Iterator[DockerCluster]:
         yield cluster
 
 
-def _submit_held(cluster: DockerCluster, job_id: int, node: str, phases: str) -> int:
-    wrap = f"exec sigsleep --job-id {job_id} --log /shared/{LOG} --phases {phases}"
-    res = cluster.exec(
-        ["sbatch", "--parsable", "--hold", f"--nodelist={node}", "--time=2", "--chdir=/shared/jobs",
-         "--output=/dev/null", f"--wrap={wrap}"], user=SUBMIT_USER, timeout=60,
-    )  # fmt: skip
-    assert res.ok, res.stderr
-    return int(res.stdout.strip())
-
-
-def _records(cluster: DockerCluster, jobs: set[int], timeout: float) -> dict[int, dict]:
-    deadline = time.monotonic() + timeout
-    found: dict[int, dict] = {}
-    while time.monotonic() < deadline and len(found) < len(jobs):
-        time.sleep(0.5)
-        text = cluster.read_text(LOG) or ""
-        found = {r["job_id"]: r for r in map(json.loads, text.splitlines()) if r["job_id"] in jobs}
-    return found
-
-
 def test_two_checkpoints_on_one_link_each_take_twice_their_solo_time(io_cluster: DockerCluster) -> None:
     cluster = io_cluster
     phases = f"compute:0.5,checkpoint:{CHECKPOINT_MB:g},compute:0.5"
     # c001 and c002 share chassis 1 and its BB node bb01; c009 is alone on chassis 2 (bb02)
-    slurm_ids = [_submit_held(cluster, j, n, phases) for j, n in ((1, "c001"), (2, "c002"), (3, "c009"))]
+    placed = ((1, "c001"), (2, "c002"), (3, "c009"))
+    slurm_ids = [submit_phases(cluster, j, n, phases, LOG, held=True) for j, n in placed]
     res = cluster.exec(["scontrol", "release", ",".join(map(str, slurm_ids))], user=SUBMIT_USER, timeout=30)
     assert res.ok, res.stderr
     # mid-checkpoint, the contention service dies: the entrypoint starts it again, the jobs keep
@@ -71,7 +52,7 @@ def test_two_checkpoints_on_one_link_each_take_twice_their_solo_time(io_cluster:
     pid = cluster.exec(["pgrep", "-f", "-o", "harness.emulation.contention"], timeout=30).stdout.strip()
     assert pid.isdigit(), pid
     assert cluster.exec(["kill", pid], timeout=30).ok
-    rec = _records(cluster, {1, 2, 3}, timeout=40)
+    rec = phase_records(cluster, LOG, {1, 2, 3}, timeout=40)
     log = cluster.exec(["cat", "/var/log/slurm/contention.log"], timeout=30).stdout
     assert "contention service exited; restarting" in log, log
     assert set(rec) == {1, 2, 3}, rec

@@ -22,17 +22,15 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from harness.cluster.docker import SUBMIT_USER, DockerCluster
 from harness.emulation.agent import Agent
-from harness.platform import load_platform
 from harness.policies.registry import get_policy
 from harness.slurm.client import SlurmClient
 from harness.slurm.config import SchedulerConfig
-from tests.platforms import bundled_on_ports
+from tests.platforms import bundled_cluster
 from tests.slurm_queue import squeue_lines
 
 pytestmark = pytest.mark.integration
@@ -47,16 +45,10 @@ SCRIPT = (
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory) -> Iterator[DockerCluster]:
-    path = Path(tmp_path_factory.mktemp("tierlive")) / "platform.toml"
-    platform = bundled_on_ports(path, controller_port=6963, slurmd_base_port=26401)
-    c = DockerCluster(NAME, platform, SchedulerConfig(burst_buffer="lua", reserve_depth=1))
-    c.platform_file = path  # type: ignore[attr-defined]  # for the agent's test
-    c.down()
-    try:
-        c.up(progress=print)
+    sched = SchedulerConfig(burst_buffer="lua", reserve_depth=1)
+    ports = {"controller_port": 6963, "slurmd_base_port": 26401}
+    with bundled_cluster(tmp_path_factory.mktemp("tierlive"), NAME, sched, **ports) as c:
         yield c
-    finally:
-        c.down()
 
 
 def _sbatch(c: DockerCluster, *args: str) -> int:
@@ -125,7 +117,7 @@ def test_bb_request_is_fixed_hps_holds_the_pool_resubmitted_lps_does_not(cluster
 
 def _agent_steps(c: DockerCluster, policy: str, steps: int) -> Agent:
     client = SlurmClient(runner=lambda cmd: c.exec(cmd, timeout=30), user=SUBMIT_USER)
-    agent = Agent(get_policy(policy), load_platform(c.platform_file), client)  # type: ignore[attr-defined]
+    agent = Agent(get_policy(policy), c.platform, client)
     for _ in range(steps):
         agent.step()
         time.sleep(0.3)
