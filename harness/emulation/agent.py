@@ -32,7 +32,7 @@ from harness.platform import Machine
 from harness.policies import kernels
 from harness.policies.base import Decision, Policy
 from harness.policies.state import Allocation, ClusterState, JobQueue, QueuedJob, RunningJob, Topology
-from harness.policies.tiers import LPS, JobIo, TierRates
+from harness.policies.tiers import LPS, JobIo, TierRates, io_of_words
 from harness.slurm.client import SlurmClient, SlurmCommandError, SlurmJob
 
 DEFAULT_POLL_S = 0.1
@@ -229,13 +229,9 @@ def _bb_per_node(job: SlurmJob) -> int:
 
 def _job_io(job: SlurmJob) -> JobIo:
     """A job's I/O for a tier-choosing policy: its BB request from the comment (HPS capacity),
-    its volumes from the optional words ``in_mb``, ``out_mb``, ``data_mb`` (whole job, MB)."""
-    words = job.comment
-    try:
-        volumes = [float(words.get(k, 0.0)) for k in ("in_mb", "out_mb", "data_mb")]
-    except ValueError:
-        volumes = [0.0, 0.0, 0.0]
-    return JobIo(volumes[0], volumes[1], volumes[2], job.nodes * _bb_per_node(job))
+    its volumes from the optional words ``in_mb``, ``out_mb``, ``data_mb`` (whole job, MB,
+    :func:`~harness.policies.tiers.io_words`)."""
+    return io_of_words(job.comment, job.nodes * _bb_per_node(job))
 
 
 def _time_scale(words: dict[str, str]) -> float:

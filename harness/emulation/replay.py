@@ -48,6 +48,7 @@ from harness.emulation.resubmit import ATTEMPT_TIMEOUT_S, SlurmUnavailable, sque
 from harness.emulation.staging import directive_line
 from harness.model.jsonio import read_json, read_jsonl
 from harness.model.rundir import SIGSLEEP_LOG, STATUS, STOP_FILE, SUBMISSIONS
+from harness.policies.tiers import io_words, staged_job_io
 from harness.slurm.config import BANDWIDTH_LICENSE, URGENT_PARTITION
 from harness.slurm.jobspec import encode_comment
 
@@ -147,15 +148,16 @@ def sbatch_command(job: dict, opts: ReplayOptions, intended: float) -> list[str]
 
 def io_volume_words(job: dict) -> str:
     """Under the io-aware model: the job's volumes (whole job, MB) for a tier-choosing agent
-    policy (``harness.emulation.agent``): stage-in, stage-out and its checkpoints, and the
+    policy (``harness.emulation.agent``): stage-in, stage-out and its checkpoints
+    (:func:`~harness.policies.tiers.staged_job_io`, as the simulator's pool twin), and the
     time scale (the comment's walltime is shrunk, the volumes and the rates are not)."""
     if "io_stage_in_mb" not in job:
         return ""
-    nodes = int(job["nodes"])
-    checkpoints = max(int(job.get("io_phases", 1)) - 1, 0) * nodes * float(job.get("io_checkpoint_mb", 0.0))
-    volumes = (nodes * float(job["io_stage_in_mb"]), nodes * float(job["io_stage_out_mb"]), checkpoints)
-    scale = float(job.get("io_time_scale", 1.0))
-    return " in_mb={:g} out_mb={:g} data_mb={:g} time_scale={:.9g}".format(*volumes, scale)
+    io = staged_job_io(
+        int(job["nodes"]), int(job.get("bb_per_node_mb", 0)), float(job["io_stage_in_mb"]),
+        float(job["io_stage_out_mb"]), int(job.get("io_phases", 1)), float(job.get("io_checkpoint_mb", 0.0)),
+    )  # fmt: skip
+    return f" {io_words(io)} time_scale={float(job.get('io_time_scale', 1.0)):.9g}"
 
 
 def io_directives(job: dict, pool: str) -> list[str]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from harness.platform import Machine
@@ -89,6 +90,39 @@ class JobIo:
 
 
 NO_IO = JobIo()
+IO_WORDS = ("in_mb", "out_mb", "data_mb")  # a job comment's volumes (whole job, MB)
+
+
+def staged_job_io(
+    nodes: int,
+    bb_per_node_mb: int,
+    stage_in_mb: float,
+    stage_out_mb: float,
+    phases: int,
+    checkpoint_mb: float,
+) -> JobIo:
+    """A job's declared I/O from Kopański's per-node columns (``io_stage_in_mb``, ...): the
+    whole job's stage-in and stage-out, its ``phases - 1`` checkpoints as intermediate data,
+    its BB request as the HPS capacity. What the replay writes into a live job's comment
+    (:func:`io_words`, read back by the ordering agent) and the simulator's pool twin gives SAS."""
+    data = max(phases - 1, 0) * nodes * checkpoint_mb
+    return JobIo(nodes * stage_in_mb, nodes * stage_out_mb, data, nodes * bb_per_node_mb)
+
+
+def io_words(io: JobIo) -> str:
+    """The volumes as comment words, each float exactly (``repr``: it reads back the same)."""
+    return " ".join(
+        f"{w}={v!r}" for w, v in zip(IO_WORDS, (io.input_mb, io.output_mb, io.data_mb), strict=True)
+    )
+
+
+def io_of_words(words: Mapping[str, str], storage_mb: int) -> JobIo:
+    """The volumes of :func:`io_words` (missing: 0; unreadable: no I/O) and the HPS capacity."""
+    try:
+        volumes = [float(words.get(k, 0.0)) for k in IO_WORDS]
+    except ValueError:
+        volumes = [0.0, 0.0, 0.0]
+    return JobIo(volumes[0], volumes[1], volumes[2], storage_mb)
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ from harness.sim.fixed_ends import FixedEnds
 from harness.sim.io_execution import IOExecution
 from harness.sim.io_mode import io_columns, io_execution
 from harness.sim.machine import SimMachine, SimulationError, bb_map_string
+from harness.sim.pool_tiers import PoolTiers, pool_tier_setup
 from harness.sim.staging import OutsideStaging, SlurmPasses, check_staging, outside_execution
 from harness.sim.tiers import TierExecution, is_tiered, tier_setup
 
@@ -119,16 +120,22 @@ def simulate(
     ``staged_start`` how staged-in jobs get nodes (:class:`~harness.sim.staging.SlurmPasses`;
     default ``backfill`` in a pool, else ``in-order``); ``decision_tick`` (default
     ``tick``) how often the policy runs there, when it is not Slurm's pass (the agent's poll).
-    ``tiers`` runs Lackner's storage tiers (:mod:`harness.sim.tiers`) for any policy,
-    as always for a policy that chooses tiers.
+    ``tiers`` runs storage tiers for any policy, as always for a policy that chooses
+    tiers: Lackner's (:mod:`harness.sim.tiers`) inside the allocation, those of a live run
+    in a pool (:mod:`harness.sim.pool_tiers`).
     """
     _check_options(tick, launch_delay, stage_delay, model, staging)
     platform = platform or load_platform()
     topology = Topology.from_platform(platform)
-    tiered = tiers or is_tiered(policy)  # storage tiers (harness.sim.tiers): Lackner's I/O, a tier per job
-    if tiered and staging in OFF_ALLOCATION:
-        raise ValueError(f"storage tiers stage inside the allocation: drop --staging {staging} or the tiers")
-    if tiered:
+    tiered = tiers or is_tiered(policy)  # a tier per job: Lackner's (inside) or the live one (pool)
+    if tiered and staging == "outside":
+        raise ValueError(
+            "storage tiers stage inside the allocation or in Slurm's pool: drop --staging outside"
+        )
+    pool_tiers = tiered and staging == "pool"  # harness.sim.pool_tiers: the live run's I/O
+    if pool_tiers:
+        plan, policy = pool_tier_setup(plan, policy, platform, io_seed, shrink)
+    elif tiered:
         plan, policy = tier_setup(plan, policy, platform, model, io_seed, shrink)
     jobs = _Plan(plan, topology)
     machine = None
@@ -137,9 +144,9 @@ def simulate(
     if staging in OFF_ALLOCATION:
         order = staged_start or ("backfill" if staging == "pool" else "in-order")
         passes = SlurmPasses(tick, stage_delay, launch_delay, order)
-        execution, machine = outside_execution(
-            jobs.df, platform, topology, seed=io_seed, shrink=shrink, pool=staging == "pool", passes=passes
-        )
+        kind = PoolTiers if pool_tiers else OutsideStaging
+        execution, machine = outside_execution(jobs.df, platform, topology, seed=io_seed, shrink=shrink,
+                                               pool=staging == "pool", passes=passes, kind=kind)  # fmt: skip
         # the execution delays the stage-in and the start itself
         twin = Twin(tick if decision_tick is None else decision_tick, 0.0)
     elif tiered:
@@ -307,6 +314,8 @@ class _Run:
             walltime, share = float(self.jobs.walltime[row]), int(self.jobs.share[row])
             if isinstance(self.execution, TierExecution):  # the tier sets both
                 walltime, share = self.execution.hold(row, s)
+            elif isinstance(self.execution, PoolTiers):  # the tier sets the BB share
+                share = self.execution.hold(row, s, share)
             begin = now + self.twin.launch_delay
             job = RunningJob(s.job_id, now, begin + walltime, share, s.allocation)
             self.machine.start(job)
@@ -341,7 +350,7 @@ class _Run:
             },
             columns=list(RESULT_COLUMNS),
         )
-        if isinstance(self.execution, TierExecution):
+        if isinstance(self.execution, TierExecution | PoolTiers):
             table = self.execution.annotate(table)
         if isinstance(self.execution, OutsideStaging):
             for name, values in self.execution.result_columns().items():

@@ -316,6 +316,10 @@ class OutsideStaging(IOExecution):
         self.machine.release_bb(int(self.job_ids[job.row]))
         self._ended.append(job.row)
 
+    def solo_allocations(self) -> list[Allocation | None]:
+        """Where each job's dilation reference runs alone (None: no reference computed)."""
+        return self.io_allocation
+
     def result_columns(self) -> dict[str, np.ndarray]:
         """The io-aware columns, plus the BB hold and the wait for nodes.
 
@@ -323,7 +327,7 @@ class OutsideStaging(IOExecution):
         begin, for nodes: stage-in, run, stage-out) with the job alone, which never waits.
         """
         busy = self.bb_end - self.bb_start - self.node_wait - self.stage_wait
-        cols = io_columns(self, self.end - busy, self.io_allocation)
+        cols = io_columns(self, self.end - busy, self.solo_allocations())
         cols.update({"bb_start": self.bb_start, "bb_end": self.bb_end, "node_wait_s": self.node_wait})
         return cols
 
@@ -337,15 +341,17 @@ def outside_execution(
     shrink: float,
     pool: bool = False,
     passes: SlurmPasses | None = None,
+    kind: type[OutsideStaging] = OutsideStaging,
 ) -> tuple[OutsideStaging, StagedMachine]:
-    """The execution and the machine it shares with the simulator (``plan`` sorted as simulated)."""
+    """The execution (a ``kind``) and the machine it shares with the simulator (``plan``
+    sorted as simulated)."""
     net = IONetwork.from_platform(platform, time_scale=1.0 / (1.0 - shrink))
     machine = StagedMachine(topology)
     ids = plan["job_id"].to_numpy(np.int64)
     chassis = topology.chassis_of_compute
     pool_bb = tuple(chassis_bb_node(platform, ch) for ch in chassis) if pool else None
     passes = passes or SlurmPasses(staged_start="backfill" if pool else "in-order")
-    execution = OutsideStaging(net, job_io(plan, seed, shrink), chassis, machine, ids, pool_bb, passes)
+    execution = kind(net, job_io(plan, seed, shrink), chassis, machine, ids, pool_bb, passes)
     return execution, machine
 
 

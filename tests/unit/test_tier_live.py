@@ -88,7 +88,7 @@ def test_replay_writes_the_volumes_the_agent_reads() -> None:
         "io_checkpoint_mb": 250.0,
     }
     # 2 checkpoints x 4 x 250; no io_time_scale column: 1
-    assert io_volume_words(job) == " in_mb=4800 out_mb=2400 data_mb=2000 time_scale=1"
+    assert io_volume_words(job) == " in_mb=4800.0 out_mb=2400.0 data_mb=2000.0 time_scale=1"  # exact floats
     assert io_volume_words({**job, "io_time_scale": 200.0}).endswith(" time_scale=200")
     assert io_volume_words({"nodes": 4}) == ""
 
