@@ -26,7 +26,6 @@ from harness.model.timescale import time_scale_of, unshrink, unshrink_table
 from harness.platform import Machine
 from harness.policies.registry import get_policy
 from harness.sim.engine import simulate
-from harness.sim.tiers import is_tiered
 from harness.slurm.config import SchedulerConfig
 
 
@@ -61,15 +60,14 @@ def compare_with_simulation(
     from the same seed (a job's volumes depend only on the seed and its number) and stages
     as Slurm's ``burst_buffer/lua`` pool does (``staging="pool"``: outside the allocation,
     striped over every BB node; ``staged_start``: how Slurm gives staged-in jobs nodes,
-    :func:`staged_start_for`); a tier-choosing policy's twin runs Lackner's storage tiers
-    (:mod:`harness.sim.tiers`: staging inside the allocation, no launch or stage delay).
+    :func:`staged_start_for`); a tier-choosing policy's twin runs the live jobs' tiers in
+    that pool (:mod:`harness.sim.pool_tiers`: the volumes the agent reads, HPS staged by the
+    pool, LPS on the PFS with no BB), with the same Slurm delays.
     """
     staging, twin = "inside", get_policy(policy, seed=seed)
     if model == "io-aware":
         plan = plan.drop(columns=[c for c in plan.columns if c.startswith("io_")])
         staging = "pool"
-    if is_tiered(twin):  # Lackner's storage tiers stage inside the allocation, with no Slurm delays
-        staging, launch_delay, stage_delay = "inside", 0.0, 0.0
     order = staged_start if staging == "pool" else None
     sim = simulate(
         unshrink_table(plan, shrink), twin, platform, model=model, io_seed=seed,
