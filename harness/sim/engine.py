@@ -128,15 +128,9 @@ def simulate(
     platform = platform or load_platform()
     topology = Topology.from_platform(platform)
     tiered = tiers or is_tiered(policy)  # a tier per job: Lackner's (inside) or the live one (pool)
-    if tiered and staging == "outside":
-        raise ValueError(
-            "storage tiers stage inside the allocation or in Slurm's pool: drop --staging outside"
-        )
     pool_tiers = tiered and staging == "pool"  # harness.sim.pool_tiers: the live run's I/O
-    if pool_tiers:
-        plan, policy = pool_tier_setup(plan, policy, platform, io_seed, shrink)
-    elif tiered:
-        plan, policy = tier_setup(plan, policy, platform, model, io_seed, shrink)
+    if tiered:
+        plan, policy = _tier_setup(plan, policy, platform, model, staging, io_seed, shrink)
     jobs = _Plan(plan, topology)
     machine = None
     execution: _AllocOnly | IOExecution | TierExecution
@@ -158,6 +152,20 @@ def simulate(
     sim = _Run(jobs, policy, topology, execution, twin, machine)
     sim.run()
     return _result(sim, platform, time.perf_counter() - began, model)
+
+
+def _tier_setup(
+    plan: pd.DataFrame, policy: Policy, platform: Machine, model: str, staging: str, seed: int, shrink: float
+) -> tuple[pd.DataFrame, Policy]:
+    """The plan with the jobs' I/O and the tier policy knowing it: the live run's in a pool,
+    Lackner's inside the allocation."""
+    if staging == "outside":
+        raise ValueError(
+            "storage tiers stage inside the allocation or in Slurm's pool: drop --staging outside"
+        )
+    if staging == "pool":
+        return pool_tier_setup(plan, policy, platform, seed, shrink)
+    return tier_setup(plan, policy, platform, model, seed, shrink)
 
 
 def _result(sim: _Run, platform: Machine, wall: float, model: str) -> SimulationResult:
