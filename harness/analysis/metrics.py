@@ -75,7 +75,8 @@ def utilisation(df: pd.DataFrame, platform: Machine, time_scale: float = 1.0) ->
     node_time = float(np.sum(nodes * run))
     if "bb_end" in df.columns:  # staged outside the allocation: the BB is held longer than the nodes
         run = (df["bb_end"] - df["bb_start"]).to_numpy(np.float64) * time_scale
-    bb_time = float(np.sum(nodes * df["bb_per_node_mb"].to_numpy(np.float64) * run))
+    # nansum: a job on the slow tier in a pool (harness.sim.pool_tiers) has no BB window
+    bb_time = float(np.nansum(nodes * df["bb_per_node_mb"].to_numpy(np.float64) * run))
     return node_time / (platform.compute_count * span), bb_time / (platform.bb_total_mb * span)
 
 

@@ -13,6 +13,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from harness.analysis.metrics import summary
 from harness.cli import main
 from harness.emulation.replay import io_volume_words
 from harness.policies.registry import get_policy
@@ -76,6 +77,8 @@ def test_sas_puts_a_job_on_lps_while_the_bb_is_held_and_both_share_the_pfs() -> 
     assert (jobs.loc[2, "start"], jobs.loc[2, "end"], jobs.loc[2, "io_s"]) == pytest.approx((0.0, 24.5, 4.5))
     assert list(jobs["dilation"]) == pytest.approx([24.5 / 22.5] * 2)
     assert list(jobs["contention_free_s"]) == pytest.approx([22.5, 22.5])
+    # job 1 holds the whole BB (2 x 25 MB) over the whole span [0, 24.5]; job 2 none
+    assert summary(jobs.reset_index(), tiny(1, 4, 50))["util_bb"] == pytest.approx(1.0)
     # under sas-hps job 2 waits for job 1's BB (held to 22.5): staged in [22.5, 23.5]
     _, hps = run("sas-hps", [job(1, **STAGED), job(2, **STAGED)], compute_per_chassis=4, capacity_mb=50)
     assert (hps.loc[2, "bb_start"], hps.loc[2, "start"], hps.loc[2, "end"]) == pytest.approx(
