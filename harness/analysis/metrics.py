@@ -61,7 +61,8 @@ def job_metrics(df: pd.DataFrame, tau: float = DEFAULT_TAU_S, time_scale: float 
 def makespan(df: pd.DataFrame, time_scale: float = 1.0) -> float:
     if df.empty:
         return 0.0
-    last = df["bb_end"].max() if "bb_end" in df.columns else df["end"].max()
+    # the last end of a run or of a BB hold (NaN for a job holding none: LPS in a pool)
+    last = df[[c for c in ("end", "bb_end") if c in df.columns]].max().max()
     return float(last - df["submit"].min()) * time_scale
 
 

@@ -46,6 +46,8 @@ def test_an_lps_job_alone_reads_computes_checkpoints_and_writes_on_the_pfs() -> 
     assert (one["stage_in_s"], one["checkpoint_s"], one["stage_out_s"]) == (0.0, 0.0, 0.0)
     assert one["dilation"] == 1.0 and one["status"] == "completed"
     assert one[["bb_start", "bb_end"]].isna().all()
+    figures = summary(result.jobs, tiny(1, 2, 100))
+    assert (figures["makespan"], figures["util_bb"], figures["util_compute"]) == (22.5, 0.0, 1.0)
     assert result.link_bytes == {"bb01": 0.0, "pfs": pytest.approx(250e6)}
 
 
