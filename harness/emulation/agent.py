@@ -64,7 +64,7 @@ class Agent:
         self.calls = 0
         self.comments: dict[int, dict[str, str]] = {}
         self.io: dict[int, JobIo] = {}
-        self.tier_rates = TierRates.of_platform(platform)  # as the simulator's SAS (harness.sim.tiers)
+        self.tier_rates = TierRates.of_platform(platform)  # as the simulator's SAS (sim.pool_tiers)
 
     # -- one polling step -----------------------------------------------------------------
     def step(self) -> Decision | None:

@@ -18,7 +18,8 @@ and a plain ``Start`` holds: always-HPS) becomes its HPS share
 storage (it runs on LPS under every policy). The policy plans with the walltime and
 the declared I/O; the job runs for the tier's time computed from its actual runtime
 (capped at the walltime: a longer job is killed, as under Alloc-Only) and its actual
-I/O. Equal to the own event loop ``benchmarks/lackner.py`` had before.
+I/O. Equal to the own event loop ``benchmarks/lackner.py`` had before. With ``--staging
+pool`` a tier policy runs the live run's I/O instead (:mod:`harness.sim.pool_tiers`).
 """
 
 from __future__ import annotations
