@@ -18,8 +18,9 @@ A tier policy (``sas``, ``sas-hps``, ``sas-lps``, ``sas-random-P``) under ``--mo
   (:meth:`IONetwork.direct`, per chassis, as the live contention service's ``pfs``
   channel), sharing the links with every other flow. Its nodes are freed when the last
   write ends (or at the walltime, with no stage-out after). The results table counts
-  those transfers in ``io_s`` only (the live table's ``io:pfs`` phases), not in
-  ``stage_in_s``, ``checkpoint_s`` or ``stage_out_s``; ``bb_start``/``bb_end`` are empty.
+  those transfers in ``io_s`` only (the live table's ``io:pfs`` phases): ``checkpoint_s``
+  is 0, ``stage_in_s``, ``stage_out_s``, ``bb_start`` and ``bb_end`` are empty (no Slurm
+  staging, no BB hold), as in the live table.
 
 A job without a BB request is released as is whichever tier is chosen (the live agent
 moves only jobs with one). ``tier`` and ``bb_per_node_mb`` (0 on LPS) are in the table,
@@ -174,8 +175,8 @@ class PoolTiers(OutsideStaging):
             alone = run if cols["contended_s"][row] == 0 else self._alone(int(row))
             cols["contention_free_s"][row] = alone
             cols["dilation"][row] = run / alone if alone > 0 else 1.0
-        cols["bb_start"] = np.where(self.lps, np.nan, self.bb_start)
-        cols["bb_end"] = np.where(self.lps, np.nan, self.bb_end)
+        for name in ("bb_start", "bb_end", "stage_in_s", "stage_out_s"):  # none: as in the live table
+            cols[name] = np.where(self.lps, np.nan, cols[name])
         return cols
 
     def _alone(self, row: int) -> float:
