@@ -39,8 +39,8 @@ from harness.platform import Machine
 from harness.policies.base import Policy, Start
 from harness.policies.state import Allocation, RunningJob
 from harness.policies.tiers import HPS, LPS, TierRates, staged_job_io
-from harness.sim.io_execution import EventKey, _Job
-from harness.sim.io_network import MB
+from harness.sim.io_execution import EventKey, JobIO, _Job
+from harness.sim.io_network import MB, IONetwork
 from harness.sim.staging import OutsideStaging, SlurmPasses, StagedMachine
 from harness.workload.io import KopanskiIO
 from harness.workload.io.kopanski import COLUMNS as KOPANSKI_COLUMNS
@@ -70,9 +70,18 @@ def pool_tier_setup(
 class PoolTiers(OutsideStaging):
     """:class:`OutsideStaging` in a pool, where a job started on LPS runs on the PFS."""
 
-    def __init__(self, *args: object, **kw: object) -> None:
-        super().__init__(*args, **kw)  # type: ignore[arg-type]
-        n = len(self.jobs.nodes)
+    def __init__(
+        self,
+        net: IONetwork,
+        jobs: JobIO,
+        chassis: tuple[int, ...],
+        machine: StagedMachine,
+        job_ids: np.ndarray,
+        pool_bb: tuple[int, ...] | None = None,
+        passes: SlurmPasses | None = None,
+    ) -> None:
+        super().__init__(net, jobs, chassis, machine, job_ids, pool_bb, passes)
+        n = len(jobs.nodes)
         self.tier = np.full(n, "", dtype=object)
         self.share = np.zeros(n, dtype=np.int64)
         self.lps = np.zeros(n, dtype=bool)  # runs on the PFS (LPS with a BB request)
