@@ -112,7 +112,7 @@ def staged_job_io(
 def io_words(io: JobIo) -> str:
     """The volumes as comment words, each float exactly (``repr``: it reads back the same)."""
     return " ".join(
-        f"{w}={v!r}" for w, v in zip(IO_WORDS, (io.input_mb, io.output_mb, io.data_mb), strict=True)
+        f"{w}={float(v)!r}" for w, v in zip(IO_WORDS, (io.input_mb, io.output_mb, io.data_mb), strict=True)
     )
 
 
