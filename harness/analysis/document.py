@@ -227,8 +227,21 @@ def _fidelity_section(fidelity: dict[str, Any]) -> Section:
             f"the median over {ticked.get('launch_delay_jobs', '?')} jobs)"
             + ("; time limits rounded up to Slurm's whole minutes." if ticked.get("minute_limits") else ".")
         )
+    text += _tier_sentence(fidelity.get("tiers"))
     blocks: list[Block] = [text, Table(headers, rows), *_phase_blocks(fidelity.get("staging"), ticked)]
     return Section("Fidelity: emulation vs simulation", blocks)
+
+
+def _tier_sentence(tiers: Any) -> str:
+    """A tier-choosing run: where the emulation and the twin put the jobs with a BB request."""
+    if not (isinstance(tiers, dict) and tiers.get("jobs")):
+        return ""
+    e, s = tiers.get("emulated") or {}, tiers.get("simulated") or {}
+    return (
+        f" Storage tiers of the {tiers['jobs']} jobs with a burst-buffer request: emulated "
+        f"{e.get('hps', 0)} on HPS and {e.get('lps', 0)} on LPS, twin {s.get('hps', 0)} and "
+        f"{s.get('lps', 0)}; the same tier for {tiers.get('same_tier', 0)}."
+    )
 
 
 def _phase_blocks(phases: Any, ticked: dict[str, Any]) -> list[Block]:

@@ -25,8 +25,11 @@ from harness.model.metric_names import HEADLINE_METRICS
 from harness.model.timescale import time_scale_of, unshrink, unshrink_table
 from harness.platform import Machine
 from harness.policies.registry import get_policy
+from harness.policies.tiers import HPS, LPS
 from harness.sim.engine import simulate
 from harness.slurm.config import SchedulerConfig
+
+TIERS = (HPS, LPS)  # what a tier-choosing run's table says a job with a BB request ran on
 
 
 def start_order_agreement(emulated: pd.DataFrame, simulated: pd.DataFrame) -> dict[str, float]:
@@ -93,6 +96,8 @@ def compare_with_simulation(
     }  # fmt: skip
     if model == "io-aware":
         fidelity["staging"] = staging_agreement(emulated, sim, time_scale_of(shrink))
+    if "tier" in emulated.columns and "tier" in sim.columns:
+        fidelity["tiers"] = tier_agreement(emulated, sim)
     return fidelity, sim
 
 
@@ -197,6 +202,21 @@ def staging_agreement(emulated: pd.DataFrame, simulated: pd.DataFrame, time_scal
         e, s = float(emulated[col].mean() * scale), float(simulated[col].mean())
         out[f"mean_{col}"] = {"emulated": e, "simulated": s, "rel_diff": (e - s) / s if s else float("nan")}
     return out
+
+
+def tier_agreement(emulated: pd.DataFrame, simulated: pd.DataFrame) -> dict[str, Any]:
+    """Under a tier-choosing policy: the jobs with a BB request that ran, on each tier, in the
+    emulation and in the twin, and how many of them the two put on the same tier."""
+    e = emulated.set_index("job_id")["tier"]
+    s = simulated.set_index("job_id")["tier"].reindex(e.index)
+    both = e.isin(TIERS) & s.isin(TIERS)
+    e, s = e[both], s[both]
+    return {
+        "jobs": int(both.sum()),
+        "emulated": {t: int((e == t).sum()) for t in TIERS},
+        "simulated": {t: int((s == t).sum()) for t in TIERS},
+        "same_tier": int((e == s).sum()),
+    }
 
 
 def simulator_twin(policy: str) -> str:

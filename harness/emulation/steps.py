@@ -42,11 +42,13 @@ from harness.emulation.preemption import preemption_section
 from harness.emulation.slurm_view import slurm_records
 from harness.emulation.specs import RunOptions, WorkloadSpec
 from harness.emulation.staging import RECORDS
+from harness.emulation.tier_live import add_tiers
 from harness.model import rundir
 from harness.model.atomic import atomic_write_csv, atomic_write_parquet
 from harness.model.jsonio import read_json, read_jsonl, write_json
 from harness.model.timescale import shrink_table, time_scale_of
 from harness.platform import Platform
+from harness.policies.registry import get_policy
 from harness.slurm.config import SchedulerConfig
 from harness.workload.io import HerbeinIO, KopanskiIO
 from harness.workload.plan import PlanError, is_plan_file, load_plan, prepare, save_plan
@@ -176,6 +178,8 @@ def collect(ctx: RunContext) -> dict[str, Any]:
         results = add_drains(results, drained, t0)
         results = add_phases(results, records, ctx.backend.platform, time_scale_of(ctx.opts.workload.shrink),
                              drain_records(drained, t0))  # fmt: skip
+        if ctx.uses_agent and getattr(get_policy(ctx.opts.replay.policy), "tiered", False):
+            results = add_tiers(results, submissions)
     atomic_write_parquet(ctx.run_dir / rundir.RESULTS, results)
     atomic_write_csv(ctx.run_dir / rundir.RESULTS_CSV, results)
     bb_license = ctx.backend.platform.deployment.bb_license

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import re
 
+import pandas as pd
+
 from harness.emulation.staging import DIRECTIVE, parse_directive
-from harness.policies.tiers import LPS
+from harness.policies.tiers import HPS, LPS
 from harness.slurm.client import SlurmClient
 
 SLOW_CHANNEL = "pfs"
@@ -82,3 +84,20 @@ def move_to_slow_tier(client: SlurmClient, job_id: int, comment: str, bb_license
     new = client.submit_as_user([*args, f"--wrap={script}"])
     client.cancel(job_id)
     return new
+
+
+def add_tiers(results: pd.DataFrame, submissions: list[dict]) -> pd.DataFrame:
+    """``results`` with each job's storage tier as it ran, as the simulator's pool twin gives
+    it: ``lps`` for a job the agent submitted again (it ran under another Slurm id than the
+    replay's submission) and then held no BB (``bb_per_node_mb`` 0), ``hps`` for a job with
+    a BB request that ran as submitted, empty for the rest."""
+    submitted = {int(s["job_id"]): s.get("slurm_job_id") for s in submissions}
+    own = results["job_id"].map(lambda j: submitted.get(int(j))).astype("float64")
+    ran = results["start"].notna() & results["slurm_job_id"].notna()
+    copy = ran & (results["slurm_job_id"].astype("float64") != own)
+    out = results.copy()
+    out["tier"] = ""
+    out.loc[ran & ~copy & (out["bb_per_node_mb"] > 0), "tier"] = HPS
+    out.loc[copy, "tier"] = LPS
+    out.loc[copy, "bb_per_node_mb"] = 0
+    return out

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from harness.emulation.fidelity import compare_with_simulation
+from harness.analysis.document import _tier_sentence
+from harness.emulation.fidelity import compare_with_simulation, tier_agreement
 from harness.platform import load_platform
 from harness.policies.registry import get_policy
 from harness.sim.engine import simulate
@@ -34,3 +35,22 @@ def test_sas_twin_runs_the_pool_tiers_with_the_slurm_delays(policy: str) -> None
     assert (jobs.loc[1, "tier"], jobs.loc[2, "tier"]) == (tier, "lps")  # job 2 has no BB request
     assert jobs.loc[1, "bb_per_node_mb"] == (1000 if tier == "hps" else 0)
     assert jobs.loc[1, "bb_start"] == 0.0 if tier == "hps" else pd.isna(jobs.loc[1, "bb_start"])
+
+
+def test_tier_agreement_counts_the_bb_jobs_that_ran_on_each_side() -> None:
+    # jobs 1-3 asked for BB and ran; 4 asked for none (its "tier" is empty live); 5 never ran
+    emulated = pd.DataFrame({"job_id": [1, 2, 3, 4, 5], "tier": ["hps", "lps", "hps", "", ""]})
+    simulated = pd.DataFrame({"job_id": [5, 4, 3, 2, 1], "tier": ["hps", "lps", "lps", "lps", "hps"]})
+    assert tier_agreement(emulated, simulated) == {
+        "jobs": 3, "emulated": {"hps": 2, "lps": 1}, "simulated": {"hps": 1, "lps": 2}, "same_tier": 2,
+    }  # fmt: skip
+
+
+def test_the_report_says_where_each_side_put_the_bb_jobs() -> None:
+    sides = {"emulated": {"hps": 2, "lps": 1}, "simulated": {"hps": 1, "lps": 2}}
+    fidelity = {"jobs": 3, **sides, "same_tier": 2}
+    assert _tier_sentence(fidelity) == (
+        " Storage tiers of the 3 jobs with a burst-buffer request: emulated 2 on HPS and 1 on LPS,"
+        " twin 1 and 2; the same tier for 2."
+    )
+    assert _tier_sentence(None) == "" and _tier_sentence({"jobs": 0}) == ""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from harness.emulation.staging import StagingError
-from harness.emulation.tier_live import sbatch_args, slow_tier_comment, slow_tier_script
+from harness.emulation.tier_live import add_tiers, sbatch_args, slow_tier_comment, slow_tier_script
 
 SCRIPT = """#!/bin/sh
 # This script was created by sbatch --wrap.
@@ -170,3 +172,17 @@ def test_agent_plans_sas_in_shrunk_seconds_as_the_simulator_in_original_ones() -
     line = line.replace(" time_scale=200", "")
     decision = Agent(get_policy("sas"), load_platform(), SlurmClient(runner=slurm)).step()
     assert decision is not None and [(s.job_id, s.tier) for s in decision.starts] == [(3, "lps")]  # type: ignore[attr-defined]
+
+
+def test_results_say_which_tier_each_job_ran_on() -> None:
+    # 1: BB job run as submitted (HPS); 2: BB job the agent submitted again as Slurm job 9 (LPS,
+    # then holding no BB); 3: no BB request; 4: BB job never started
+    results = pd.DataFrame({
+        "job_id": [1, 2, 3, 4], "slurm_job_id": pd.array([5, 9, 7, 8], dtype="Int64"),
+        "start": [1.0, 2.0, 3.0, np.nan], "bb_per_node_mb": [1000, 2000, 0, 500],
+    })  # fmt: skip
+    submissions = [{"job_id": j, "slurm_job_id": s} for j, s in ((1, 5), (2, 6), (3, 7), (4, 8))]
+    out = add_tiers(results, submissions)
+    assert out["tier"].tolist() == ["hps", "lps", "", ""]
+    assert out["bb_per_node_mb"].tolist() == [1000, 0, 0, 500]
+    assert results["bb_per_node_mb"].tolist() == [1000, 2000, 0, 500]  # the input is left as it was
