@@ -41,8 +41,9 @@ def row(run_dir: Path, metric: str) -> list[str]:
     ablations = [(delay, native), (delay, not native), (LaunchDelay(0.0, 0), native)]
     for i, (d, minutes) in enumerate(ablations):
         found, _ = compare_with_both_twins(
-            plan, ran, twin, platform, spec.shrink, d, spec.seed, spec.model, minutes
-        )
+            plan, ran, twin, platform, spec.shrink, d, spec.seed, spec.model, minutes,
+            policy_seed=opts.replay.policy_seed,
+        )  # fmt: skip
         if i == 0:
             ideal = found["metrics"][metric]
             cells += [f"{ideal['emulated']:,.0f}", f"{ideal['simulated']:,.0f} ({ideal['rel_diff']:+.1%})"]

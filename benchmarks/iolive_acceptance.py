@@ -107,7 +107,7 @@ def analyse(run_dir: Path) -> dict[str, Any]:
         plan, ran, simulator_twin(policy), platform.machine, spec.shrink, measured_launch_delay(ran, t0),
         seed=spec.seed, model=spec.model, minute_limits=policy.startswith("slurm-"),
         staged=measured_launch_delay(ran, t0, "stage_in_begin"),
-        staged_start=staged_start_for(scheduler_for_run(policy)),
+        staged_start=staged_start_for(scheduler_for_run(policy)), policy_seed=opts.replay.policy_seed,
     )  # fmt: skip
     scale = time_scale_of(spec.shrink)
     emulated = {

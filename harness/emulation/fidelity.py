@@ -54,8 +54,11 @@ def compare_with_simulation(
     launch_delay: float = 0.0,
     stage_delay: float = 0.0,
     staged_start: str | None = None,
+    policy_seed: int = 0,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """(fidelity figures, simulated per-job table); ``emulated`` in shrunk time since t0.
+    ``seed`` is the workload's (the I/O volumes), ``policy_seed`` the run's policy's (a
+    randomised policy, e.g. ``sas-random-P``, draws as the ordering agent did).
 
     ``tick`` and ``launch_delay`` (emulated seconds, both 0: the ideal twin) select the
     tick-aware twin; they are unshrunk with the run's time scale, as the simulation runs
@@ -67,7 +70,7 @@ def compare_with_simulation(
     that pool (:mod:`harness.sim.pool_tiers`: the volumes the agent reads, HPS staged by the
     pool, LPS on the PFS with no BB), with the same Slurm delays.
     """
-    staging, twin = "inside", get_policy(policy, seed=seed)
+    staging, twin = "inside", get_policy(policy, seed=policy_seed)
     if model == "io-aware":
         plan = plan.drop(columns=[c for c in plan.columns if c.startswith("io_")])
         staging = "pool"
@@ -113,6 +116,7 @@ def compare_with_both_twins(
     minute_limits: bool = False,
     staged: LaunchDelay | None = None,
     staged_start: str | None = None,
+    policy_seed: int = 0,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """The ideal twin's figures, with the tick-aware twin's under ``"tick_aware"``: Slurm's
     pass every :data:`SLURM_PASS_S`, the measured ``delay`` after it and, with
@@ -123,14 +127,15 @@ def compare_with_both_twins(
     begins ``staged`` after the pass that picked the job; both twins give staged-in jobs
     nodes as ``staged_start`` says. Returns the ideal twin's schedule."""
     found, simulated = compare_with_simulation(
-        plan, emulated, policy, platform, shrink, seed, model, staged_start=staged_start
-    )
+        plan, emulated, policy, platform, shrink, seed, model,
+        staged_start=staged_start, policy_seed=policy_seed,
+    )  # fmt: skip
     launch = delay.seconds
     stage = staged.seconds if staged is not None and model == "io-aware" else 0.0
     seen = with_minute_limits(plan) if minute_limits else plan
     ticked, _ = compare_with_simulation(
         seen, emulated, policy, platform, shrink, seed, model, tick=SLURM_PASS_S, launch_delay=launch,
-        stage_delay=stage, staged_start=staged_start,
+        stage_delay=stage, staged_start=staged_start, policy_seed=policy_seed,
     )  # fmt: skip
     found["tick_aware"] = {
         "tick_s": float(unshrink(SLURM_PASS_S, shrink)),

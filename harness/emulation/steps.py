@@ -218,6 +218,7 @@ def fidelity(ctx: RunContext) -> dict[str, Any]:
         ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, measured_launch_delay(ran, t0),
         seed=spec.seed, model=spec.model, minute_limits=not ctx.uses_agent,
         staged=measured_launch_delay(ran, t0, "stage_in_begin"), staged_start=staged_start_for(ctx.sched),
+        policy_seed=ctx.opts.replay.policy_seed,
     )  # fmt: skip
     (ctx.run_dir / rundir.SIMULATION_DIR).mkdir(exist_ok=True)
     atomic_write_parquet(ctx.run_dir / rundir.SIMULATION_DIR / rundir.RESULTS, simulated)

@@ -14,6 +14,7 @@ from harness.analysis.document import _tier_sentence
 from harness.emulation.fidelity import compare_with_simulation, tier_agreement
 from harness.platform import load_platform
 from harness.policies.registry import get_policy
+from harness.policies.tiers import stable_uniform
 from harness.sim.engine import simulate
 
 PLAN = pd.DataFrame({"job_id": [1, 2], "submit": [0.0, 1.0], "runtime": [10.0, 20.0],
@@ -54,3 +55,20 @@ def test_the_report_says_where_each_side_put_the_bb_jobs() -> None:
         " twin 1 and 2; the same tier for 2."
     )
     assert _tier_sentence(None) == "" and _tier_sentence({"jobs": 0}) == ""
+
+
+def test_a_randomised_policys_twin_draws_with_the_runs_policy_seed_not_the_workloads() -> None:
+    n = 40
+    plan = pd.DataFrame({"job_id": range(1, n + 1), "submit": [0.0] * n, "runtime": [10.0] * n,
+                         "walltime": [20.0] * n, "nodes": [1] * n, "bb_per_node_mb": [100] * n})  # fmt: skip
+    emulated = plan.assign(start=plan["submit"], end=plan["runtime"], status="completed")
+    tiers: dict[int, pd.Series] = {}
+    for policy_seed in (3, 4):
+        _, sim = compare_with_simulation(plan, emulated, "sas-random-0.5", load_platform(), 0.9, seed=2020,
+                                         model="io-aware", policy_seed=policy_seed)  # fmt: skip
+        tiers[policy_seed] = sim.set_index("job_id")["tier"]
+    # the agent's draw for each job: HPS when stable_uniform(policy seed, job) < p
+    for policy_seed, tier in tiers.items():
+        expected = ["hps" if stable_uniform(policy_seed, j) < 0.5 else "lps" for j in tier.index]
+        assert tier.tolist() == expected
+    assert tiers[3].tolist() != tiers[4].tolist()
