@@ -90,6 +90,11 @@ class Agent:
         self._signature = (signature[0] - starts, frozenset(self.started), self.staging_out)
         return decision
 
+    def _trace_ids(self, queue: list[QueuedJob]) -> dict[int, int]:
+        """The trace's job id of each queued Slurm job (its comment's ``trace_id``)."""
+        ids = {q.job_id: self.comments.get(q.job_id, {}).get("trace_id", "") for q in queue}
+        return {job: int(trace) for job, trace in ids.items() if trace.isdigit()}
+
     def _decide(self, queue: list[QueuedJob], now: float) -> Decision:
         state = self.state(self.memo)
         began = time.perf_counter()
@@ -98,7 +103,8 @@ class Agent:
             io = {q.job_id: self.io.get(q.job_id, JobIo()) for q in queue}
             # it plans in the run's shrunk seconds (the comments' walltimes): MB per shrunk second
             scale = max(_time_scale(self.comments.get(q.job_id, {})) for q in queue)
-            policy = policy.with_io(io, self.tier_rates.in_time_scale(scale))  # type: ignore[attr-defined]
+            rates, traced = self.tier_rates.in_time_scale(scale), self._trace_ids(queue)
+            policy = policy.with_io(io, rates, traced)  # type: ignore[attr-defined]
         decision = policy.decide(state, JobQueue.of(queue), now)
         latency = time.perf_counter() - began
         if decision.memo is not None:

@@ -44,15 +44,24 @@ class StorageAware(Policy):
         chooser: TierChooser | None = None,
         rates: TierRates | None = None,
         io: Mapping[int, JobIo] | None = None,
+        trace_ids: Mapping[int, int] | None = None,
     ) -> None:
         super().__init__(name)
         self.chooser = chooser or TierChooser()
         self.rates = rates or TierRates.lackner(DEFAULT_LPS_MB_S)
         self.io: Mapping[int, JobIo] = io or {}
+        # the trace's job ids of the ids it is given (the ordering agent's are Slurm's): the
+        # random baseline draws by the trace's, as the simulator does
+        self.trace_ids: Mapping[int, int] = trace_ids or {}
 
-    def with_io(self, io: Mapping[int, JobIo], rates: TierRates | None = None) -> StorageAware:
+    def with_io(
+        self,
+        io: Mapping[int, JobIo],
+        rates: TierRates | None = None,
+        trace_ids: Mapping[int, int] | None = None,
+    ) -> StorageAware:
         """The same policy knowing the jobs' declared I/O (from the plan) and the platform's rates."""
-        return StorageAware(self.name, self.chooser, rates or self.rates, io)
+        return StorageAware(self.name, self.chooser, rates or self.rates, io, trace_ids)
 
     def decide(self, state: ClusterState, queue: Sequence[QueuedJob], now: float) -> Decision:
         jobs = JobQueue.of(queue)
@@ -89,7 +98,7 @@ class StorageAware(Policy):
         io = self.io.get(job.job_id, tiers.NO_IO)
         options = tiers.plans(job.walltime, job.nodes, io, self.rates)
         if not self.chooser.compares:
-            return options[self.chooser.fixed(job.job_id, io)]
+            return options[self.chooser.fixed(self.trace_ids.get(job.job_id, job.job_id), io)]
         hps = options[tiers.HPS]
         if hps.share_mb <= 0 or not ws.topology.can_ever_run(job.nodes, hps.share_mb):
             return options[tiers.LPS]

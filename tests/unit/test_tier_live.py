@@ -186,3 +186,30 @@ def test_results_say_which_tier_each_job_ran_on() -> None:
     assert out["tier"].tolist() == ["hps", "lps", "", ""]
     assert out["bb_per_node_mb"].tolist() == [1000, 0, 0, 500]
     assert results["bb_per_node_mb"].tolist() == [1000, 2000, 0, 500]  # the input is left as it was
+
+
+def test_agent_draws_a_random_tier_by_the_trace_job_as_the_simulator() -> None:
+    from harness.emulation.agent import Agent
+    from harness.model.commands import CommandResult
+    from harness.platform import load_platform
+    from harness.policies.registry import get_policy
+    from harness.policies.tiers import stable_uniform
+    from harness.slurm.client import SlurmClient
+
+    # Slurm ids 101-116 for trace jobs 1-16 (1 node, BB 100 MB each): the draw must be the trace job's
+    lines = "".join(
+        f"{100 + t}|PENDING|1||trace_id={t} walltime=60 bb_per_node=100 in_mb=10|JobHeldUser|0\n"
+        for t in range(1, 17)
+    )
+
+    def slurm(cmd: list[str]) -> CommandResult:
+        return CommandResult(0, lines, "") if cmd[0] == "squeue" else CommandResult(1, "", "no")
+
+    agent = Agent(get_policy("sas-random-0.5", seed=3), load_platform(), SlurmClient(runner=slurm))
+    decision = agent.step()
+    assert decision is not None
+    tiers = {s.job_id: s.tier for s in decision.starts}  # type: ignore[attr-defined]
+    assert sorted(tiers) == list(range(101, 117))
+    expected = {100 + t: "hps" if stable_uniform(3, t) < 0.5 else "lps" for t in range(1, 17)}
+    assert tiers == expected
+    assert expected != {100 + t: "hps" if stable_uniform(3, 100 + t) < 0.5 else "lps" for t in range(1, 17)}
