@@ -127,6 +127,11 @@ class Watcher:
         accepted = sum(1 for s in subs if s.get("slurm_job_id") is not None)
         replay_done = bool(status.get("done"))
         if proc.poll() is not None and not replay_done:
+            # the status was read before the look at the queue: the replay may have written
+            # "done" and exited since (a loaded head widens that window); only a status read
+            # after its exit tells an early stop
+            if _parse_status(self.head.backend.read_text(f"{self.shared}/{STATUS}")).get("done"):
+                return None  # the next look has the fresh status, submissions and records
             output = (proc.stdout.read() if proc.stdout else "").strip()[-500:]
             return False, f"the replay stopped early ({describe_exit(proc.returncode)}): {output}"
         if replay_done and records >= accepted:

@@ -91,3 +91,30 @@ def test_a_run_keeps_only_its_own_jobcomp_records(tmp_path: Path) -> None:
     assert keep_jobs(log, {3, 4}) == 2
     assert sorted(read_jobcomp(log)) == [3, 4]
     assert keep_jobs(tmp_path / "absent.log", {1}) == 0
+
+
+class _Exited:
+    """A replay process that has exited (status 0), its output read."""
+
+    returncode = 0
+    stdout = None
+
+    def poll(self) -> int:
+        return 0
+
+
+def test_a_replay_that_wrote_done_and_exited_after_the_status_was_read_did_not_stop_early() -> None:
+    status_file = {"text": '{"done": false}'}
+    backend = types.SimpleNamespace(read_text=lambda rel: status_file["text"])
+    head = types.SimpleNamespace(backend=backend, running_since={}, timeout=0.0)
+    plan = pd.DataFrame({"job_id": [1], "submit": [0.0], "runtime": [5.0]})
+    w = watch.Watcher(head, plan, "runs/x", quiet=True)  # type: ignore[arg-type]
+    subs = [{"job_id": 1, "slurm_job_id": 7}]
+    stale = {"done": False}
+    # the replay wrote "done" and exited between the status read and the look at the process
+    status_file["text"] = '{"done": true}'
+    assert w._verdict(_Exited(), stale, subs, records=0, queued=1) is None  # type: ignore[arg-type]
+    # it exited without writing "done": an early stop
+    status_file["text"] = '{"done": false}'
+    ok, why = w._verdict(_Exited(), stale, subs, records=0, queued=1)  # type: ignore[arg-type,misc]
+    assert not ok and why.startswith("the replay stopped early (exit 0)")
