@@ -22,7 +22,7 @@ import statistics
 import time
 from pathlib import Path
 
-from harness.cluster.docker import DockerCluster
+from harness.cluster.containers.backend import DockerCluster
 from harness.platform import Accounting, load_platform
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")

@@ -2,7 +2,7 @@
 
     python benchmarks/contention_latency.py [--background 200] [--samples 50] [--tick 0.02]
 
-Starts ``python -m harness.emulation.contention`` on a temporary directory with
+Starts ``python -m harness.emulation.iolive.contention`` on a temporary directory with
 ``--background`` flows already registered (one-node checkpoints spread over the
 platform), then ``--samples`` times registers one more flow the way sigsleep does
 (a temporary file renamed into ``flows/``) and measures how long until its line
@@ -61,7 +61,7 @@ def main() -> int:
         flows.mkdir()
         for j in range(args.background):
             _register(flows, 100_000 + j, j % 96 + 1)
-        service = subprocess.Popen([sys.executable, "-m", "harness.emulation.contention", "--dir", tmp,
+        service = subprocess.Popen([sys.executable, "-m", "harness.emulation.iolive.contention", "--dir", tmp,
                                     "--tick", str(args.tick)])  # fmt: skip
         try:
             rates = io / "rates"

@@ -62,7 +62,7 @@ def bench_platform(folder: Path, ports: tuple[int, int]) -> Platform:
 
 
 def bench_slurm(args: argparse.Namespace) -> None:
-    from harness.cluster.docker import DockerCluster
+    from harness.cluster.containers.backend import DockerCluster
 
     with tempfile.TemporaryDirectory(prefix="exper-bench-") as tmp:
         backend = DockerCluster(name=args.name, platform=bench_platform(Path(tmp), args.ports))

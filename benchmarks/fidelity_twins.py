@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.emulation.collect import finished
-from harness.emulation.fidelity import (
+from harness.emulation.collect.fidelity import (
     LaunchDelay,
     compare_with_both_twins,
     measured_launch_delay,
     simulator_twin,
 )
-from harness.emulation.run import resume_options
+from harness.emulation.collect.results import finished
+from harness.emulation.run.experiment import resume_options
 from harness.model import rundir
 from harness.model.jsonio import read_json
 from harness.platform import load_platform

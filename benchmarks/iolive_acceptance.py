@@ -34,14 +34,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.emulation.collect import finished
-from harness.emulation.fidelity import (
+from harness.emulation.collect.fidelity import (
     compare_with_both_twins,
     measured_launch_delay,
     simulator_twin,
     staged_start_for,
 )
-from harness.emulation.run import resume_options, scheduler_for_run
+from harness.emulation.collect.results import finished
+from harness.emulation.run.experiment import resume_options, scheduler_for_run
 from harness.model import rundir
 from harness.model.timescale import time_scale_of
 from harness.platform import load_platform

@@ -26,8 +26,8 @@ import pandas as pd
 from scipy.stats import theilslopes
 
 from harness.cluster.base import ClusterError
-from harness.cluster.docker import DockerCluster
-from harness.emulation.runs import RUNNING, run_state
+from harness.cluster.containers.backend import DockerCluster
+from harness.emulation.run.state import RUNNING, run_state
 from harness.model.jsonio import read_json
 from harness.platform import Platform, load_platform
 from harness.platform.writing import save_platform

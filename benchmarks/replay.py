@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.cluster.docker import DockerCluster
-from harness.emulation.run import Experiment
-from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
+from harness.cluster.containers.backend import DockerCluster
+from harness.emulation.run.experiment import Experiment
+from harness.emulation.run.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
 from harness.model.jsonio import read_jsonl
 from harness.model.rundir import SUBMISSIONS
 from harness.workload.plan import save_plan

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.cluster.docker import DockerCluster
-from harness.emulation.run import Experiment
-from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
+from harness.cluster.containers.backend import DockerCluster
+from harness.emulation.run.experiment import Experiment
+from harness.emulation.run.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
 from harness.platform import load_platform
 
 HERE = Path(__file__).resolve().parent

@@ -5,7 +5,7 @@ then times, after one warm-up each:
 
 * ``subprocess``: what the backend ran before Fabric, an ``ssh`` process per command over a
   ControlMaster connection (the command line below is the one the old ``SshRunner`` built);
-* ``fabric``: ``harness.cluster.ssh.SshRunner``, a channel of one persistent Paramiko connection;
+* ``fabric``: ``harness.cluster.hosts.ssh.SshRunner``, a channel of one persistent Paramiko connection;
 
 for ``true``, for ``sudo -n -- true`` (what every command for root costs on a cloud image) and
 for moving 1 MiB each way (old: ``cat`` through the command; new: SFTP).
@@ -29,8 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.standin
 
-from harness.cluster.runners import SshTarget
-from harness.cluster.ssh import SshRunner
+from harness.cluster.hosts.runners import SshTarget
+from harness.cluster.hosts.ssh import SshRunner
 from tests.standin import LOGIN, remove_standin, start_standin
 
 MIB = bytes(range(256)) * 4096

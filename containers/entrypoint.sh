@@ -26,7 +26,7 @@ prepare_dirs() {
 }
 
 # slurmctld is supervised like the slurmd: when it dies (or is killed to emulate a crash,
-# harness.cluster.faults) it starts again from its saved state (StateSaveLocation), and the
+# harness.cluster.containers.faults) it starts again from its saved state (StateSaveLocation), and the
 # replay running beside it in this container lives on. While $CTLD_HOLD exists it stays down.
 CTLD_HOLD=/run/slurm/ctld-hold
 run_controller() {
@@ -46,13 +46,13 @@ run_controller() {
 
 # With burst_buffer/lua (the io-aware model) the contention service runs beside slurmctld:
 # it gives every job's checkpoint and I/O transfers their fair share of the platform's links
-# (harness/emulation/contention.py). It keeps no state (the flow files in /shared/io/flows
+# (harness/emulation/iolive/contention.py). It keeps no state (the flow files in /shared/io/flows
 # are the state), so when it dies it is simply started again; the jobs keep their last rate.
 run_contention() {
   mkdir -p /shared/io/flows
   chmod 1777 /shared/io /shared/io/flows
   while [[ ! -f /run/slurm/stopping ]]; do
-    /opt/harness/bin/python -m harness.emulation.contention --platform /etc/slurm/platform.toml \
+    /opt/harness/bin/python -m harness.emulation.iolive.contention --platform /etc/slurm/platform.toml \
       --dir /shared/io --squeue >>/var/log/slurm/contention.log 2>&1 || true
     [[ -f /run/slurm/stopping ]] && return
     log "contention service exited; restarting" >>/var/log/slurm/contention.log
@@ -70,8 +70,8 @@ run_nodes() {
   # (config_overrides) and have no GPUs or PCI devices to discover, so load none of them.
   export HWLOC_PLUGINS_BLACKLIST=hwloc_levelzero,hwloc_opencl,hwloc_gl,hwloc_pci,hwloc_xml_libxml
   # One supervisor process starts every slurmd of this container and restarts any that
-  # dies (harness/cluster/supervisor.py); SIGTERM stops them all.
-  exec /opt/harness/bin/python -m harness.cluster.supervisor "$nodes"
+  # dies (harness/cluster/node/supervisor.py); SIGTERM stops them all.
+  exec /opt/harness/bin/python -m harness.cluster.node.supervisor "$nodes"
 }
 
 # Accounting: /cluster/etc (slurm.conf), /cluster/dbd (slurmdbd.conf with the cluster's

@@ -11,7 +11,7 @@ from harness.platform import Machine, NodeKind, Platform, load_platform
 from harness.platform.writing import save_platform
 
 if TYPE_CHECKING:
-    from harness.cluster.docker import DockerCluster
+    from harness.cluster.containers.backend import DockerCluster
     from harness.slurm.config import SchedulerConfig
 
 
@@ -102,7 +102,7 @@ def bundled_cluster(
 ) -> Iterator[DockerCluster]:
     """The bundled platform on these ports (``directory/platform-NAME.toml``) as Docker
     cluster ``name`` with ``sched``: removed, brought up for the block, removed after."""
-    from harness.cluster.docker import DockerCluster
+    from harness.cluster.containers.backend import DockerCluster
 
     path = directory / f"platform-{name}.toml"
     platform = bundled_on_ports(path, controller_port=controller_port, slurmd_base_port=slurmd_base_port)
@@ -132,7 +132,7 @@ def invoke_on_small_cluster(
     from click.testing import CliRunner
 
     from harness.cli import main
-    from harness.cluster.docker import DockerCluster
+    from harness.cluster.containers.backend import DockerCluster
 
     toml = tmp_path / f"{cluster}.toml"
     toml.write_text(platform_toml(name=platform_name, controller_port=controller_port,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 
-from harness.cluster.docker import SUBMIT_USER, DockerCluster
+from harness.cluster.containers.backend import SUBMIT_USER, DockerCluster
 
 
 def submit_phases(

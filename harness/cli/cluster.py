@@ -27,7 +27,7 @@ from harness.platform import PlatformError, load_platform
 from harness.slurm.config import SchedulerConfig, SchedulerMode
 
 if TYPE_CHECKING:
-    from harness.cluster.docker import DockerCluster
+    from harness.cluster.containers.backend import DockerCluster
 
 name_option = click.option("--name", default="bbemu", show_default=True,
                            help="Docker cluster name (containers NAME-ctld, NAME-nodesK).")  # fmt: skip
@@ -42,7 +42,7 @@ def scheduler_option(func: F) -> F:
 def _docker_cluster(
     name: str, platform_file: str = "default", sched: SchedulerConfig | None = None
 ) -> DockerCluster:
-    from harness.cluster.docker import DockerCluster
+    from harness.cluster.containers.backend import DockerCluster
 
     try:
         platform = load_platform(platform_file)
@@ -219,7 +219,7 @@ def down(name: str, keep_state: bool) -> None:
 @user_errors(ClusterError, OSError)
 def render(name: str, platform_file: str, output: Path, scheduler: SchedulerMode, image: str) -> None:
     """Render every Slurm file, a munge key and compose.yaml for `docker-compose` users."""
-    from harness.cluster.state import ClusterState, render_compose
+    from harness.cluster.containers.state_dir import ClusterState, render_compose
 
     platform = load_platform(platform_file)
     state_dir = output
@@ -275,7 +275,7 @@ def render_ansible_command(
 
     Prints a JSON summary whose "changed" tells Ansible whether anything was rewritten.
     """
-    from harness.cluster import ansible_vars as av
+    from harness.cluster.ansible_render import variables as av
     from harness.model.paths import repo_path
     from harness.slurm.config import LOOPBACK
 

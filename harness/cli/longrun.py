@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
-from harness.emulation.specs import RunOptions
+from harness.emulation.run.specs import RunOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -23,7 +23,7 @@ class DurationType(click.ParamType):
     name = "DURATION"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        from harness.emulation.estimate import parse_duration
+        from harness.emulation.run.estimate import parse_duration
 
         if isinstance(value, (int, float)):
             return float(value)
@@ -68,7 +68,7 @@ def on_terminal() -> bool:
 def gate(opts: RunOptions, repeat: int, long: dict[str, Any]) -> bool:
     """Print the estimate; False when nothing is to run (``--dry-run``). Asks on a terminal over
     the threshold; raises :class:`click.ClickException` over it without a terminal or ``--yes``."""
-    from harness.emulation.estimate import (
+    from harness.emulation.run.estimate import (
         Decision,
         decide,
         describe,
@@ -77,7 +77,7 @@ def gate(opts: RunOptions, repeat: int, long: dict[str, Any]) -> bool:
         policies_of,
         suggestions,
     )
-    from harness.emulation.steps import plan_for
+    from harness.emulation.run.steps import plan_for
     from harness.platform import load_platform
 
     plan, _ = plan_for(opts.workload, load_platform(opts.cluster.platform))
@@ -111,15 +111,15 @@ def gate(opts: RunOptions, repeat: int, long: dict[str, Any]) -> bool:
 def launch(opts: RunOptions, repeat: int, long: dict[str, Any]) -> list[Path]:
     """After the estimate (:func:`gate`): start the run detached, or run each policy in turn
     (``--repeat`` times each); the run directories made here (none when detached or a dry run)."""
-    from harness.emulation.estimate import policies_of
-    from harness.emulation.repetitions import run_repetitions
-    from harness.emulation.run import Experiment
+    from harness.emulation.run.estimate import policies_of
+    from harness.emulation.run.experiment import Experiment
+    from harness.emulation.run.repetitions import run_repetitions
 
     if not gate(opts, repeat, long):
         return []
     policies = policies_of(opts.replay.policy)
     if long["detach"]:
-        from harness.emulation.detach import start_detached
+        from harness.emulation.run.detach import start_detached
 
         if len(policies) > 1:
             raise click.UsageError("--detach runs one policy: start one detached run per policy")

@@ -109,7 +109,7 @@ def run_command(trace: Path | None, **kw: Any) -> None:
     130 interrupted by Ctrl-C (docs/cli.md).
     """
     from harness.cluster.base import ClusterError
-    from harness.emulation.run import Experiment, RunError, resume_options
+    from harness.emulation.run.experiment import Experiment, RunError, resume_options
 
     long = {name: kw.pop(name) for name in LONG_RUN_OPTIONS}
     opts = with_long_run_options(_run_options(trace, kw), long)
@@ -136,7 +136,7 @@ def run_command(trace: Path | None, **kw: Any) -> None:
 
 
 def _run_options(trace: Path | None, kw: dict[str, Any]) -> Any:
-    from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
+    from harness.emulation.run.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
 
     prepare = trace_kwargs(kw)
     seed = prepare.pop("seed")
@@ -158,7 +158,7 @@ def _terminate(signum: int, frame: Any) -> None:
 
 def _finish(run_dir: Path, cluster: Any, as_json: bool) -> int:
     """Print the summary block and the run directory (or the JSON); the exit status."""
-    from harness.emulation.summary import format_run_summary, run_summary
+    from harness.emulation.run.summary import format_run_summary, run_summary
 
     state = {"backend": cluster.backend, "name": cluster.name, "up": _still_up(cluster)}
     summary = run_summary(run_dir, state)
@@ -173,7 +173,7 @@ def _finish(run_dir: Path, cluster: Any, as_json: bool) -> int:
 def _still_up(cluster: Any) -> bool | None:
     if cluster.backend != "docker":
         return None
-    from harness.cluster.docker import DockerCluster
+    from harness.cluster.containers.backend import DockerCluster
 
     try:
         return bool(DockerCluster(name=cluster.name).containers())
@@ -238,7 +238,7 @@ def replay_command(
     resume: bool,
 ) -> None:
     """Submit PLAN's jobs at their wall-clock instants (run this next to slurmctld)."""
-    from harness.emulation.replay import DEFAULT_WORKERS, ReplayError, ReplayOptions, replay_plan
+    from harness.emulation.head.replay import DEFAULT_WORKERS, ReplayError, ReplayOptions, replay_plan
     from harness.workload.plan import load_plan
 
     df, _ = load_plan(plan)
@@ -299,7 +299,7 @@ def agent_command(
     release_all: bool,
 ) -> None:
     """The ordering agent: apply a simulator policy inside the live Slurm (run beside slurmctld)."""
-    from harness.emulation import agent as agent_mod
+    from harness.emulation.head import agent as agent_mod
     from harness.model.rundir import DECISIONS, STOP_FILE
     from harness.platform import load_platform
     from harness.policies.registry import get_policy

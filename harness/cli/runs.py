@@ -47,7 +47,7 @@ def runs_group(ctx: click.Context, runs_dir: Path, as_json: bool) -> None:
     """List the runs of RUNS_DIR: state (running, complete, incomplete), progress, ETA."""
     if ctx.invoked_subcommand is not None:
         return
-    from harness.emulation.runs import list_runs
+    from harness.emulation.run.state import list_runs
 
     states = list_runs(runs_dir)
     if as_json:
@@ -69,7 +69,7 @@ def runs_group(ctx: click.Context, runs_dir: Path, as_json: bool) -> None:
 @click.option("--interval", type=float, default=2.0, show_default=True, help="Seconds between looks.")
 def watch_command(run_dir: Path, interval: float) -> None:
     """Follow a running run's progress until it ends (exit 0 if complete, 3 if not)."""
-    from harness.emulation.runs import RUNNING, run_state
+    from harness.emulation.run.state import RUNNING, run_state
 
     tty = sys.stderr.isatty()
     last = ""
@@ -90,7 +90,7 @@ def watch_command(run_dir: Path, interval: float) -> None:
 
 
 def _finish(run_dir: Path) -> None:
-    from harness.emulation.runs import COMPLETE, run_state
+    from harness.emulation.run.state import COMPLETE, run_state
 
     state = run_state(run_dir)
     click.echo(f"{state.state}: {run_dir}" + (f" ({state.reason})" if state.reason else ""))
@@ -109,7 +109,7 @@ def _finish(run_dir: Path) -> None:
 )
 def stop_command(run_dir: Path, wait: float) -> None:
     """Stop a running run as Ctrl-C would: stop submitting, cancel its jobs, write its directory."""
-    from harness.emulation.runs import process_alive
+    from harness.emulation.run.state import process_alive
 
     pid = process_alive(run_dir)
     if pid is None:

@@ -119,7 +119,7 @@ def _emu_runner(
     timeout: float | None,
     opts: dict[str, Any],
 ) -> Any:
-    from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
+    from harness.emulation.run.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
     from harness.experiments.shrink_limit import emulation_runner
 
     prepare = trace_kwargs(opts)

@@ -1,6 +1,6 @@
 """An emulate-mode cell: its plan replayed on the containerised Slurm, as ``harness run`` does.
 
-The cell's parameters become the options of one run (:class:`harness.emulation.specs.RunOptions`)
+The cell's parameters become the options of one run (:class:`harness.emulation.run.specs.RunOptions`)
 at the cell's shrink, under the cell's policy; the run directory is ``cells/<key>/run/``.
 The cell's job table is the run's ``results.parquet`` (shrunk time, so the cell's
 ``time_scale`` is :func:`harness.model.timescale.time_scale_of` of its shrink) and its metrics
@@ -50,7 +50,7 @@ def check_executor(mode: str, executor: str, jobs: int) -> None:
 
 def run_options(cell: Cell, folder: Path) -> Any:
     """The options of ``harness run`` that replay this cell (its run directory under ``folder``)."""
-    from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
+    from harness.emulation.run.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
     from harness.workload.plan import Sampling
 
     p = cell.params
@@ -77,8 +77,8 @@ def run_options(cell: Cell, folder: Path) -> Any:
 def emulate(cell: Cell, folder: Path) -> tuple[pd.DataFrame, dict[str, Any], float]:
     """Replay the cell; its job table (shrunk time), metrics (original time) and time scale."""
     from harness.analysis.metrics import summary
-    from harness.emulation.collect import finished
-    from harness.emulation.run import Experiment
+    from harness.emulation.collect.results import finished
+    from harness.emulation.run.experiment import Experiment
     from harness.model import rundir
     from harness.model.jsonio import read_json
     from harness.model.timescale import time_scale_of

@@ -7,7 +7,7 @@ which every headline metric holds at that shrink and at every lower one. Interva
 Barberato's C95 (:func:`harness.analysis.metrics.repetition_stats`).
 
 A *runner* produces the metrics of one shrink: :func:`emulation_runner` replays on
-Slurm (through :func:`harness.emulation.repetitions.run_repetitions`),
+Slurm (through :func:`harness.emulation.run.repetitions.run_repetitions`),
 :func:`simulator_runner` asks the tick-aware twin (the policy invoked on a one-second
 pass of emulated time), so the finder runs, and is tested, without Slurm.
 """
@@ -132,7 +132,7 @@ def simulator_runner(
     """The tick-aware twin at each shrink: ``tick`` and ``launch_delay`` in emulated seconds;
     for Slurm's own scheduler (``slurm-*``, with a tick), its whole-minute time limits."""
     from harness.analysis.metrics import summary
-    from harness.emulation.fidelity import simulator_twin, with_minute_limits
+    from harness.emulation.collect.fidelity import simulator_twin, with_minute_limits
     from harness.policies.registry import get_policy
     from harness.sim.engine import simulate
     from harness.slurm.native import is_native
@@ -154,7 +154,7 @@ def simulator_runner(
 
 def emulation_runner(opts: Any) -> Runner:
     """Replays on Slurm: ``opts`` (a RunOptions) at each shrink, repetitions as `harness run --repeat`."""
-    from harness.emulation.repetitions import run_repetitions
+    from harness.emulation.run.repetitions import run_repetitions
     from harness.model import rundir
     from harness.model.jsonio import read_json
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.emulation.specs import MODELS as DATA_MODELS
+from harness.emulation.run.specs import MODELS as DATA_MODELS
 from harness.experiments.keys import Keys, SpecError
 from harness.model.jsonio import json_default
 from harness.model.metric_names import METRIC_SPECS

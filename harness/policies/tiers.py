@@ -59,7 +59,7 @@ class TierRates:
     @classmethod
     def of_platform(cls, platform: Machine) -> TierRates:
         """The platform's ``[machine.io.tiers]`` rates: what SAS plans with in the simulator
-        (:mod:`harness.sim.tiers`) and in the live agent (:mod:`harness.emulation.agent`)."""
+        (:mod:`harness.sim.tiers`) and in the live agent (:mod:`harness.emulation.head.agent`)."""
         t = platform.io.tiers
         return cls.lackner(t.lps_mbps, t.hps_ratio, t.stage_ratio)
 

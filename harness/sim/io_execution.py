@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.flow import FlowEngine
+from harness.flow.io_network import MB, IONetwork
 from harness.sim.events import EventQueue
-from harness.sim.io_network import MB, IONetwork
 
 FLOWS = ("flows", -1)  # the event key of the engine's next completion
 # A flow: (job row, kind, sequence number); an event: (what, job row).

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from harness.flow.io_network import IONetwork
 from harness.platform import Machine
 from harness.sim.io_execution import IOExecution, JobIO, solo_runtime
-from harness.sim.io_network import IONetwork
 from harness.workload.io import KopanskiIO
 from harness.workload.io.kopanski import COLUMNS as KOPANSKI_COLUMNS
 

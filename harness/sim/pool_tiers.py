@@ -10,7 +10,7 @@ A tier policy (``sas``, ``sas-hps``, ``sas-lps``, ``sas-random-P``) under ``--mo
   (:func:`~harness.policies.tiers.staged_job_io`), with the platform's tier rates;
 - **HPS**: the job as released, staged in and out by the pool (:class:`OutsideStaging`);
 - **LPS** (a job with a BB request the policy puts on the slow tier; the agent submits it
-  again without its BB, :mod:`harness.emulation.tier_live`): no BB share, no Slurm staging;
+  again without its BB, :mod:`harness.emulation.iolive.tiers`): no BB share, no Slurm staging;
   it takes compute nodes as a job with nothing to stage (on Slurm's next pass, the
   launch delay later) and runs, on them, its stage-in volume read from the PFS, its compute
   phases with each checkpoint written to the PFS (no drain), then its stage-out volume
@@ -34,13 +34,13 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
+from harness.flow.io_network import MB, IONetwork
 from harness.model.timescale import time_scale_of
 from harness.platform import Machine
 from harness.policies.base import Policy, Start
 from harness.policies.state import Allocation, RunningJob
 from harness.policies.tiers import HPS, LPS, TierRates, staged_job_io
 from harness.sim.io_execution import EventKey, JobIO, _Job
-from harness.sim.io_network import MB, IONetwork
 from harness.sim.staging import OutsideStaging, SlurmPasses, StagedMachine
 from harness.workload.io import KopanskiIO
 from harness.workload.io.kopanski import COLUMNS as KOPANSKI_COLUMNS

@@ -37,13 +37,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from harness.flow.io_network import IONetwork
 from harness.model.staging_names import OFF_ALLOCATION, STAGINGS
 from harness.platform import Machine
 from harness.policies.state import Allocation, ClusterState, RunningJob, Topology
 from harness.sim.events import next_pass
 from harness.sim.io_execution import EventKey, IOExecution, JobIO, _Job
 from harness.sim.io_mode import io_columns, job_io
-from harness.sim.io_network import IONetwork
 from harness.sim.machine import SimMachine, SimulationError
 
 

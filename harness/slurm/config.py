@@ -24,7 +24,7 @@ SLURM_FILES = ("slurm.conf", "gres.conf", "cgroup.conf", "job_submit.lua")
 # With burst_buffer/lua: the plugin's files, and the platform file the staging command reads.
 BB_LUA_FILES = ("burst_buffer.conf", "burst_buffer.lua")
 PLATFORM_FILE = "platform.toml"
-STAGING_MODULE = "harness.emulation.staging"
+STAGING_MODULE = "harness.emulation.iolive.staging"
 # The PFS bandwidth as a license in MB/s (Herbein's I/O-aware scheduling done by Slurm):
 # a job holds nodes x its per-node drain rate; with bf_licenses backfill reserves it too.
 BANDWIDTH_LICENSE = "pfsbw"

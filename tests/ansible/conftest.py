@@ -28,9 +28,9 @@ from pathlib import Path
 import pytest
 
 from harness.cluster.base import port_in_use
-from harness.cluster.host import HostCluster
-from harness.cluster.runners import SshTarget
-from harness.cluster.ssh import SshRunner
+from harness.cluster.hosts.backend import HostCluster
+from harness.cluster.hosts.runners import SshTarget
+from harness.cluster.hosts.ssh import SshRunner
 from harness.model.paths import repo_path
 from harness.platform import Platform, load_platform
 from tests.standin import standin_image

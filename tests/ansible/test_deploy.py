@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.cluster.host import HostCluster
+from harness.cluster.hosts.backend import HostCluster
 from harness.model.paths import repo_path
 from tests.ansible.conftest import (
     CLUSTER_NAME,

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster.docker import DockerCluster
-from harness.emulation.run import Experiment
-from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
+from harness.cluster.containers.backend import DockerCluster
+from harness.emulation.run.experiment import Experiment
+from harness.emulation.run.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
 from harness.model.commands import CommandResult
 from harness.platform import bundled_platform_file
 from harness.slurm.config import SchedulerConfig, render_slurm_files

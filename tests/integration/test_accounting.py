@@ -17,10 +17,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.cluster.dbd import dbd_container_name, restart_dbd
-from harness.cluster.docker import DockerCluster
-from harness.emulation.run import Experiment
-from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
+from harness.cluster.containers.accounting import dbd_container_name, restart_dbd
+from harness.cluster.containers.backend import DockerCluster
+from harness.emulation.run.experiment import Experiment
+from harness.emulation.run.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
 from harness.platform import load_platform
 from harness.workload.plan import save_plan
 from tests.platforms import platform_toml

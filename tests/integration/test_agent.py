@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.emulation.run import Experiment
-from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
+from harness.emulation.run.experiment import Experiment
+from harness.emulation.run.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
 from harness.policies.registry import get_policy
 from harness.sim.engine import simulate
 from harness.workload.plan import save_plan

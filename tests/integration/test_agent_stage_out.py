@@ -16,8 +16,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.cluster.docker import SUBMIT_USER, DockerCluster
-from harness.emulation.agent import Agent
+from harness.cluster.containers.backend import SUBMIT_USER, DockerCluster
+from harness.emulation.head.agent import Agent
 from harness.platform import load_platform
 from harness.policies.registry import get_policy
 from harness.slurm.client import SQUEUE_FORMAT, SlurmClient, parse_squeue

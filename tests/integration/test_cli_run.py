@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.cluster.docker import DockerCluster
+from harness.cluster.containers.backend import DockerCluster
 from harness.platform import bundled_platform_file
 from harness.slurm.jobcomp import read_jobcomp
 

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.cluster.docker import LABEL
+from harness.cluster.containers.backend import LABEL
 from harness.platform import load_platform
 from harness.slurm.config import render_slurm_files
 from tests.platforms import platform_toml

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster.docker import DockerCluster
+from harness.cluster.containers.backend import DockerCluster
 from harness.experiments.cells import read_cell_result
 from harness.experiments.emulate_cell import RUN_DIR
 from harness.experiments.executors import LocalExecutor

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.cluster.docker import DockerCluster
+from harness.cluster.containers.backend import DockerCluster
 from harness.experiments.executors import LocalExecutor
 from harness.experiments.results import RUN_COLUMNS, load_table
 from harness.experiments.runner import run_experiment

@@ -2,7 +2,7 @@
 
 One small cluster for the module (4 compute nodes, 1 BB node, 2 node containers; slurmctld
 declares a silent node DOWN after 10 s, Slurm commands give up after 4 s) and four runs of
-a few short jobs, each with one fault injected while it runs (harness.cluster.faults):
+a few short jobs, each with one fault injected while it runs (harness.cluster.containers.faults):
 a slurmd killed, slurmctld restarted, the replay process killed and resumed, a node
 container stopped and started. Each report must show the fault and the jobs it touched,
 and every job of the plan must be accounted for.
@@ -25,11 +25,11 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.cluster import faults
 from harness.cluster.base import node_states
-from harness.cluster.docker import DockerCluster
-from harness.emulation.run import Experiment
-from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
+from harness.cluster.containers import faults
+from harness.cluster.containers.backend import DockerCluster
+from harness.emulation.run.experiment import Experiment
+from harness.emulation.run.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
 from harness.model.jsonio import read_jsonl
 from harness.platform import load_platform
 from harness.workload.plan import save_plan

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.cluster.docker import SUBMIT_USER, DockerCluster
-from harness.emulation.staging import RECORDS
+from harness.cluster.containers.backend import SUBMIT_USER, DockerCluster
+from harness.emulation.iolive.staging import RECORDS
 from harness.slurm.config import SchedulerConfig
 from tests.platforms import bundled_cluster
 from tests.slurm_queue import squeue_lines

@@ -24,9 +24,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.cluster.docker import DockerCluster
-from harness.emulation.drains import DRAIN_RECORDS
-from harness.emulation.staging import RECORDS
+from harness.cluster.containers.backend import DockerCluster
+from harness.emulation.iolive.drains import DRAIN_RECORDS
+from harness.emulation.iolive.staging import RECORDS
 from harness.slurm.config import SchedulerConfig
 from tests.platforms import bundled_cluster
 from tests.sigsleep_jobs import phase_records, submit_phases
@@ -79,7 +79,8 @@ def test_a_checkpoint_drains_beside_the_next_phase_and_holds_the_stage_out(
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not _drain_rated(cluster, a):
         time.sleep(0.05)
-    pid = cluster.exec(["pgrep", "-f", "-o", "harness.emulation.contention"], timeout=30).stdout.strip()
+    service = "harness.emulation.iolive.contention"
+    pid = cluster.exec(["pgrep", "-f", "-o", service], timeout=30).stdout.strip()
     assert pid.isdigit(), pid
     assert cluster.exec(["kill", pid], timeout=30).ok
     seen: list[tuple[float, str]] = []  # job B's states as squeue shows them

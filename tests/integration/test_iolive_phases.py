@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.cluster.docker import SUBMIT_USER, DockerCluster
+from harness.cluster.containers.backend import SUBMIT_USER, DockerCluster
 from harness.slurm.config import SchedulerConfig
 from tests.platforms import bundled_cluster
 from tests.sigsleep_jobs import phase_records, submit_phases
@@ -49,7 +49,8 @@ def test_two_checkpoints_on_one_link_each_take_twice_their_solo_time(io_cluster:
     # mid-checkpoint, the contention service dies: the entrypoint starts it again, the jobs keep
     # their last rates meanwhile (nothing is lost: the flow files are its state)
     time.sleep(3.0)
-    pid = cluster.exec(["pgrep", "-f", "-o", "harness.emulation.contention"], timeout=30).stdout.strip()
+    service = "harness.emulation.iolive.contention"
+    pid = cluster.exec(["pgrep", "-f", "-o", service], timeout=30).stdout.strip()
     assert pid.isdigit(), pid
     assert cluster.exec(["kill", pid], timeout=30).ok
     rec = phase_records(cluster, LOG, {1, 2, 3}, timeout=40)

@@ -9,7 +9,7 @@ Pins the facts docs/io-live.md ("Tier choice by the agent") builds on, on a clus
 - the same job released (the fast tier, HPS) stages in and holds the pool;
 - its script, read back with ``scontrol write batch_script`` and submitted again without the
   ``#BB_LUA`` line (the slow tier, LPS), runs without ever holding the pool;
-- the ordering agent does that itself (harness.emulation.tier_live): under ``sas-lps`` a BB job
+- the ordering agent does that itself (harness.emulation.iolive.tiers): under ``sas-lps`` a BB job
   is submitted again and runs without BB, under ``sas-hps`` it is released and stages in;
 - the LPS copy moves what Slurm would have staged itself, on the PFS: sigsleep's record shows
   the stage-in read first and the stage-out written last as ``io:pfs`` phases (and its
@@ -25,8 +25,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.cluster.docker import SUBMIT_USER, DockerCluster
-from harness.emulation.agent import Agent
+from harness.cluster.containers.backend import SUBMIT_USER, DockerCluster
+from harness.emulation.head.agent import Agent
 from harness.policies.registry import get_policy
 from harness.slurm.client import SlurmClient
 from harness.slurm.config import SchedulerConfig

@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 
 from harness.analysis.metrics import summary
-from harness.cluster.docker import DockerCluster
+from harness.cluster.containers.backend import DockerCluster
 from harness.model.timescale import time_scale_of
 from harness.platform import Platform, load_platform
 from harness.platform.writing import save_platform

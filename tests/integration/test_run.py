@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.emulation.run import Experiment
-from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
+from harness.emulation.run.experiment import Experiment
+from harness.emulation.run.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
 from harness.workload.plan import save_plan
 
 from .conftest import TEST_CLUSTER

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from harness.cluster.base import ClusterError
-from harness.cluster.host import HostCluster
-from harness.cluster.runners import SshTarget
-from harness.cluster.ssh import SshRunner
+from harness.cluster.hosts.backend import HostCluster
+from harness.cluster.hosts.runners import SshTarget
+from harness.cluster.hosts.ssh import SshRunner
 from harness.platform import load_platform
 from tests.standin import LOGIN, remove_standin, start_standin
 

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.cluster.docker import DockerCluster
+from harness.cluster.containers.backend import DockerCluster
 from harness.model.paths import REPO_ROOT
 from harness.platform import load_platform
 from harness.platform.writing import platform_to_toml

@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.cluster.state import ClusterState, render_compose
-from harness.emulation.collect import build_results, cross_check, license_count
+from harness.cluster.containers.state_dir import ClusterState, render_compose
+from harness.emulation.collect.results import build_results, cross_check, license_count
 from harness.model.commands import CommandResult
 from harness.platform import Platform, PlatformError, platform_from_dict
 from harness.slurm.config import SchedulerConfig, render_slurm_files
@@ -175,7 +175,7 @@ def test_cross_check_names_node_list_license_and_submit_mismatches() -> None:
 
 
 def test_ansible_render_writes_dbd_once_and_removes_it_without_accounting(tmp_path: Path) -> None:
-    from harness.cluster import ansible_vars as av
+    from harness.cluster.ansible_render import variables as av
 
     platform = _platform()
     head = av.HostSpec("head", "head.example.org")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.emulation.agent import Agent, release_all
+from harness.emulation.head.agent import Agent, release_all
 from harness.model.commands import CommandResult
 from harness.platform import load_platform
 from harness.policies.registry import get_policy

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.cluster import ansible_vars as av
+from harness.cluster.ansible_render import variables as av
 from harness.model.paths import repo_path
 from harness.platform import load_platform
 from harness.slurm.config import SchedulerConfig, render_slurm_files

@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.emulation.bb_check import parse_bb_states, staging_check
-from harness.emulation.collect_io import add_staging
+from harness.emulation.collect.bb_check import parse_bb_states, staging_check
+from harness.emulation.iolive.staging_results import add_staging
 from harness.model.jsonio import parse_jsonl
 from harness.slurm.sacct import parse_sacct
 

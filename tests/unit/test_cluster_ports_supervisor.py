@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.cluster.base import ClusterError
-from harness.cluster.ports import check_ports, ephemeral_ports, listen_ports
+from harness.cluster.containers.ports import check_ports, ephemeral_ports, listen_ports
 from harness.platform import Platform, platform_from_dict
 from tests.platforms import platform_toml
 
@@ -67,7 +67,7 @@ def test_supervisor_starts_every_node_restarts_a_crash_and_stops_on_sigterm(tmp_
     fake = tmp_path / "slurmd"
     fake.write_text(FAKE_SLURMD.format(log=log))
     fake.chmod(0o755)
-    argv = [sys.executable, "-m", "harness.cluster.supervisor", "n1,n2,n3", "--command", str(fake),
+    argv = [sys.executable, "-m", "harness.cluster.node.supervisor", "n1,n2,n3", "--command", str(fake),
             "--spool", str(tmp_path / "spool")]  # fmt: skip
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 10

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.emulation.collect import agent_copies, build_results, cross_check, finished, lag_stats
+from harness.emulation.collect.results import agent_copies, build_results, cross_check, finished, lag_stats
 from harness.slurm.jobcomp import parse_line, read_jobcomp, slurm_time
 from harness.slurm.native import UnknownPolicy, scheduler_for
 

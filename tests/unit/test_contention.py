@@ -12,18 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.emulation.contention import (
-    FLOWS_DIR,
-    RATES,
-    Flow,
-    FlowFileError,
-    flow_rates,
-    parse_flow,
-    publish,
-    read_flows,
-)
-from harness.emulation.staging import Transfer, active_transfers, register, transfer_rates
-from harness.emulation.staging import _own_rate as staging_rate
+from harness.emulation.iolive.contention import flow_rates, publish
+from harness.emulation.iolive.flows import FLOWS_DIR, RATES, Flow, FlowFileError, parse_flow, read_flows
+from harness.emulation.iolive.staging import _own_rate as staging_rate
+from harness.emulation.iolive.staging import transfer_rates
+from harness.emulation.iolive.transfers import Transfer, active_transfers, register
 from harness.platform import load_platform
 
 MACHINE = load_platform(None)
@@ -85,7 +78,7 @@ def test_drains_share_the_pfs_and_staging_agrees_with_the_staging_command() -> N
     # five one-node drains from five chassis: PFS 5000 / 5 = 1000 each (< their BB node's 1250)
     drains = [flow(j, "drain", f"c{8 * j + 1:03d}") for j in range(5)]
     assert flow_rates(drains, MACHINE).tolist() == [1000.0] * 5
-    # striped staging: the numbers of harness.emulation.staging (4 nodes alone: the PFS's 5000)
+    # striped staging: the numbers of harness.emulation.iolive.staging (4 nodes alone: the PFS's 5000)
     stage = [flow(1, "stage", "c[001-004]"), flow(2, "stage", "c[011-018]"), flow(3, "stage", "c020")]
     mine = flow_rates(stage, MACHINE)
     theirs = transfer_rates([Transfer(1, "in", 4, 1.0), Transfer(2, "in", 8, 1.0), Transfer(3, "in", 1, 1.0)],

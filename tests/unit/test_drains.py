@@ -16,19 +16,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.emulation.contention import (
-    FLOWS_DIR,
-    RATES,
-    FlowFileError,
-    drains_end,
-    end_drains,
-    parse_flow,
-    publish,
+from harness.emulation.iolive.contention import drains_end, end_drains, publish
+from harness.emulation.iolive.drains import (
+    DRAIN_RECORDS,
+    add_drains,
+    drain_stats,
+    left_mb,
+    outside_s,
+    union_s,
 )
-from harness.emulation.drains import DRAIN_RECORDS, add_drains, drain_stats, left_mb, outside_s, union_s
-from harness.emulation.job_phases import add_phases
-from harness.emulation.staging import Transfer, active_transfers, register, run_transfer
-from harness.emulation.staging import _own_rate as staging_rate
+from harness.emulation.iolive.flows import FLOWS_DIR, RATES, FlowFileError, parse_flow
+from harness.emulation.iolive.phases import add_phases
+from harness.emulation.iolive.staging import _own_rate as staging_rate
+from harness.emulation.iolive.staging import run_transfer
+from harness.emulation.iolive.transfers import Transfer, active_transfers, register
 from harness.platform import load_platform
 
 MACHINE = load_platform(None)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.cluster.faults import doomed_pids
-from harness.emulation.collect import build_results, cross_check
-from harness.emulation.faultlog import FaultMonitor, fault_section, job_outcome, note_outage
-from harness.emulation.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec, options_from_dict
+from harness.cluster.containers.faults import doomed_pids
+from harness.emulation.collect.results import build_results, cross_check
+from harness.emulation.head.faultlog import FaultMonitor, fault_section, job_outcome, note_outage
+from harness.emulation.run.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec, options_from_dict
 
 
 def test_monitor_notes_each_change_once() -> None:

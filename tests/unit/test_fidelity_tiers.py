@@ -1,4 +1,5 @@
-"""The --compare-sim twin of a tier-choosing policy under --model io-aware (harness.emulation.fidelity).
+"""The --compare-sim twin of a tier-choosing policy under --model io-aware
+(harness.emulation.collect.fidelity).
 
 The IO-Aware twin stages like Slurm's pool (off the allocation, with Slurm's delays); a policy
 that chooses storage tiers runs the live jobs' tiers in that pool (harness.sim.pool_tiers),
@@ -11,7 +12,7 @@ import pandas as pd
 import pytest
 
 from harness.analysis.document import _tier_sentence
-from harness.emulation.fidelity import compare_with_simulation, tier_agreement
+from harness.emulation.collect.fidelity import compare_with_simulation, tier_agreement
 from harness.platform import load_platform
 from harness.policies.registry import get_policy
 from harness.policies.tiers import stable_uniform

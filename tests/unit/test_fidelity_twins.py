@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from harness.analysis.document import Table, _fidelity_section
-from harness.emulation.fidelity import (
+from harness.emulation.collect.fidelity import (
     LaunchDelay,
     compare_with_both_twins,
     measured_launch_delay,

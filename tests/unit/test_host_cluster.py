@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster import ansible_vars as av
-from harness.cluster import host, runners
+from harness.cluster.ansible_render import variables as av
 from harness.cluster.base import ClusterError
-from harness.cluster.host import HostCluster
-from harness.cluster.runners import LocalRunner, SshTarget, as_user, parse_ssh_url
-from harness.cluster.ssh import WAKE_S, AcceptNew, SshRunner, collect
+from harness.cluster.hosts import backend as host
+from harness.cluster.hosts import runners
+from harness.cluster.hosts.backend import HostCluster
+from harness.cluster.hosts.runners import LocalRunner, SshTarget, as_user, parse_ssh_url
+from harness.cluster.hosts.ssh import WAKE_S, AcceptNew, SshRunner, collect
 from harness.platform import load_platform
 from harness.slurm.config import SchedulerConfig
 from tests.platforms import platform_toml
@@ -307,8 +308,8 @@ def test_collect_slurm_files_follows_the_rendered_paths(tmp_path: Path) -> None:
 
 
 def test_make_backend_builds_host_clusters() -> None:
-    from harness.emulation.run import make_backend
-    from harness.emulation.specs import ClusterSpec
+    from harness.emulation.run.experiment import make_backend
+    from harness.emulation.run.specs import ClusterSpec
 
     ssh = make_backend(ClusterSpec(backend="ssh://debian@127.0.0.1:2201"))
     assert isinstance(ssh, HostCluster) and isinstance(ssh.runner, SshRunner)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster.image import image_tag
+from harness.cluster.containers.image import image_tag
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL_INDEX = Path("/opt/pypi/simple")
@@ -85,7 +85,7 @@ def test_installed_harness_renders_and_simulates(wheel: Path, tmp_path: Path) ->
     slurm_conf = (work / "state" / "etc" / "slurm.conf").read_text()
     assert "NodeName=c[001-096]" in slurm_conf
     assert "container_name: bbemu-ctld" in (work / "state" / "compose.yaml").read_text()
-    tag = "from harness.cluster.image import image_tag; print(image_tag())"
+    tag = "from harness.cluster.containers.image import image_tag; print(image_tag())"
     # The image built from the installed package is the checkout's: same context, same tag.
     assert run([str(python), "-c", tag], work, env).strip() == image_tag()
     out = run([harness, "simulate", "--policy", "fcfs", "--json", "--first-n", "50", "bundled"], work, env)

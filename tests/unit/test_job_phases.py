@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.emulation.job_phases import PLAN_COLUMN, add_phases, phase_list, phase_stats, with_phase_lists
-from harness.emulation.replay import ReplayOptions, sbatch_command
+from harness.emulation.head.replay import ReplayOptions, sbatch_command
+from harness.emulation.iolive.phases import PLAN_COLUMN, add_phases, phase_list, phase_stats, with_phase_lists
 from harness.platform import load_platform
 
 MACHINE = load_platform(None)
@@ -77,7 +77,7 @@ def test_phase_columns_and_dilation_against_the_same_job_alone() -> None:
 
 
 def test_a_job_on_lps_counts_its_pfs_phases_as_io() -> None:
-    # The LPS copy of job 1 (harness.emulation.tier_live): 1,250 MB read from the PFS, a
+    # The LPS copy of job 1 (harness.emulation.iolive.tiers): 1,250 MB read from the PFS, a
     # checkpoint of 2,500 MB to the PFS, 625 MB written; alone, c001's card (1,250 MB/s) binds
     # (PFS 5,000 MB/s): 1 + 2 + 0.5 s of I/O and 20 s of compute = 23.5 s alone; it took 1.5 +
     # 2 + 1 s of I/O (3.5 + 20 = 24.5 s; no staging by Slurm).
@@ -97,7 +97,7 @@ def test_a_job_on_lps_counts_its_pfs_phases_as_io() -> None:
 
 
 def test_phase_agreement_with_the_twin_scales_times_but_not_dilation() -> None:
-    from harness.emulation.fidelity import staging_agreement
+    from harness.emulation.collect.fidelity import staging_agreement
 
     emu = pd.DataFrame({"checkpoint_s": [1.0, 2.0], "io_s": [2.0, 2.0], "dilation": [1.2, 1.4]})  # x10
     sim = pd.DataFrame({"checkpoint_s": [10.0, 20.0], "io_s": [25.0, 25.0], "dilation": [1.0, 1.0]})

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.emulation.detach import RotatingLog
-from harness.emulation.estimate import (
+from harness.emulation.run.detach import RotatingLog
+from harness.emulation.run.estimate import (
     OVERHEAD_S,
     Decision,
     decide,
@@ -26,8 +26,8 @@ from harness.emulation.estimate import (
     parse_duration,
     suggestions,
 )
-from harness.emulation.runs import COMPLETE, INCOMPLETE, RUNNING, list_runs, run_state
-from harness.emulation.specs import ReplaySpec, RunOptions, WorkloadSpec, options_from_dict
+from harness.emulation.run.specs import ReplaySpec, RunOptions, WorkloadSpec, options_from_dict
+from harness.emulation.run.state import COMPLETE, INCOMPLETE, RUNNING, list_runs, run_state
 from harness.workload.plan import Sampling
 
 SMALL = Path(__file__).parents[1] / "data" / "small.swf"  # 6 jobs kept; 3090 s first submission to last end
@@ -251,7 +251,7 @@ def test_log_rotates(tmp_path: Path) -> None:
 
 
 def test_interim_results_cover_the_finished_jobs(tmp_path: Path) -> None:
-    from harness.emulation.observe import write_interim
+    from harness.emulation.head.progress import write_interim
     from harness.platform import load_platform
 
     plan = pd.DataFrame(

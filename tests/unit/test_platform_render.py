@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster.state import render_compose
+from harness.cluster.containers.state_dir import render_compose
 from harness.model.hostlist import compress_hostlist as hostlist
 from harness.model.paths import repo_path
 from harness.platform import PlatformError, load_platform, platform_from_dict

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 from harness.analysis.preemption import plot_suspensions, running_spans, step_count, suspension_counts
-from harness.emulation.preemption import emulated_spans
-from harness.emulation.replay import ReplayOptions, sbatch_command
-from harness.emulation.run import RunError, with_priorities
-from harness.emulation.specs import ReplaySpec, RunOptions, WorkloadSpec
+from harness.emulation.collect.preemption import emulated_spans
+from harness.emulation.head.replay import ReplayOptions, sbatch_command
+from harness.emulation.run.experiment import RunError, with_priorities
+from harness.emulation.run.specs import ReplaySpec, RunOptions, WorkloadSpec
 from harness.platform import load_platform
 from harness.slurm.config import SchedulerConfig, render_slurm_files
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.emulation.replay import Replayer, ReplayOptions, sbatch_command, slurm_time_limit
+from harness.emulation.head.replay import Replayer, ReplayOptions, sbatch_command, slurm_time_limit
 from harness.model.rundir import STATUS, SUBMISSIONS
 
 

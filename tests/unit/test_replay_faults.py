@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.emulation.replay import Replayer, ReplayError, ReplayOptions
-from harness.emulation.resubmit import SlurmUnavailable, backoff, is_transient, parse_run_jobs
+from harness.emulation.head.replay import Replayer, ReplayError, ReplayOptions
+from harness.emulation.head.resubmit import SlurmUnavailable, backoff, is_transient, parse_run_jobs
 from harness.model.rundir import STATUS, SUBMISSIONS
 from tests.unit.test_replay import FakeClock, plan_of
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.emulation.fidelity import simulator_twin
-from harness.emulation.run import scheduler_for_run
+from harness.emulation.collect.fidelity import simulator_twin
+from harness.emulation.run.experiment import scheduler_for_run
 
 
 def test_unknown_cluster_is_a_clear_error() -> None:
@@ -46,7 +46,7 @@ class GrowingFiles:
 
 
 def test_jsonl_tail_reads_only_new_complete_lines() -> None:
-    from harness.emulation.watch import JsonlTail
+    from harness.emulation.head.watch import JsonlTail
 
     files = GrowingFiles()
     tail = JsonlTail(files, "log")  # type: ignore[arg-type]
@@ -66,7 +66,7 @@ def test_watcher_asks_squeue_every_few_seconds_while_submitting_then_at_every_lo
 
     import pandas as pd
 
-    from harness.emulation import watch as run_mod
+    from harness.emulation.head import watch as run_mod
 
     clock = [100.0]
     monkeypatch.setattr(run_mod.time, "monotonic", lambda: clock[0])
@@ -92,7 +92,7 @@ def test_watcher_ends_a_run_only_after_the_queue_is_seen_empty_for_the_whole_gra
 
     import pandas as pd
 
-    from harness.emulation import watch
+    from harness.emulation.head import watch
 
     clock = [0.0]
     monkeypatch.setattr(watch.time, "monotonic", lambda: clock[0])

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from harness.analysis.document import status_counts
-from harness.emulation import watch
-from harness.emulation.launch import running_since
-from harness.emulation.summary import exit_code, format_run_summary, run_summary
+from harness.emulation.head import watch
+from harness.emulation.head.launch import running_since
+from harness.emulation.run.summary import exit_code, format_run_summary, run_summary
 from harness.model.exitcodes import INTERRUPTED, describe_exit
 from harness.model.jsonio import write_json
 from harness.slurm.jobcomp import keep_jobs, read_jobcomp

@@ -1,4 +1,4 @@
-"""A run as named steps recorded in the run directory (harness.emulation.steps, harness.model.rundir):
+"""A run as named steps recorded in the run directory (harness.emulation.run.steps, harness.model.rundir):
 what is recorded, and a run taken up again after its collect step, without a cluster."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.emulation.collect import build_results, lag_stats
-from harness.emulation.run import run_steps, scheduler_for_run
-from harness.emulation.specs import ReplaySpec, RunOptions, WorkloadSpec
-from harness.emulation.steps import STEPS, RunContext
+from harness.emulation.collect.results import build_results, lag_stats
+from harness.emulation.run.experiment import run_steps, scheduler_for_run
+from harness.emulation.run.specs import ReplaySpec, RunOptions, WorkloadSpec
+from harness.emulation.run.steps import STEPS, RunContext
 from harness.model import rundir
 from harness.model.commands import CommandResult
 from harness.platform import load_platform
@@ -94,7 +94,7 @@ def test_the_replay_verdict_reaches_the_manifest(tmp_path: Path) -> None:
 
 def test_plan_step_takes_the_workload_options_and_the_run_platform(tmp_path: Path) -> None:
     """`harness run --procs-per-node/--window/...`: the plan is prepared for the cluster's platform."""
-    from harness.emulation.steps import make_plan
+    from harness.emulation.run.steps import make_plan
     from harness.workload.platforms import sized_platform
 
     class SizedBackend:

@@ -21,6 +21,8 @@ import pytest
 from tests.unit import test_sigsleep as base
 from tests.unit.test_sigsleep import start, wait_exit
 
+CONTENTION = "harness.emulation.iolive.contention"
+
 # the build and the clean-up of test_sigsleep, as fixtures of this module too
 binary, no_leftovers = base.sigsleep, base._no_leftovers
 
@@ -161,7 +163,7 @@ def test_bad_phase_lists_are_refused(binary: str, tmp_path: Path, args: list[str
 
 
 def test_two_checkpoints_with_the_real_service_take_twice_the_time(binary: str, tmp_path: Path) -> None:
-    service = subprocess.Popen([sys.executable, "-m", "harness.emulation.contention", "--dir", str(tmp_path)])
+    service = subprocess.Popen([sys.executable, "-m", CONTENTION, "--dir", str(tmp_path)])
     try:
         deadline = time.monotonic() + 30
         while not (tmp_path / "flows").is_dir() and time.monotonic() < deadline:
@@ -183,7 +185,7 @@ def test_two_checkpoints_with_the_real_service_take_twice_the_time(binary: str, 
 def test_a_checkpoint_drains_with_the_real_service_while_the_job_computes(
     binary: str, tmp_path: Path
 ) -> None:
-    service = subprocess.Popen([sys.executable, "-m", "harness.emulation.contention", "--dir", str(tmp_path)])
+    service = subprocess.Popen([sys.executable, "-m", CONTENTION, "--dir", str(tmp_path)])
     try:
         log = tmp_path / "log"
         # 1250 MB: 1 s into bb01 at c001's 1,250 MB/s, then 1 s from bb01 to the PFS (1,250 MB/s)

@@ -13,20 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from harness.emulation.staging import (
-    ACTIVE_DIR,
+from harness.emulation.iolive.staging import (
     RECORDS,
     StagingError,
-    Transfer,
-    active_transfers,
     directive_line,
     main,
     parse_directive,
-    register,
     run_transfer,
     transfer_of,
     transfer_rates,
 )
+from harness.emulation.iolive.transfers import ACTIVE_DIR, Transfer, active_transfers, register
 from harness.platform import PlatformError, load_platform, platform_text
 from harness.slurm.config import SchedulerConfig, render_slurm_files
 
@@ -133,7 +130,7 @@ def test_lua_mode_renders_the_plugin_files() -> None:
     assert "StageInTimeout=86400\n" in files["burst_buffer.conf"]
     lua = files["burst_buffer.lua"]
     assert 'local POOL = "bb"' in lua and "local POOL_MB = 480000" in lua
-    assert "-m harness.emulation.staging --platform /etc/slurm/platform.toml --dir /shared/io" in lua
+    assert "-m harness.emulation.iolive.staging --platform /etc/slurm/platform.toml --dir /shared/io" in lua
     assert files["platform.toml"] == platform_text(platform)
     plain = render_slurm_files(platform, SchedulerConfig())
     assert "BurstBufferType" not in plain["slurm.conf"] and "burst_buffer.lua" not in plain
@@ -152,7 +149,7 @@ def test_platform_text_needs_the_file_it_came_from(tmp_path: Path) -> None:
 
 
 def test_replay_writes_the_burst_buffer_lines_instead_of_the_license() -> None:
-    from harness.emulation.replay import ReplayOptions, io_directives, sbatch_command
+    from harness.emulation.head.replay import ReplayOptions, io_directives, sbatch_command
 
     job = {"job_id": 9, "nodes": 4, "bb_per_node_mb": 1200, "runtime": 5.0, "walltime": 18.0,
            "io_stage_in_mb": 1200.0, "io_stage_out_mb": 1200.0, "io_time_scale": 100.0}  # fmt: skip
@@ -174,7 +171,7 @@ def test_replay_writes_the_burst_buffer_lines_instead_of_the_license() -> None:
 def test_staging_records_join_by_slurm_id_after_t0() -> None:
     import pandas as pd
 
-    from harness.emulation.collect_io import add_staging, staging_stats
+    from harness.emulation.iolive.staging_results import add_staging, staging_stats
 
     results = pd.DataFrame({"job_id": [1, 2, 3], "slurm_job_id": pd.array([11, 12, None], dtype="Int64")})
     records = [
@@ -212,7 +209,7 @@ def test_bandwidth_license_policy_renders_the_pfs_as_a_license() -> None:
 
 
 def test_replay_asks_for_nodes_times_the_drain_rate() -> None:
-    from harness.emulation.replay import ReplayOptions, sbatch_command
+    from harness.emulation.head.replay import ReplayOptions, sbatch_command
 
     job = {
         "job_id": 9,
@@ -233,7 +230,7 @@ def test_replay_asks_for_nodes_times_the_drain_rate() -> None:
 def test_staging_agreement_in_original_seconds_and_the_io_aware_twin() -> None:
     import pandas as pd
 
-    from harness.emulation.fidelity import simulator_twin, staging_agreement
+    from harness.emulation.collect.fidelity import simulator_twin, staging_agreement
 
     emu = pd.DataFrame({"stage_in_s": [1.0, 3.0], "stage_out_s": [0.5, 0.5]})  # shrink 0.9: x10
     sim = pd.DataFrame({"stage_in_s": [16.0, 24.0], "stage_out_s": [5.0, 5.0]})

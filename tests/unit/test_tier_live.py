@@ -1,4 +1,4 @@
-"""The slow-tier copy of a held job (harness.emulation.tier_live): script, comment, options."""
+"""The slow-tier copy of a held job (harness.emulation.iolive.tiers): script, comment, options."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.emulation.staging import StagingError
-from harness.emulation.tier_live import add_tiers, sbatch_args, slow_tier_comment, slow_tier_script
+from harness.emulation.iolive.staging import StagingError
+from harness.emulation.iolive.tiers import add_tiers, sbatch_args, slow_tier_comment, slow_tier_script
 
 SCRIPT = """#!/bin/sh
 # This script was created by sbatch --wrap.
@@ -67,7 +67,7 @@ def test_options_are_kept_held_without_the_bb_license() -> None:
 
 
 def test_agent_gives_a_tiered_policy_the_bb_request_and_the_comments_volumes() -> None:
-    from harness.emulation.agent import _job_io
+    from harness.emulation.head.agent import _job_io
     from harness.policies.tiers import JobIo
     from harness.slurm.client import SlurmJob
 
@@ -80,7 +80,7 @@ def test_agent_gives_a_tiered_policy_the_bb_request_and_the_comments_volumes() -
 
 
 def test_replay_writes_the_volumes_the_agent_reads() -> None:
-    from harness.emulation.replay import io_volume_words
+    from harness.emulation.head.replay import io_volume_words
 
     job = {
         "nodes": 4,
@@ -124,7 +124,7 @@ def test_tier_rates_of_a_platform() -> None:
 
 
 def test_agent_plans_sas_with_the_platforms_rates_as_the_simulator() -> None:
-    from harness.emulation.agent import Agent
+    from harness.emulation.head.agent import Agent
     from harness.model.commands import CommandResult
     from harness.platform import load_platform
     from harness.policies.registry import get_policy
@@ -150,7 +150,7 @@ def test_agent_plans_sas_with_the_platforms_rates_as_the_simulator() -> None:
 
 
 def test_agent_plans_sas_in_shrunk_seconds_as_the_simulator_in_original_ones() -> None:
-    from harness.emulation.agent import Agent
+    from harness.emulation.head.agent import Agent
     from harness.model.commands import CommandResult
     from harness.platform import load_platform
     from harness.policies.registry import get_policy
@@ -189,7 +189,7 @@ def test_results_say_which_tier_each_job_ran_on() -> None:
 
 
 def test_agent_draws_a_random_tier_by_the_trace_job_as_the_simulator() -> None:
-    from harness.emulation.agent import Agent
+    from harness.emulation.head.agent import Agent
     from harness.model.commands import CommandResult
     from harness.platform import load_platform
     from harness.policies.registry import get_policy

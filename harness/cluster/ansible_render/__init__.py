@@ -1,0 +1,1 @@
+"""What ``harness cluster render-ansible`` writes for the playbook."""

@@ -1,0 +1,394 @@
+"""The local Docker cluster: one slurmctld container and a few node-group containers,
+each running its share of the slurmd daemons (multiple-slurmd mode), host networking only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import docker
+import docker.errors
+from docker.models.containers import Container
+
+from harness.cluster.base import ClusterError, wait_for_idle
+from harness.cluster.containers.accounting import accounting_enabled, start_dbd
+from harness.cluster.containers.image import IMAGE_REPO, image_tag, write_build_context
+from harness.cluster.containers.ports import check_ports
+from harness.cluster.containers.state_dir import (
+    CONTROLLER_CPU_SHARES,
+    SUBMIT_USER,
+    ClusterState,
+    render_compose,
+)
+from harness.model.atomic import atomic_write_text
+from harness.model.commands import CommandResult
+from harness.model.polling import poll_until
+from harness.platform import Platform, load_platform
+from harness.slurm.config import SchedulerConfig
+
+LABEL = "harness.cluster"
+IDLE_TIMEOUT_S = 120.0
+IDLE_S_PER_NODE = 0.15
+# A busy Docker engine sometimes garbles a multiplexed exec stream: retried this often.
+EXEC_ATTEMPTS = 3
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def _docker_client() -> docker.DockerClient:
+    try:
+        client = docker.from_env(timeout=300)
+        client.ping()
+    except docker.errors.DockerException as exc:
+        raise ClusterError(
+            f"no Docker engine answers ({exc}). Start one, e.g. "
+            "`dockerd --bridge=none --iptables=false --ip-masq=false &`"
+        ) from None
+    return client
+
+
+@dataclass
+class UpResult:
+    already_up: bool
+    seconds_to_idle: float = 0.0
+    built_image: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+class DockerCluster:
+    """A Slurm cluster in local containers, named ``name`` (containers ``<name>-ctld``, ``<name>-nodesK``)."""
+
+    def __init__(
+        self,
+        name: str = "bbemu",
+        platform: Platform | None = None,
+        sched: SchedulerConfig | None = None,
+        state_dir: Path | None = None,
+    ) -> None:
+        self.name = name
+        self.platform = platform or load_platform()
+        self.sched = sched or SchedulerConfig()
+        self.state = ClusterState.for_cluster(name, state_dir)
+        self._client: docker.DockerClient | None = None
+
+    # -- docker plumbing --------------------------------------------------------
+    @property
+    def client(self) -> docker.DockerClient:
+        if self._client is None:
+            self._client = _docker_client()
+        return self._client
+
+    @property
+    def controller_name(self) -> str:
+        return f"{self.name}-ctld"
+
+    def containers(self) -> list[Container]:
+        return self.client.containers.list(all=True, filters={"label": f"{LABEL}={self.name}"})
+
+    def _controller(self) -> Container:
+        try:
+            return self.client.containers.get(self.controller_name)
+        except docker.errors.NotFound:
+            raise ClusterError(
+                f"cluster '{self.name}' is not up (no container {self.controller_name})"
+            ) from None
+
+    def is_up(self) -> bool:
+        running = [c for c in self.containers() if c.status == "running"]
+        expected = 1 + len(self.platform.node_groups()) + accounting_enabled(self)
+        return len(running) == expected and self._ctld_answers()
+
+    def _ctld_answers(self) -> bool:
+        try:
+            return self.exec(["scontrol", "ping"], timeout=10).ok
+        except ClusterError:
+            return False
+
+    # -- commands ---------------------------------------------------------------
+    def exec(self, cmd: list[str], user: str | None = None, timeout: float | None = None) -> CommandResult:
+        argv = ["timeout", f"{timeout:g}", *cmd] if timeout else cmd
+        controller = self._controller()
+        for attempt in range(EXEC_ATTEMPTS):
+            try:
+                result = controller.exec_run(argv, user=user or "root", demux=True)
+                break
+            except ValueError:  # docker-py misread the stream's framing ("10 is not a valid stream")
+                if attempt == EXEC_ATTEMPTS - 1:
+                    raise ClusterError(f"`{' '.join(cmd)}`: the Docker engine garbled its output") from None
+        out, err = result.output if result.output else (b"", b"")
+        return CommandResult(result.exit_code or 0, (out or b"").decode(), (err or b"").decode())
+
+    def spawn(self, cmd: list[str], user: str | None = None) -> subprocess.Popen:
+        """Start ``cmd`` in the controller container without waiting (stdout/stderr piped)."""
+        argv = ["docker", "exec", "--user", user or "root", self.controller_name, *cmd]
+        return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    # -- ClusterBackend: the shared directory is a host directory mounted as /shared ------
+    def prepare(self, sched: SchedulerConfig, progress: Progress = _quiet) -> None:
+        if self.containers() and self.is_up() and not self.image_is_current():
+            progress("the running cluster's image is older than the sources: recreating it")
+            self.down()
+        if not (self.containers() and self.is_up()):
+            self.sched = sched  # the configuration is final before any slurmd starts
+        result = self.up(progress=progress)
+        if result.already_up:
+            progress(f"cluster '{self.name}' is up")
+            self.reconfigure(sched, progress=progress)
+        else:
+            progress(f"cluster '{self.name}' up in {result.seconds_to_idle:.1f} s")
+
+    def shared_path(self, rel: str) -> str:
+        return f"/shared/{rel}"
+
+    def put(self, local: Path, rel: str) -> None:
+        target = self.state.shared / rel
+        for parent in reversed(target.relative_to(self.state.shared).parents[:-1]):
+            (self.state.shared / parent).mkdir(exist_ok=True)
+            (self.state.shared / parent).chmod(0o1777)  # jobs and the replay run unprivileged
+        shutil.copyfile(local, target)
+
+    def get(self, rel: str, local: Path) -> bool:
+        source = self.state.shared / rel
+        if not source.exists():
+            return False
+        shutil.copyfile(source, local)
+        return True
+
+    def read_text(self, rel: str) -> str | None:
+        try:
+            return (self.state.shared / rel).read_text()
+        except FileNotFoundError:
+            return None
+
+    def read_from(self, rel: str, offset: int) -> bytes | None:
+        try:
+            with open(self.state.shared / rel, "rb") as handle:
+                handle.seek(offset)
+                return handle.read()
+        except FileNotFoundError:
+            return None
+
+    def collect_slurm_files(self, target: Path) -> None:
+        shutil.copytree(self.state.etc, target / "etc", dirs_exist_ok=True)
+        for name in ("slurmctld.log", "jobcomp.log", "slurmdbd.log"):
+            if (self.state.log / name).exists():
+                shutil.copyfile(self.state.log / name, target / name)
+
+    def image_is_current(self) -> bool:
+        """False when the sources changed since the running cluster's image was built."""
+        return image_tag() in self._controller().image.tags
+
+    # -- image ------------------------------------------------------------------
+    def ensure_image(self, progress: Progress = _quiet, rebuild: bool = False) -> tuple[str, bool]:
+        tag = image_tag()
+        if not rebuild:
+            try:
+                self.client.images.get(tag)
+                return tag, False
+            except docker.errors.ImageNotFound:
+                pass
+        self._require_base_image()
+        progress(f"building image {tag} (first time: a few minutes)")
+        for chunk in self._build(tag):
+            if "error" in chunk:
+                raise ClusterError(f"image build failed: {chunk['error'].strip()}")
+            line = chunk.get("stream", "").strip()
+            if line.startswith("Step "):
+                progress(f"  {line}")
+        self.client.images.get(tag).tag(IMAGE_REPO, "latest")
+        return tag, True
+
+    def _build(self, tag: str) -> Iterator[dict]:
+        with tempfile.TemporaryDirectory(prefix="harness-image-") as context:
+            write_build_context(Path(context))
+            # docker-py sends the context (as a tar) before returning the log stream.
+            return self.client.api.build(
+                path=context,
+                dockerfile="containers/Dockerfile",
+                tag=tag,
+                network_mode="host",
+                rm=True,
+                forcerm=True,
+                decode=True,
+            )
+
+    def _require_base_image(self) -> None:
+        try:
+            self.client.images.get("debian:trixie-slim")
+        except docker.errors.ImageNotFound:
+            raise ClusterError(
+                "base image debian:trixie-slim is missing and no registry may be reachable: "
+                "run `bash containers/make-base-image.sh` (debootstrap + docker import)"
+            ) from None
+
+    # -- lifecycle --------------------------------------------------------------
+    def up(self, progress: Progress = _quiet, rebuild: bool = False) -> UpResult:
+        existing = self.containers()
+        if existing and self.is_up():
+            return UpResult(already_up=True)
+        if existing:
+            progress(f"removing {len(existing)} leftover container(s) of a broken cluster")
+            self._remove_containers(existing)
+        tag, built = self.ensure_image(progress, rebuild)
+        check_ports(self.platform)
+        self._prepare_state(tag)
+        start = time.monotonic()
+        if accounting_enabled(self):
+            start_dbd(self, tag, SUBMIT_USER)
+        self._start_controller(tag)
+        self._wait_controller(timeout=30)
+        self._start_node_groups(tag)
+        progress(f"waiting for {self.platform.node_count} nodes to become idle")
+        self._wait_nodes_idle(self.idle_timeout)
+        return UpResult(already_up=False, seconds_to_idle=time.monotonic() - start, built_image=built)
+
+    def _prepare_state(self, tag: str) -> None:
+        # A fresh cluster each time: no jobs or logs leak from an earlier one.
+        for sub in ("spool", "log", "shared", "db"):
+            path = self.state.root / sub
+            if path.exists():
+                _clear_dir(path)
+        self.state.create()
+        self.state.render(self.platform, self.sched)
+        atomic_write_text(
+            self.state.root / "compose.yaml",
+            render_compose(self.platform, self.name, tag, str(self.state.root)),
+        )
+
+    def run_container(
+        self, tag: str, name: str, command: list[str], mounts: dict[str, str] | None = None
+    ) -> Container:
+        """A container of this cluster; the controller and dbd get the CPU weight of a head node."""
+        ro = ("/etc/slurm", "/cluster/munge", "/cluster/etc", "/cluster/dbd")
+        return self.client.containers.run(
+            tag,
+            command=command,
+            name=name,
+            detach=True,
+            network_mode="host",
+            init=True,
+            labels={LABEL: self.name},
+            cpu_shares=CONTROLLER_CPU_SHARES if command[0] in ("controller", "dbd") else None,
+            volumes={
+                host: {"bind": ctr, "mode": "ro" if ctr in ro else "rw"}
+                for host, ctr in (mounts or self.state.mounts()).items()
+            },
+        )
+
+    def _start_controller(self, tag: str) -> None:
+        self.run_container(tag, self.controller_name, ["controller"])
+
+    def _start_node_groups(self, tag: str) -> None:
+        for index, group in enumerate(self.platform.node_groups()):
+            self.run_container(tag, f"{self.name}-nodes{index}", ["nodes", ",".join(group)])
+
+    def _wait_controller(self, timeout: float) -> None:
+        if poll_until(self._ctld_answers_or_exited, timeout) == "answers":
+            return
+        raise ClusterError(
+            f"slurmctld did not answer within {timeout:.0f} s. Last log lines:\n"
+            + self.tail(self.state.log / "slurmctld.log", 15)
+            + "\nContainer output:\n"
+            + self._controller().logs(tail=15).decode(errors="replace")
+        )
+
+    def _ctld_answers_or_exited(self) -> str | None:
+        if self._ctld_answers():
+            return "answers"
+        ctr = self._controller()
+        ctr.reload()
+        return "exited" if ctr.status == "exited" else None
+
+    @property
+    def idle_timeout(self) -> float:
+        """120 s, or 0.15 s per node on bigger platforms (1,134 slurmd start on two cores)."""
+        return max(IDLE_TIMEOUT_S, IDLE_S_PER_NODE * self.platform.node_count)
+
+    def _wait_nodes_idle(self, timeout: float) -> None:
+        _, missing = wait_for_idle(self, self.platform.all_nodes(), timeout)
+        if not missing:
+            return
+        names = sorted(missing)
+        details = [f"{n}: {missing[n]}" for n in names[:10]]
+        logs = "\n".join(
+            f"--- slurmd-{n}.log\n{self.tail(self.state.log / f'slurmd-{n}.log', 5)}" for n in names[:3]
+        )
+        raise ClusterError(
+            f"{len(missing)} of {self.platform.node_count} nodes not idle after {timeout:.0f} s "
+            f"({', '.join(details)}{' ...' if len(names) > 10 else ''}).\n{logs}\n"
+            f"--- slurmctld.log\n{self.tail(self.state.log / 'slurmctld.log', 10)}\n"
+            + self._node_container_output(names[:3])
+        )
+
+    def _node_container_output(self, nodes: list[str]) -> str:
+        """The supervisor's last lines and the slurmd processes of the containers of ``nodes``."""
+        groups = self.platform.node_groups()
+        indices = sorted({i for i, group in enumerate(groups) for n in nodes if n in group})
+        pattern = " ".join(f"-e {n}" for n in nodes)
+        parts = []
+        for index in indices:
+            try:
+                ctr = self.client.containers.get(f"{self.name}-nodes{index}")
+                ps = ctr.exec_run(["sh", "-c", f"ps -o pid,stat,etime,args -C slurmd | grep -w {pattern}"])
+                output = ctr.logs(tail=8).decode(errors="replace")
+                procs = ps.output.decode(errors="replace")
+                parts.append(f"--- {ctr.name} ({ctr.status}):\n{output}slurmd of {nodes}:\n{procs}")
+            except docker.errors.DockerException as exc:
+                parts.append(f"--- {self.name}-nodes{index}: {exc}")
+        return "\n".join(parts)
+
+    @staticmethod
+    def tail(path: Path, lines: int) -> str:
+        try:
+            return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+        except FileNotFoundError:
+            return f"(no {path.name})"
+
+    def reconfigure(self, sched: SchedulerConfig, progress: Progress = _quiet) -> None:
+        """Re-render the Slurm files for ``sched``; if slurm.conf changed, ``scontrol reconfigure``
+        (slurmctld and every slurmd re-read it, so no node runs with a different slurm.conf)."""
+        conf = self.state.etc / "slurm.conf"
+        before = conf.read_text() if conf.exists() else ""
+        self.sched = sched
+        files = self.state.render(self.platform, sched)
+        if files.get("slurm.conf") == before:
+            return
+        progress(f"reconfiguring Slurm: scheduler {sched.mode} ({sched.scheduler_parameters})")
+        res = self.exec(["scontrol", "reconfigure"], timeout=60)
+        if not res.ok:
+            raise ClusterError(f"scontrol reconfigure failed: {(res.stderr or res.stdout).strip()}")
+        self._wait_controller(timeout=30)
+        self._wait_nodes_idle(self.idle_timeout)
+
+    def down(self, keep_state: bool = False) -> int:
+        """Remove every container of the cluster (and its state unless ``keep_state``); idempotent."""
+        containers = self.containers()
+        self._remove_containers(containers)
+        if not keep_state:
+            self.state.remove()
+        return len(containers)
+
+    @staticmethod
+    def _remove_containers(containers: list[Container]) -> None:
+        for ctr in containers:
+            with contextlib.suppress(docker.errors.NotFound):
+                ctr.remove(force=True)
+
+
+def _clear_dir(path: Path) -> None:
+    for child in path.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)

@@ -1,0 +1,1 @@
+"""Processes that run inside a node container."""

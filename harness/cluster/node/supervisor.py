@@ -1,0 +1,111 @@
+"""One process per node container that starts its share of the slurmd daemons and restarts
+any that dies, so one crash does not silently shrink the cluster.
+
+It replaces a shell loop per daemon (1,134 bash processes at the scale platform's size):
+one Python process waits on all its children. Run by the image's entrypoint::
+
+    python -m harness.cluster.node.supervisor c0001,c0002,...   [--command /usr/sbin/slurmd]
+
+SIGTERM or SIGINT stops every daemon (SIGTERM, SIGKILL after a grace period) and exits.
+Imports nothing of the harness: it runs in the node containers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SLURMD = "/usr/sbin/slurmd"
+SPOOL = Path("/var/spool/slurm/d")
+RESTART_DELAY_S = 1.0
+STOP_GRACE_S = 10.0
+HOLD_DIR = Path("/run/slurm")  # hold-<node> there: restart <node> only once it is gone
+START_ATTEMPTS = 10
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] supervisor: {message}", flush=True)
+
+
+class Supervisor:
+    def __init__(self, nodes: list[str], command: str = SLURMD, spool: Path | None = SPOOL) -> None:
+        self.nodes = nodes
+        self.command = command
+        self.spool = spool
+        self.children: dict[int, str] = {}  # pid -> node
+        self.restarts: dict[str, int] = {}
+        self.stopping = False
+
+    def start(self, node: str) -> None:
+        if self.spool is not None:
+            (self.spool / node).mkdir(parents=True, exist_ok=True)
+        argv = [self.command, "-D", "-N", node]
+        hold = HOLD_DIR / f"hold-{node}"
+        if hold.exists():  # a crashed node (harness.cluster.containers.faults) stays down until released
+            argv = ["/bin/sh", "-c", 'while [ -f "$0" ]; do sleep 0.2; done; exec "$@"', str(hold), *argv]
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+            except OSError as exc:  # e.g. EAGAIN: the host is out of processes for a moment
+                log(f"{node}: cannot start ({exc}); attempt {attempt} of {START_ATTEMPTS}")
+                time.sleep(RESTART_DELAY_S)
+                continue
+            self.children[proc.pid] = node
+            return
+
+    def stop(self, _signum: int = signal.SIGTERM, _frame: object = None) -> None:
+        """Signal handler: stop restarting, pass SIGTERM to every daemon (SIGKILL after a grace)."""
+        self.stopping = True
+        self._signal_all(signal.SIGTERM)
+        signal.signal(signal.SIGALRM, lambda _s, _f: self._signal_all(signal.SIGKILL))
+        signal.alarm(int(STOP_GRACE_S))
+
+    def _signal_all(self, signum: int) -> None:
+        for pid in list(self.children):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
+
+    def run(self) -> int:
+        """Start every daemon, restart those that exit, until stopped; the exit status."""
+        signal.signal(signal.SIGTERM, self.stop)
+        signal.signal(signal.SIGINT, self.stop)
+        log(f"starting {len(self.nodes)} x {Path(self.command).name}: {self.nodes[0]} .. {self.nodes[-1]}")
+        for node in self.nodes:
+            self.start(node)
+        while self.children:
+            try:
+                pid, status = os.wait()
+            except ChildProcessError:
+                break
+            node = self.children.pop(pid, "")
+            if not node or self.stopping:
+                continue
+            self.restarts[node] = self.restarts.get(node, 0) + 1
+            log(f"{node} exited (status {status}); restart {self.restarts[node]} in {RESTART_DELAY_S:g} s")
+            time.sleep(RESTART_DELAY_S)
+            if not self.stopping:
+                self.start(node)
+        log("all daemons stopped")
+        return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("nodes", help="node names separated by commas")
+    parser.add_argument("--command", default=SLURMD, help="the daemon, run as COMMAND -D -N NODE")
+    parser.add_argument("--spool", default=str(SPOOL), help="parent of each node's spool folder")
+    args = parser.parse_args(argv)
+    nodes = [n for n in args.nodes.split(",") if n]
+    if not nodes:
+        parser.error("no node names given")
+    return Supervisor(nodes, args.command, Path(args.spool)).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

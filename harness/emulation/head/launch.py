@@ -1,0 +1,204 @@
+"""The processes of a run on the head node: the replay (``harness replay``, beside
+slurmctld) and, for simulator policies, the ordering agent (``harness agent``); started
+through the backend, watched until the run is over, stopped by a STOP file in the shared
+run directory, and their leftover jobs cancelled when the run did not complete.
+
+A run taken up again (``harness run --resume``) finds the replay's status in the shared run
+directory: it stops a replay of the killed run that may still be running there, then starts
+``harness replay --resume`` (same t0, nothing submitted twice)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from harness.cluster.base import ClusterBackend, Spawned, node_states
+from harness.emulation.head.faultlog import FaultMonitor
+from harness.emulation.head.progress import RunObserver
+from harness.emulation.head.watch import Watcher
+from harness.emulation.run.specs import ReplaySpec
+from harness.model import rundir
+from harness.model.exitcodes import INTERRUPTED
+from harness.model.jsonio import parse_jsonl
+from harness.slurm.jobcomp import slurm_time
+
+SUBMIT_USER = "emu"
+CANCEL_CHUNK = 500  # job ids per scontrol/scancel call
+# Slurm's states of a job that ended without running to its end (a fault, or a cancel)
+ENDED_EARLY = (
+    "NODE_FAIL",
+    "FAILED",
+    "BOOT_FAIL",
+    "OUT_OF_MEMORY",
+    "DEADLINE",
+    "TIMEOUT",
+    "PREEMPTED",
+    "CANCELLED",
+)
+REPLAY_ALIVE_S = 5.0  # a replay whose status is fresher than this may still be running
+
+
+class HeadRun:
+    """The replay and agent of one run; :meth:`run` returns ``(complete, reason)``."""
+
+    def __init__(
+        self, backend: ClusterBackend, run_id: str, spec: ReplaySpec, seed: int, uses_agent: bool,
+        say: Callable[[str], None], quiet: bool = False, verbose: bool = False,
+    ) -> None:  # fmt: skip
+        self.backend = backend
+        self.run_id = run_id
+        self.spec = spec
+        self.seed = seed
+        self.uses_agent = uses_agent
+        self.say = say
+        self.quiet = quiet
+        self.verbose = verbose
+        self.running_since: dict[int, float] = {}  # plan job id -> start (epoch s), from squeue
+        self.shared = f"{rundir.SHARED_RUNS}/{run_id}"
+        self.observer: RunObserver | None = None  # writes progress and interim results as the run goes
+        self.monitor = FaultMonitor()
+        self.resume = False
+
+    @property
+    def timeout(self) -> float | None:
+        return self.spec.timeout
+
+    def run(self, plan: pd.DataFrame) -> tuple[bool, str]:
+        self.resume = self._take_over()
+        agent = self.backend.spawn(self.agent_command()) if self.uses_agent else None
+        proc = self.backend.spawn(self.replay_command(), user=SUBMIT_USER)
+        complete, reason = False, ""
+        try:
+            complete, reason = Watcher(self, plan, self.shared, self.quiet, self.verbose).wait(proc, agent)
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM as Terminated
+            reason = str(exc) or INTERRUPTED
+            self.say(f"\n{reason}: stopping the replay")
+        finally:
+            self.stop(proc)
+            if agent is not None:
+                self.stop(agent)  # the same STOP file ends the agent
+            if not complete:
+                self.cancel_or_keep()
+        return complete, reason
+
+    def replay_command(self) -> list[str]:
+        cdir = self.backend.shared_path(self.shared)
+        platform = self.backend.platform
+        return [
+            "harness", "replay", f"{cdir}/{rundir.PLAN}", "--run-dir", cdir, "--run-id", self.run_id,
+            "--warmup", f"{self.spec.warmup:g}", "--drift", f"{self.spec.drift:g}",
+            "--bb-license", platform.deployment.bb_license, "--partition", platform.compute.partition,
+            *(["--resume"] if self.resume else []),
+        ]  # fmt: skip
+
+    def agent_command(self) -> list[str]:
+        return [
+            "harness", "agent", "--policy", self.spec.policy, "--policy-seed", str(self.spec.policy_seed),
+            "--run-dir", self.backend.shared_path(self.shared), "--user", SUBMIT_USER,
+            "--platform", self.platform_on_head(),
+        ]  # fmt: skip
+
+    def platform_on_head(self) -> str:
+        """The platform file as the head node sees it (copied into the shared run directory)."""
+        source = self.backend.platform.source
+        if source.startswith("<"):
+            return "default"
+        self.backend.put(Path(source), f"{self.shared}/{rundir.PLATFORM_FILE}")
+        return self.backend.shared_path(f"{self.shared}/{rundir.PLATFORM_FILE}")
+
+    def stop(self, proc: Spawned) -> None:
+        if proc.poll() is None:
+            self.backend.exec(
+                ["touch", self.backend.shared_path(f"{self.shared}/{rundir.STOP_FILE}")], timeout=30
+            )
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+        if proc.stdout is not None:  # the pipe is ours to close, read or not
+            proc.stdout.close()
+
+    def cancel_or_keep(self) -> None:
+        text = self.backend.read_text(f"{self.shared}/{rundir.SUBMISSIONS}") or ""
+        ids = [str(s["slurm_job_id"]) for s in parse_jsonl(text) if s.get("slurm_job_id")]
+        if self.spec.keep_jobs:
+            self.say(f"--keep-jobs: leaving {len(ids)} submitted job(s) in Slurm")
+            return
+        for chunk in range(0, len(ids), CANCEL_CHUNK):
+            part = ids[chunk : chunk + CANCEL_CHUNK]
+            # a suspended job that is cancelled gets SIGKILL at once and leaves no record
+            self.backend.exec(["scontrol", "resume", ",".join(part)], timeout=60)
+            self.backend.exec(["scancel", *part], timeout=60)
+        self.say(f"asked Slurm to cancel the run's {len(ids)} submitted job(s)")
+
+    def _status(self) -> dict:
+        try:
+            return json.loads(self.backend.read_text(f"{self.shared}/{rundir.STATUS}") or "{}")
+        except json.JSONDecodeError:
+            return {}
+
+    def _take_over(self) -> bool:
+        """Whether a replay of this run started before (resume it); one still running is stopped."""
+        status = self._status()
+        if not status.get("t0"):
+            return False
+        stop = self.backend.shared_path(f"{self.shared}/{rundir.STOP_FILE}")
+        if self._alive(status):
+            self.say("a replay of this run may still be running: stopping it")
+            self.backend.exec(["touch", stop], timeout=30)
+            while self._alive(self._status()):  # a live replay notes its status every 0.5 s
+                time.sleep(0.5)
+        self.backend.exec(["rm", "-f", stop], timeout=30)
+        self.say(
+            f"resuming the replay (t0 {status['t0']:.0f}, {status.get('submitted', 0)} job(s) submitted)"
+        )
+        return True
+
+    @staticmethod
+    def _alive(status: dict) -> bool:
+        return not status.get("stopped") and time.time() - float(status.get("updated", 0.0)) < REPLAY_ALIVE_S
+
+    def observe_faults(self, queue_answered: bool) -> None:
+        """Note nodes going down or back, and slurmctld not answering (:class:`FaultMonitor`)."""
+        states = node_states(self.backend) if queue_answered else None
+        self.monitor.observe(time.time(), states or None)
+
+    def ended_early(self, slurm_ids: set[int]) -> int:
+        """How many of ``slurm_ids`` Slurm ended without their own record (fault or cancel)."""
+        res = self.backend.exec(
+            ["squeue", "--noheader", "--states=all", f"--user={SUBMIT_USER}", "--format=%i|%T"], timeout=30
+        )
+        if not res.ok:
+            return 0
+        ended = {int(i) for i, _, st in (ln.partition("|") for ln in res.stdout.split()) if st in ENDED_EARLY}
+        return len(ended & slurm_ids)
+
+    def queue_counts(self) -> tuple[int, int] | None:
+        """(pending, running) jobs of the submit user, from squeue; None if squeue failed
+        (a busy slurmctld times out): that says nothing about the queue."""
+        cmd = ["squeue", "--noheader", f"--user={SUBMIT_USER}", "--format=%T %j %S"]
+        res = self.backend.exec(cmd, timeout=30)
+        if not res.ok:
+            return None
+        rows = [line.split() for line in res.stdout.splitlines() if line.strip()]
+        states = [row[0] for row in rows]
+        self.running_since = running_since(rows)
+        return states.count("PENDING"), states.count("RUNNING") + states.count("COMPLETING")
+
+
+def running_since(rows: list[list[str]]) -> dict[int, float]:
+    """Plan job id -> start instant of the running jobs, from squeue's ``%T %j %S`` rows
+    (the replay names a job ``t<plan job id>``)."""
+    found = {}
+    for row in rows:
+        if len(row) == 3 and row[0] in ("RUNNING", "COMPLETING") and row[1][1:].isdigit():
+            start = slurm_time(row[2])
+            if start is not None:
+                found[int(row[1][1:])] = start
+    return found

@@ -1,0 +1,366 @@
+"""Replay a job plan on the head node: submit every job at t0 + its (shrunk) submit time.
+
+Runs beside slurmctld (inside the controller container, on the local host or over SSH),
+so that submission lag is not inflated by remote round trips. Pacing follows Barberato's
+``runWorkload`` (Algorithm 3.2): every submission instant is computed from the wall clock
+of the replay's start, never relative to the previous submission, so the time sbatch takes
+does not accumulate; an optional constant ``drift`` per job (Section 4.2.4) stretches the
+instants to compensate for Slurm's per-job launch delay; a warm-up period precedes t0.
+
+Each sbatch is started at its job's instant by a small pool of submitter threads, so a
+slow sbatch (slurmctld busy starting jobs) never delays the next submission; jobs due at
+the same instant go out concurrently. Slurm's FCFS order is its order of arrival, so two
+submissions in flight at once may swap: the submissions file records every job's start and
+return, and ``order_inversions`` counts the swaps. ``workers=1`` submits strictly in order.
+
+A submission that fails while slurmctld does not answer (restarted, crashed) is retried
+with backoff, never twice (:mod:`harness.emulation.head.resubmit`). A replay killed mid-run is
+taken up again with ``resume``: same t0, the jobs of the submissions file (or found in
+Slurm) are not submitted again, the others are submitted when due (at once if overdue).
+
+Files written in ``run_dir`` (the host reads them through the shared mount):
+    submissions.jsonl  one line per job: trace id, Slurm id, intended and actual submit, attempts
+    replay.json        status: t0, counts, retries, resumes, done/stopped, errors
+and the jobs' own sigsleep records go to ``jobs.jsonl`` there.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+import pandas as pd
+
+from harness.emulation.head.faultlog import note_outage
+from harness.emulation.head.resubmit import (
+    ATTEMPT_TIMEOUT_S,
+    SlurmUnavailable,
+    squeue_run_jobs,
+    submit_retrying,
+)
+from harness.emulation.iolive.phases import PLAN_COLUMN
+from harness.emulation.iolive.staging import directive_line
+from harness.model.jsonio import read_json, read_jsonl
+from harness.model.rundir import SIGSLEEP_LOG, STATUS, STOP_FILE, SUBMISSIONS
+from harness.policies.tiers import io_words, staged_job_io
+from harness.slurm.config import BANDWIDTH_LICENSE, URGENT_PARTITION
+from harness.slurm.jobspec import encode_comment
+
+DEFAULT_SIGSLEEP = "/usr/local/bin/sigsleep"
+DEFAULT_WORKERS = 8  # concurrent sbatch processes at most
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    run_dir: Path
+    run_id: str
+    warmup: float = 2.0  # seconds between start and t0: lets the submitter settle
+    drift: float = 0.0  # seconds added per job index (Barberato's drift correction)
+    partition: str = "compute"
+    bb_license: str = "bb"
+    sigsleep: str = DEFAULT_SIGSLEEP
+    job_dir: str = "/shared/jobs"
+    extra_sbatch: tuple[str, ...] = ()
+    workers: int = DEFAULT_WORKERS
+    retry_for: float = 300.0  # seconds a submission is retried while slurmctld does not answer
+    resume: bool = False  # continue the run in run_dir (same t0; no job submitted twice)
+
+
+@dataclass
+class ReplayStatus:
+    run_id: str
+    jobs: int
+    t0: float = 0.0
+    submitted: int = 0
+    failed: int = 0
+    done: bool = False
+    stopped: bool = False
+    max_lag: float = 0.0
+    retries: int = 0  # sbatch attempts beyond the first, over all jobs
+    retried_jobs: int = 0  # jobs that needed more than one attempt
+    found_after_failure: int = 0  # failed attempts that had reached Slurm (not resubmitted)
+    resumes: int = 0  # times the replay was taken up again
+    resumed_with: int = 0  # submissions already made at the last resume
+    adopted: int = 0  # jobs found in Slurm at a resume without a record (not resubmitted)
+    outages: list[list[float]] = field(default_factory=list)  # [from, to]: submissions kept failing
+    errors: list[str] = field(default_factory=list)
+    updated: float = 0.0
+
+
+def slurm_limit_minutes(walltime_s: float) -> int:
+    """Slurm limits are whole minutes: round up so sigsleep's own exact limit fires first."""
+    return max(1, math.ceil(walltime_s / 60.0))
+
+
+def slurm_time_limit(walltime_s: float) -> str:
+    return str(slurm_limit_minutes(walltime_s))
+
+
+def sbatch_command(job: dict, opts: ReplayOptions, intended: float) -> list[str]:
+    """The sbatch invocation of one plan row (a dict of the plan columns)."""
+    bb_total = int(job["nodes"]) * int(job["bb_per_node_mb"])
+    phases = str(job.get(PLAN_COLUMN) or "")  # io-aware: compute and checkpoint phases
+    work = ["--phases", phases, "--time-scale", f"{float(job['io_time_scale']):.9g}"] if phases else [
+        "--runtime", f"{float(job['runtime']):.6f}"]  # fmt: skip
+    sigsleep = [
+        opts.sigsleep,
+        *work,
+        "--walltime", f"{float(job['walltime']):.6f}",
+        "--job-id", str(int(job["job_id"])),
+        "--log", str(opts.run_dir / SIGSLEEP_LOG),
+        "--submit-intended", f"{intended:.6f}",
+        "--meta", f"run={opts.run_id}",
+    ]  # fmt: skip
+    cmd = [
+        "sbatch", "--parsable",
+        f"--job-name=t{int(job['job_id'])}",
+        # a high-priority job (the plan's priority column) goes to the urgent tier
+        f"--partition={URGENT_PARTITION if job.get('priority', 0) else opts.partition}",
+        f"--nodes={int(job['nodes'])}",
+        f"--time={slurm_time_limit(float(job['walltime']))}",
+        f"--chdir={opts.job_dir}",
+        "--output=/dev/null",
+        # a job whose node fails ends NODE_FAIL (reported as failed by the fault), instead of
+        # being requeued and run a second time after Slurm's requeue delay (~2 min)
+        "--no-requeue",
+        # the ordering agent reads the exact walltime and per-node BB request from here
+        # (and the replay, after a failure or a resume, finds the run's jobs by ``run=``)
+        "--comment=" + encode_comment(job["job_id"], job["walltime"], job["bb_per_node_mb"])
+        + f" run={opts.run_id}" + io_volume_words(job),
+    ]  # fmt: skip
+    io = io_directives(job, opts.bb_license)
+    licenses = [f"{opts.bb_license}:{bb_total}"] if bb_total > 0 and not io else []
+    if "pfs_mbps_per_node" in job:  # the PFS bandwidth as a license (slurm-backfill-io-aware-D)
+        mbps = math.ceil(int(job["nodes"]) * float(job["pfs_mbps_per_node"]) - 1e-9)
+        licenses += [f"{BANDWIDTH_LICENSE}:{mbps}"] if mbps > 0 else []
+    if licenses:
+        cmd.append("--licenses=" + ",".join(licenses))
+    cmd += list(opts.extra_sbatch)
+    cmd.append("--wrap=" + "".join(line + "\n" for line in io) + "exec " + shlex.join(sigsleep))
+    return cmd
+
+
+def io_volume_words(job: dict) -> str:
+    """Under the io-aware model: the job's volumes (whole job, MB) for a tier-choosing agent
+    policy (``harness.emulation.head.agent``): stage-in, stage-out and its checkpoints
+    (:func:`~harness.policies.tiers.staged_job_io`, as the simulator's pool twin), and the
+    time scale (the comment's walltime is shrunk, the volumes and the rates are not)."""
+    if "io_stage_in_mb" not in job:
+        return ""
+    io = staged_job_io(
+        int(job["nodes"]), int(job.get("bb_per_node_mb", 0)), float(job["io_stage_in_mb"]),
+        float(job["io_stage_out_mb"]), int(job.get("io_phases", 1)), float(job.get("io_checkpoint_mb", 0.0)),
+    )  # fmt: skip
+    return f" {io_words(io)} time_scale={float(job.get('io_time_scale', 1.0)):.9g}"
+
+
+def io_directives(job: dict, pool: str) -> list[str]:
+    """Under the io-aware model (a plan with I/O columns): the job script's burst-buffer lines.
+
+    ``#BB_LUA`` asks Slurm's burst_buffer/lua pool for the job's whole BB request (instead
+    of the license); ``#HARNESS_IO`` gives the staging command the job's volumes in MB.
+    """
+    if "io_stage_in_mb" not in job:
+        return []
+    nodes = int(job["nodes"])
+    bb_total = nodes * int(job["bb_per_node_mb"])
+    lines = [f"#BB_LUA pool={pool} capacity={bb_total}"] if bb_total > 0 else []
+    volumes = (nodes * float(job["io_stage_in_mb"]), nodes * float(job["io_stage_out_mb"]))
+    return [*lines, directive_line(nodes, *volumes, float(job.get("io_time_scale", 1.0)))]
+
+
+def submit(cmd: list[str]) -> tuple[int | None, str]:
+    """Run sbatch; (Slurm job id, '') or (None, error message)."""
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=ATTEMPT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None, f"sbatch timed out after {ATTEMPT_TIMEOUT_S:g} s"
+    if res.returncode != 0:
+        return None, (res.stderr.strip() or f"sbatch exited {res.returncode}").splitlines()[-1]
+    try:
+        return int(res.stdout.strip().split(";")[0]), ""
+    except ValueError:
+        return None, f"unexpected sbatch output {res.stdout.strip()!r}"
+
+
+class ReplayError(RuntimeError):
+    pass
+
+
+class Replayer:
+    """Submits the plan's jobs at their wall-clock instants."""
+
+    def __init__(
+        self,
+        plan: pd.DataFrame,
+        opts: ReplayOptions,
+        submit_fn: Callable[[list[str]], tuple[int | None, str]] = submit,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+        run_jobs: Callable[[str | None], dict[int, int]] | None = None,
+    ) -> None:
+        self.plan = plan.sort_values("submit", kind="stable").reset_index(drop=True)
+        self.opts = opts
+        self.submit_fn = submit_fn
+        self.clock = clock
+        self.sleep = sleep
+        # the run's jobs Slurm knows (trace id -> Slurm id), optionally of one job name
+        self.run_jobs = run_jobs or (lambda name: squeue_run_jobs(opts.run_id, name))
+        self.status = ReplayStatus(run_id=opts.run_id, jobs=len(self.plan))
+        self._stop = False
+        self._last_status_write = 0.0
+        self._lock = threading.Lock()
+
+    def intended_instants(self, t0: float) -> list[float]:
+        submits = self.plan["submit"].to_numpy(float)
+        return [t0 + s + self.opts.drift * i for i, s in enumerate(submits)]
+
+    def request_stop(self, *_: object) -> None:
+        self._stop = True
+
+    def _should_stop(self) -> bool:
+        return self._stop or (self.opts.run_dir / STOP_FILE).exists()
+
+    def run(self) -> ReplayStatus:
+        self.opts.run_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.opts.run_dir / SUBMISSIONS, "a", buffering=1) as out:
+            done = self._resume(out) if self.opts.resume else set()
+            if not self.opts.resume:
+                self.status.t0 = self.clock() + self.opts.warmup
+            t0 = self.status.t0
+            self._write_status(force=True)
+            rows = self.plan.to_dict("records")
+            pool = ThreadPoolExecutor(self.opts.workers) if self.opts.workers > 1 else None
+            try:
+                for index, (job, intended) in enumerate(zip(rows, self.intended_instants(t0), strict=True)):
+                    if int(job["job_id"]) in done:
+                        continue
+                    if not self._wait_until(intended):
+                        self.status.stopped = True
+                        break
+                    if pool is None:
+                        self._submit_one(out, index, job, intended)
+                    else:
+                        pool.submit(self._submit_one, out, index, job, intended)
+            finally:
+                if pool is not None:
+                    pool.shutdown(wait=True)
+        self.status.done = not self.status.stopped
+        self._write_status(force=True)
+        return self.status
+
+    def _wait_until(self, instant: float) -> bool:
+        """Sleep until ``instant`` (absolute wall clock), waking to honour a stop request."""
+        while True:
+            if self._should_stop():
+                return False
+            remaining = instant - self.clock()
+            if remaining <= 0:
+                return True
+            self.sleep(min(remaining, 0.5))
+            self._write_status()
+
+    def _submit_one(self, out: TextIO, index: int, job: dict, intended: float) -> None:
+        cmd = sbatch_command(job, self.opts, intended)
+        before = self.clock()
+        outcome = submit_retrying(
+            cmd, int(job["job_id"]), self.submit_fn, self._find, retry_for=self.opts.retry_for,
+            clock=self.clock, sleep=self.sleep, stop=self._should_stop,
+        )  # fmt: skip
+        slurm_id, error = outcome.slurm_id, outcome.error
+        after = self.clock()
+        record: dict[str, object] = {
+            "index": index,
+            "job_id": int(job["job_id"]),
+            "slurm_job_id": slurm_id,
+            "intended": round(intended, 6),
+            "actual": round(before, 6),
+            "returned": round(after, 6),
+            "lag": round(before - intended, 6),
+            "attempts": outcome.attempts,
+        }
+        with self._lock:
+            self.status.retries += outcome.attempts - 1
+            self.status.retried_jobs += outcome.attempts > 1
+            self.status.found_after_failure += outcome.found
+            if outcome.attempts > 1 and len(self.status.outages) < 100:
+                note_outage(self.status.outages, round(before, 3), round(after, 3))
+            if slurm_id is None:
+                record["error"] = error
+                self.status.failed += 1
+                if len(self.status.errors) < 20:
+                    self.status.errors.append(f"job {int(job['job_id'])}: {error}")
+            else:
+                self.status.submitted += 1
+            self.status.max_lag = max(self.status.max_lag, before - intended)
+            out.write(json.dumps(record) + "\n")
+            self._write_status()
+
+    def _find(self, trace_id: int) -> int | None:
+        return self.run_jobs(f"t{trace_id}").get(trace_id)
+
+    def _resume(self, out: TextIO) -> set[int]:
+        """Take up the run where the killed replay left it: its t0 and counts; the trace ids
+        already submitted (recorded, or found in Slurm and recorded now as adopted)."""
+        old = read_json(self.opts.run_dir / STATUS)
+        if not old.get("t0"):
+            raise ReplayError(f"{self.opts.run_dir}: no replay to resume (no t0 in {STATUS})")
+        known = {f for f in ReplayStatus.__dataclass_fields__ if f not in ("jobs", "done", "stopped")}
+        for key in known & set(old):
+            setattr(self.status, key, old[key])
+        records = [r for r in read_jsonl(self.opts.run_dir / SUBMISSIONS) if "job_id" in r]
+        done = {int(r["job_id"]) for r in records}
+        self.status.submitted = sum(1 for r in records if r.get("slurm_job_id") is not None)
+        self.status.failed = len(records) - self.status.submitted
+        self.status.resumes += 1
+        self.status.resumed_with = len(done)
+        while True:  # slurmctld may itself be restarting: the answer is needed
+            try:
+                in_slurm = self.run_jobs(None)
+                break
+            except SlurmUnavailable:
+                self.sleep(1.0)
+        plan_ids = [int(j) for j in self.plan["job_id"]]
+        instants = dict(zip(plan_ids, enumerate(self.intended_instants(self.status.t0)), strict=True))
+        for trace_id, slurm_id in sorted(in_slurm.items()):
+            if trace_id not in done and trace_id in instants:
+                index, intended = instants[trace_id]
+                out.write(json.dumps({
+                    "index": index, "job_id": trace_id, "slurm_job_id": slurm_id,
+                    "intended": round(intended, 6), "actual": None, "returned": None, "lag": None,
+                    "attempts": 1, "adopted": True,
+                }) + "\n")  # fmt: skip
+                self.status.submitted += 1
+                self.status.adopted += 1
+                done.add(trace_id)
+        return done
+
+    def _write_status(self, force: bool = False) -> None:
+        now = self.clock()
+        if not force and now - self._last_status_write < 0.5:
+            return
+        self._last_status_write = now
+        self.status.updated = now
+        path = self.opts.run_dir / STATUS
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self.status)) + "\n")
+        os.replace(tmp, path)
+
+
+def replay_plan(plan: pd.DataFrame, opts: ReplayOptions) -> ReplayStatus:
+    """Replay with SIGTERM/SIGINT turned into a clean stop (the status file says so)."""
+    replayer = Replayer(plan, opts)
+    signal.signal(signal.SIGTERM, replayer.request_stop)
+    signal.signal(signal.SIGINT, replayer.request_stop)
+    return replayer.run()

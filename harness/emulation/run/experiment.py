@@ -1,0 +1,140 @@
+"""``harness run``: prepare a plan, replay it on the emulated Slurm, collect, measure, report.
+
+The host side of an experiment. The replay itself runs on the head node (``harness
+replay``); an :class:`Experiment` brings the cluster up, configures the policy, watches
+progress through the shared directory and writes the run directory (its layout:
+:mod:`harness.model.rundir`), one named step after the other (:mod:`harness.emulation.run.steps`).
+Each completed step is recorded in ``steps.json``; a run started again on the same
+directory with ``resume=True`` skips them.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+
+from harness.cluster.base import ClusterBackend, ClusterError
+from harness.emulation.run.specs import ClusterSpec, RunOptions, options_from_dict, run_id_for
+from harness.emulation.run.state import mark_process
+from harness.emulation.run.steps import STEPS, Progress, RunContext, write_manifest
+from harness.model import rundir
+from harness.platform import load_platform
+from harness.policies.registry import UnknownPolicyError, get_policy
+from harness.slurm.config import SchedulerConfig
+from harness.slurm.native import is_native, scheduler_for
+from harness.workload.priority import parse_priority
+
+
+class RunError(RuntimeError):
+    pass
+
+
+def scheduler_for_run(policy: str) -> SchedulerConfig:
+    """Slurm-native policies configure slurmctld; the others run in the ordering agent."""
+    if is_native(policy):
+        return scheduler_for(policy)
+    try:
+        get_policy(policy)
+    except UnknownPolicyError as exc:
+        raise RunError(
+            f"{exc}; or a Slurm-native one: slurm-fcfs, slurm-backfill-D, slurm-backfill-no-future-D"
+        ) from None
+    # sched/builtin only starts what the agent released, on the nodes it chose
+    return SchedulerConfig(mode="builtin", external_ordering=True)
+
+
+def with_priorities(sched: SchedulerConfig, opts: RunOptions) -> SchedulerConfig:
+    """The urgent tier for a priority model; preemption by suspension on top with --preempt."""
+    tiers, preempt = parse_priority(opts.workload.priority).enabled, opts.replay.preempt == "suspend"
+    if preempt and not tiers:
+        raise RunError("--preempt suspend needs high-priority jobs: give --priority random:F or size:N")
+    if tiers and sched.external_ordering:
+        raise RunError(
+            f"--priority works with Slurm's own scheduler (slurm-fcfs, slurm-backfill-D), "
+            f"not with the agent's policy {opts.replay.policy!r}"
+        )
+    return replace(sched, priority_tiers=tiers, preempt_suspend=preempt)
+
+
+def make_backend(spec: ClusterSpec) -> ClusterBackend:
+    """``docker`` (local containers), ``local`` (Slurm on this host) or ``ssh://user@head[:port]``."""
+    platform = load_platform(spec.platform)
+    if spec.backend == "docker":
+        from harness.cluster.containers.backend import DockerCluster
+
+        return DockerCluster(name=spec.name, platform=platform)
+    if spec.backend == "local":
+        from harness.cluster.hosts.backend import local_cluster
+
+        return local_cluster(platform=platform)
+    if spec.backend.startswith("ssh://"):
+        from harness.cluster.hosts.backend import ssh_cluster
+
+        return ssh_cluster(spec.backend, platform=platform)
+    raise RunError(f"unknown cluster '{spec.backend}': use docker, local or ssh://user@head[:port]")
+
+
+class Experiment:
+    """One replay of one plan under one policy, from plan to report, as named steps."""
+
+    def __init__(self, opts: RunOptions, progress: Progress | None = None) -> None:
+        self.opts = opts
+        self.say = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
+        self.sched = scheduler_for_run(opts.replay.policy)
+        if opts.workload.model == "io-aware":  # Slurm's burst-buffer life cycle, not the license
+            self.sched = replace(self.sched, burst_buffer="lua")
+        self.sched = with_priorities(self.sched, opts)
+        self.backend = make_backend(opts.cluster)
+
+    def run_dir(self) -> tuple[Path, str]:
+        """The run directory and the run's id (a repetition's id names its parent too)."""
+        if self.opts.run_dir is None:
+            path = self.opts.runs_dir / run_id_for(self.opts)
+            return path, path.name
+        path = self.opts.run_dir
+        recorded = (
+            rundir.done_steps(path).get("plan", {}).get("info", {}).get("run_id") if path.is_dir() else None
+        )
+        return path, self.opts.run_id or recorded or f"{path.parent.parent.name}-{path.name}"
+
+    def execute(self, resume: bool = False) -> Path:
+        """Run every step not yet recorded as done; returns the run directory.
+
+        ``resume`` continues the run directory ``opts.run_dir`` after its last completed step.
+        """
+        run_dir, run_id = self.run_dir()
+        run_dir.mkdir(parents=True, exist_ok=resume)
+        mark_process(run_dir)
+        started_at = datetime.now().astimezone().isoformat(timespec="seconds")
+        ctx = RunContext(self.opts, run_dir, run_id, self.backend, self.sched, self.say, started_at)
+        try:
+            run_steps(ctx, rundir.done_steps(run_dir) if resume else {})
+        except BaseException:
+            if {p.name for p in run_dir.iterdir()} <= {rundir.PROCESS}:  # e.g. an unreadable trace:
+                (run_dir / rundir.PROCESS).unlink(missing_ok=True)  # leave no empty run directory
+                run_dir.rmdir()
+            raise
+        return run_dir
+
+
+def resume_options(run_dir: Path) -> RunOptions:
+    """The options a run in ``run_dir`` was started with (recorded by its plan step)."""
+    recorded = rundir.done_steps(run_dir).get("plan", {}).get("info", {}).get("options")
+    if not isinstance(recorded, dict):
+        raise RunError(f"{run_dir}: not a run directory that can be resumed (no plan step in {rundir.STEPS})")
+    return replace(options_from_dict(recorded), run_dir=run_dir)
+
+
+def run_steps(ctx: RunContext, done: dict[str, dict]) -> None:
+    """Every step of :data:`STEPS` not in ``done``, each recorded in ``steps.json`` once over."""
+    for name, step in STEPS:
+        if name in done:
+            continue
+        try:
+            info = step(ctx)
+        except ClusterError as exc:
+            write_manifest(ctx, False, f"{name}: {exc}")
+            raise
+        rundir.record_step(ctx.run_dir, name, info)

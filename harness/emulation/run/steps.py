@@ -1,0 +1,339 @@
+"""The steps of a run, in order: plan, cluster, replay, collect, fidelity, metrics,
+manifest, report. Each reads what it needs from the run directory (or from what earlier
+steps recorded in ``steps.json``) and writes its own files there, so a run can be resumed
+after the last step that completed (:class:`harness.emulation.run.experiment.Experiment` records them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness import __version__
+from harness.analysis.metrics import summary
+from harness.cluster.base import ClusterBackend, ClusterError
+from harness.emulation.collect.bb_check import keep_bb_states, staging_check
+from harness.emulation.collect.fidelity import (
+    compare_with_both_twins,
+    measured_launch_delay,
+    simulator_twin,
+    staged_start_for,
+)
+from harness.emulation.collect.preemption import preemption_section
+from harness.emulation.collect.results import (
+    agent_copies,
+    build_results,
+    cross_check,
+    decision_stats,
+    finished,
+    lag_stats,
+)
+from harness.emulation.collect.slurm_view import slurm_records
+from harness.emulation.head.faultlog import fault_section
+from harness.emulation.head.launch import SUBMIT_USER, HeadRun
+from harness.emulation.head.progress import RunObserver
+from harness.emulation.iolive.drains import DRAIN_RECORDS, add_drains, drain_records, drain_stats
+from harness.emulation.iolive.phases import add_phases, phase_stats, with_phase_lists
+from harness.emulation.iolive.staging import RECORDS
+from harness.emulation.iolive.staging_results import add_staging, staging_stats, wait_for_stage_outs
+from harness.emulation.iolive.tiers import add_tiers
+from harness.emulation.run.specs import RunOptions, WorkloadSpec
+from harness.model import rundir
+from harness.model.atomic import atomic_write_csv, atomic_write_parquet
+from harness.model.jsonio import read_json, read_jsonl, write_json
+from harness.model.timescale import shrink_table, time_scale_of
+from harness.platform import Platform
+from harness.policies.registry import get_policy
+from harness.slurm.config import SchedulerConfig
+from harness.workload.io import HerbeinIO, KopanskiIO
+from harness.workload.plan import PlanError, is_plan_file, load_plan, prepare, save_plan
+from harness.workload.priority import assign, parse_priority
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class RunContext:
+    """What every step of one run shares."""
+
+    opts: RunOptions
+    run_dir: Path
+    run_id: str
+    backend: ClusterBackend
+    sched: SchedulerConfig
+    say: Progress
+    started_at: str
+
+    @property
+    def uses_agent(self) -> bool:
+        return self.sched.external_ordering
+
+    def plan(self) -> tuple[pd.DataFrame, dict[str, Any]]:
+        return load_plan(self.run_dir / rundir.PLAN)
+
+    def found(self, step: str) -> dict[str, Any]:
+        """What a completed step recorded ({} if it has not run)."""
+        return rundir.done_steps(self.run_dir).get(step, {}).get("info", {})
+
+    def verdict(self) -> tuple[bool, str]:
+        """(complete, why not) from the replay's verdict and the records collected."""
+        replay, collected = self.found("replay"), self.found("collect")
+        if not replay.get("complete"):
+            return False, str(replay.get("reason") or "the replay did not run")
+        missing, rejected = collected.get("missing", 0), collected.get("rejected", 0)
+        if missing or rejected:
+            return False, f"{missing} job(s) have no record, {rejected} rejected by Slurm"
+        return True, ""
+
+
+# -- the steps ------------------------------------------------------------------------------
+
+
+def make_plan(ctx: RunContext) -> dict[str, Any]:
+    """The plan to replay: a trace prepared now, or a stored unshrunk plan shrunk now."""
+    spec = ctx.opts.workload
+    plan, manifest = plan_for(spec, ctx.backend.platform)
+    if spec.model == "io-aware":
+        plan, manifest = with_io_columns(plan, spec.seed, spec.shrink), {**manifest, "model": spec.model}
+        plan = with_phase_lists(plan, ctx.backend.platform)  # sigsleep's compute and checkpoint phases
+    if ctx.sched.bandwidth_license:  # each job's PFS drain rate, held as a license
+        plan = HerbeinIO().apply(plan, seed=spec.seed)
+    model = parse_priority(spec.priority)
+    if model.enabled:  # the high-priority jobs go to the urgent partition (replay)
+        plan, manifest = assign(plan, model, seed=spec.seed), {**manifest, "priority": str(model)}
+    save_plan(plan, manifest, ctx.run_dir / rundir.PLAN)
+    ctx.say(f"run {ctx.run_id}: {len(plan)} jobs, shrink {spec.shrink:g}, policy {ctx.opts.replay.policy}")
+    # what `harness run --resume` needs to take the run up again
+    return {"jobs": len(plan), "run_id": ctx.run_id, "options": ctx.opts.as_dict()}
+
+
+def plan_for(spec: WorkloadSpec, platform: Platform) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The shrunk plan of ``spec`` and its manifest (also what ``harness run`` estimates from)."""
+    source = spec.source
+    if is_plan_file(source):
+        plan, manifest = load_plan(source)
+        if float(manifest.get("shrink", 0.0)) != 0.0:
+            raise PlanError(f"{source}: give an unshrunk plan; --shrink applies the shrink")
+        return shrink_table(plan, spec.shrink), {**manifest, "shrink": spec.shrink}
+    # Cleaned for the cluster's machine: jobs wider than the default 96 nodes stay on a bigger one.
+    return prepare(
+        source, platform=platform, shrink=spec.shrink, seed=spec.seed, shuffle=spec.shuffle,
+        shuffle_seed=spec.shuffle_seed, first_n=spec.first_n, period=spec.period, window=spec.window,
+        sampling=spec.sampling, **spec.prepare,
+    )  # fmt: skip
+
+
+def with_io_columns(plan: pd.DataFrame, seed: int, shrink: float) -> pd.DataFrame:
+    """Kopański's I/O columns (drawn as the simulator draws them) and the run's time scale,
+    which the staging command applies to the platform's bandwidths."""
+    out = KopanskiIO().apply(plan, seed=seed, shrink=shrink)
+    out["io_time_scale"] = time_scale_of(shrink)
+    return out
+
+
+def bring_up_cluster(ctx: RunContext) -> dict[str, Any]:
+    ctx.backend.prepare(ctx.sched, progress=ctx.say)
+    return {"backend": ctx.opts.cluster.backend, "name": ctx.backend.name}
+
+
+def replay(ctx: RunContext) -> dict[str, Any]:
+    head = HeadRun(ctx.backend, ctx.run_id, ctx.opts.replay, ctx.opts.workload.seed, ctx.uses_agent, ctx.say,
+                   quiet=ctx.opts.quiet, verbose=ctx.opts.verbose)  # fmt: skip
+    ctx.backend.put(ctx.run_dir / rundir.PLAN, f"{head.shared}/{rundir.PLAN}")
+    plan = ctx.plan()[0]
+    head.observer = RunObserver(ctx.run_dir, plan, ctx.backend.platform, ctx.opts.workload.shrink,
+                                ctx.opts.replay.interim_every)  # fmt: skip
+    complete, reason = head.run(plan)
+    return {"complete": complete, "reason": reason, "fault_events": head.monitor.events}
+
+
+def collect(ctx: RunContext) -> dict[str, Any]:
+    """Copy what the head node wrote; build the per-job results and cross-check them with Slurm."""
+    raw, shared = ctx.run_dir / rundir.RAW_DIR, f"{rundir.SHARED_RUNS}/{ctx.run_id}"
+    raw.mkdir(exist_ok=True)
+    staged = ctx.sched.burst_buffer == "lua"
+    if staged:  # a job's own record comes before its stage-out ends, Slurm's after it
+        wait_for_stage_outs(ctx.backend, SUBMIT_USER)
+    for name in rundir.RAW_FILES:
+        ctx.backend.get(f"{shared}/{name}", raw / name)
+    ctx.backend.collect_slurm_files(ctx.run_dir / rundir.SLURM_DIR)
+    t0 = float(read_json(raw / rundir.STATUS).get("t0", 0.0))
+    submissions = read_jsonl(raw / rundir.SUBMISSIONS)
+    records = read_jsonl(raw / rundir.SIGSLEEP_LOG)
+    ran = [*submissions, *agent_copies(submissions, records)]  # with the agent's slow-tier copies
+    slurm_jobs, source = slurm_records(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, ran)
+    results = build_results(ctx.plan()[0], submissions, records, t0, slurm_jobs)
+    if staged:  # the staging records of every run on the cluster: keep this run's jobs
+        ctx.backend.get(f"{ctx.sched.staging_dir.removeprefix('/shared/')}/{RECORDS}", raw / RECORDS)
+        results = add_staging(results, read_jsonl(raw / RECORDS), t0)
+        ctx.backend.get(
+            f"{ctx.sched.staging_dir.removeprefix('/shared/')}/{DRAIN_RECORDS}", raw / DRAIN_RECORDS
+        )
+        drained = read_jsonl(raw / DRAIN_RECORDS)  # the checkpoints' background drains
+        results = add_drains(results, drained, t0)
+        results = add_phases(results, records, ctx.backend.platform, time_scale_of(ctx.opts.workload.shrink),
+                             drain_records(drained, t0))  # fmt: skip
+        if ctx.uses_agent and getattr(get_policy(ctx.opts.replay.policy), "tiered", False):
+            results = add_tiers(results, submissions)
+    atomic_write_parquet(ctx.run_dir / rundir.RESULTS, results)
+    atomic_write_csv(ctx.run_dir / rundir.RESULTS_CSV, results)
+    bb_license = ctx.backend.platform.deployment.bb_license
+    check = cross_check(results, slurm_jobs, t0, source, bb_license, staged).as_dict()
+    if staged:  # Slurm's burst-buffer view and the order of staging against its times
+        ids = {int(s["slurm_job_id"]) for s in ran if s.get("slurm_job_id") is not None}
+        bb = keep_bb_states(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, ids)
+        check["staging"] = staging_check(results, slurm_jobs, t0, bb)
+        check["ok"] = check["ok"] and check["staging"]["ok"]
+    sections: dict[str, Any] = {"submission": lag_stats(submissions), "cross_check": check}
+    events = ctx.found("replay").get("fault_events", [])
+    stopped = str(ctx.found("replay").get("reason", ""))
+    faults = fault_section(
+        results, submissions, events, read_json(raw / rundir.STATUS), t0, slurm_jobs, stopped
+    )
+    if events or faults["n_affected"] or faults["resumes"]:
+        sections["faults"] = faults
+    if ctx.uses_agent:
+        sections["agent"] = decision_stats(read_jsonl(raw / rundir.DECISIONS))
+    if staged:
+        sections["staging"] = {**staging_stats(results), **phase_stats(results), **drain_stats(results)}
+    counts = results["status"].value_counts()
+    return {"t0": t0, "missing": int(counts.get("missing", 0)), "rejected": int(counts.get("rejected", 0)),
+            "sections": sections}  # fmt: skip
+
+
+def fidelity(ctx: RunContext) -> dict[str, Any]:
+    """With ``--compare-sim``: the same plan in the simulator under the policy's twin."""
+    ran = finished(pd.read_parquet(ctx.run_dir / rundir.RESULTS))
+    if not (ctx.opts.replay.compare_sim and len(ran)):
+        return {}
+    twin = simulator_twin(ctx.opts.replay.policy)
+    spec = ctx.opts.workload
+    t0 = float(ctx.found("collect").get("t0", 0.0))
+    found, simulated = compare_with_both_twins(
+        ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, measured_launch_delay(ran, t0),
+        seed=spec.seed, model=spec.model, minute_limits=not ctx.uses_agent,
+        staged=measured_launch_delay(ran, t0, "stage_in_begin"), staged_start=staged_start_for(ctx.sched),
+        policy_seed=ctx.opts.replay.policy_seed,
+    )  # fmt: skip
+    (ctx.run_dir / rundir.SIMULATION_DIR).mkdir(exist_ok=True)
+    atomic_write_parquet(ctx.run_dir / rundir.SIMULATION_DIR / rundir.RESULTS, simulated)
+    tau, wait = found["start_order"]["kendall_tau"], found["metrics"]["mean_wait"]
+    ticked = found["tick_aware"]["metrics"]["mean_wait"]
+    ctx.say(
+        f"fidelity vs simulation ({twin}): start-order Kendall tau {tau:.3f}, mean wait "
+        f"{wait['emulated']:.0f} s emulated vs {wait['simulated']:.0f} s ideal twin "
+        f"({wait['rel_diff']:+.1%}), "
+        f"{ticked['simulated']:.0f} s tick-aware twin ({ticked['rel_diff']:+.1%})"
+    )
+    return {"fidelity": found}
+
+
+def preemption(ctx: RunContext) -> dict[str, Any]:
+    """With a priority model: the suspensions, emulated and predicted
+    (harness.emulation.collect.preemption)."""
+    if not parse_priority(ctx.opts.workload.priority).enabled:
+        return {}
+    raw = ctx.run_dir / rundir.RAW_DIR
+    section = preemption_section(
+        ctx.run_dir, ctx.plan()[0], pd.read_parquet(ctx.run_dir / rundir.RESULTS),
+        read_jsonl(raw / rundir.SIGSLEEP_LOG), float(ctx.found("collect").get("t0", 0.0)),
+        ctx.backend.platform, ctx.opts.workload.shrink, ctx.sched.preempt_suspend,
+    )  # fmt: skip
+    emu, twin = section["emulated"], section["twin"]
+    ctx.say(f"suspensions: {emu['suspensions']} emulated ({emu['suspended_jobs']} jobs), "
+            f"{twin['suspensions']} predicted by the twin ({twin['suspended_jobs']} jobs)")  # fmt: skip
+    return {"preemption": section}
+
+
+def measure(ctx: RunContext) -> dict[str, Any]:
+    """``metrics.json``: the summary in original time and the sections of collect and fidelity."""
+    ran = finished(pd.read_parquet(ctx.run_dir / rundir.RESULTS))
+    scale = time_scale_of(ctx.opts.workload.shrink)
+    metrics = summary(ran, ctx.backend.platform, time_scale=scale) if len(ran) else {}
+    metrics.update(ctx.found("collect").get("sections", {}))
+    metrics.update(ctx.found("fidelity"))
+    metrics.update(ctx.found("preemption"))
+    write_json(ctx.run_dir / rundir.METRICS, metrics)
+    return {"jobs": len(ran)}
+
+
+def manifest(ctx: RunContext) -> dict[str, Any]:
+    complete, reason = ctx.verdict()
+    write_manifest(ctx, complete, reason)
+    return {"complete": complete}
+
+
+def report(ctx: RunContext) -> dict[str, Any]:
+    from harness.analysis.report import write_report  # matplotlib: only when a report is written
+
+    write_report(ctx.run_dir)
+    check = ctx.found("collect").get("sections", {}).get("cross_check", {})
+    if check and not check.get("ok"):
+        ctx.say(
+            f"cross-check: {check['n_disagreements']} disagreement(s) beyond {check['tolerance_s']} s, "
+            f"{len(check['missing_in_slurm'])} job(s) missing in Slurm's records, "
+            f"{len(check['missing_in_log'])} missing in the sigsleep log"
+        )
+    complete, reason = ctx.verdict()
+    if not complete:
+        ctx.say(
+            f"INCOMPLETE run ({reason}); everything collected so far is in {ctx.run_dir}. "
+            f"Leftover jobs: {leftover_advice(ctx.opts.cluster.backend, ctx.backend.name)}; "
+            "or start again with `harness run`."
+        )
+    return {}
+
+
+def leftover_advice(backend: str, name: str) -> str:
+    """How to see and cancel the run user's jobs, from where the user is (the host has no
+    Slurm client that talks to the cluster's slurmctld)."""
+    if backend == "docker":
+        return (f"see them with `harness cluster status --name {name}`, cancel them with "
+                f"`harness cluster exec --name {name} -- scancel --user {SUBMIT_USER}`")  # fmt: skip
+    return f"cancel them on the head node with `scancel --user {SUBMIT_USER}`"
+
+
+STEPS: tuple[tuple[str, Callable[[RunContext], dict[str, Any]]], ...] = (
+    ("plan", make_plan),
+    ("cluster", bring_up_cluster),
+    ("replay", replay),
+    ("collect", collect),
+    ("fidelity", fidelity),
+    ("preemption", preemption),
+    ("metrics", measure),
+    ("manifest", manifest),
+    ("report", report),
+)
+
+
+def write_manifest(ctx: RunContext, complete: bool, reason: str) -> None:
+    """``manifest.json``: every parameter, versions, the input's checksum, completeness."""
+    spec, sched, platform = ctx.opts.workload, ctx.sched, ctx.backend.platform
+    plan_manifest = ctx.plan()[1] if (ctx.run_dir / rundir.PLAN).exists() else {}
+    write_json(ctx.run_dir / rundir.MANIFEST, {
+        "run_id": ctx.run_id, "policy": ctx.opts.replay.policy, "shrink": spec.shrink,
+        "time_scale": time_scale_of(spec.shrink), "speedup": time_scale_of(spec.shrink),
+        "trace": spec.source.name, "trace_path": str(spec.source),
+        "input_sha256": plan_manifest.get("input", {}).get("sha256"), "seed": spec.seed,
+        "complete": complete, "incomplete_reason": reason, "started_at": ctx.started_at,
+        "finished_at": datetime.now().astimezone().isoformat(timespec="seconds"),
+        "harness_version": __version__, "slurm_version": slurm_version(ctx.backend),
+        "cluster": {"backend": ctx.opts.cluster.backend, "name": ctx.backend.name},
+        "scheduler": asdict(sched) | {"scheduler_parameters": sched.scheduler_parameters},
+        "platform": platform.as_dict(), "options": ctx.opts.as_dict(), "plan": plan_manifest,
+        "steps": list(rundir.done_steps(ctx.run_dir)),
+        **({"t0": ctx.found("collect")["t0"]} if ctx.found("collect") else {}),
+    })  # fmt: skip
+
+
+def slurm_version(backend: ClusterBackend) -> str:
+    try:
+        res = backend.exec(["sinfo", "--version"], timeout=10)
+    except ClusterError:
+        return "unknown"
+    return res.stdout.strip() or "unknown"
