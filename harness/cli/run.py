@@ -31,6 +31,7 @@ from harness.cli.options import (
 )
 from harness.cli.workload_options import selection_kwargs, selection_options, trace_kwargs, trace_options
 from harness.model.exitcodes import EXIT_INCOMPLETE, EXIT_INTERRUPTED, INTERRUPTED, Terminated
+from harness.model.io_models import ALLOC_ONLY, MODELS
 from harness.slurm.client import SlurmCommandError
 
 drift_option = click.option(
@@ -96,7 +97,7 @@ RUN_POLICY_HELP = (
     "its recorded options are used, jobs already submitted are not submitted again.",
 )  # fmt: skip
 @click.option(
-    "--model", type=click.Choice(["alloc-only", "io-aware"]), default="alloc-only", show_default=True,
+    "--model", type=click.Choice(MODELS), default=ALLOC_ONLY, show_default=True,
     help="io-aware: jobs stage their data in and out through Slurm's burst_buffer/lua (docs/io-live.md).",
 )  # fmt: skip
 @priority_options

@@ -28,6 +28,7 @@ from harness.cli.workload_options import (
     trace_kwargs,
     trace_options,
 )
+from harness.model.io_models import ALLOC_ONLY, IO_AWARE, MODELS
 from harness.model.metric_names import HEADLINE_METRICS, IO_METRICS, metric_spec
 from harness.model.staging_names import STAGINGS
 from harness.policies.registry import UnknownPolicyError, parse_policy_list
@@ -134,8 +135,8 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, scale: float) 
 @click.option("--check/--no-check", default=True, show_default=True, help="Verify the schedule invariants.")
 @click.option(
     "--model",
-    type=click.Choice(["alloc-only", "io-aware"]),
-    default="alloc-only",
+    type=click.Choice(MODELS),
+    default=ALLOC_ONLY,
     show_default=True,
     help="Job model: resources held for the trace runtime, or I/O phases sharing bandwidth.",
 )
@@ -210,7 +211,7 @@ def simulate_command(
             output,
             len(names) > 1,
         )
-    click.echo(json.dumps(results, indent=2) if as_json else _text_table(results, io=model == "io-aware"))
+    click.echo(json.dumps(results, indent=2) if as_json else _text_table(results, io=model == IO_AWARE))
 
 
 def _inputs(
@@ -282,7 +283,7 @@ def _simulate_one(
 def _check_priority_twin(priority: str, names: list[str], model: str, tick: float, delay: float) -> None:
     if priority == "none":
         raise click.UsageError("--preempt suspend needs high-priority jobs: --priority random:F or size:N")
-    if names != ["backfill-1"] or model != "alloc-only" or tick or delay:
+    if names != ["backfill-1"] or model != ALLOC_ONLY or tick or delay:
         raise click.UsageError(
             "--priority simulates Slurm's tiers (harness.sim.preemption): policy backfill-1 (EASY, "
             "the twin of slurm-backfill-1), alloc-only, no --tick or --launch-delay"

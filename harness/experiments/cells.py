@@ -28,6 +28,7 @@ import pandas as pd
 from harness import __version__
 from harness.experiments.grid import Cell
 from harness.model.atomic import atomic_write_parquet, atomic_write_text
+from harness.model.io_models import ALLOC_ONLY
 from harness.model.jsonio import to_json
 
 CELLS_DIR = "cells"
@@ -105,7 +106,7 @@ def _simulate(cell: Cell) -> tuple[pd.DataFrame, dict[str, Any], float]:
         return _simulate_tiers(cell, plan, platform)
     policy = get_policy(p["policy"], seed=p["policy_seed"], time_limit_s=p["time_limit_s"])
     tick, launch_delay = p.get("twin", (0.0, 0.0))
-    model = p.get("model", "alloc-only")
+    model = p.get("model", ALLOC_ONLY)
     result = simulate(plan, policy, platform, model=model, io_seed=p["bb_seed"], tick=tick,
                       launch_delay=launch_delay)  # fmt: skip
     problems = check_schedule(result.jobs, platform)

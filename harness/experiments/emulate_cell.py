@@ -24,6 +24,7 @@ import pandas as pd
 
 from harness.experiments.grid import Cell
 from harness.model.exitcodes import Terminated
+from harness.model.io_models import ALLOC_ONLY
 
 RUN_DIR = "run"  # the run directory of an emulated cell, inside the cell's folder
 
@@ -62,7 +63,7 @@ def run_options(cell: Cell, folder: Path) -> Any:
         period=(p["period"] - 1, p["periods"]) if p["periods"] else None,
         window=tuple(p["window"]) if p["window"] else None,
         sampling=Sampling(**sampling) if sampling else None, prepare=prepare,
-        model=p.get("model", "alloc-only"), priority=p.get("priority", "none"),
+        model=p.get("model", ALLOC_ONLY), priority=p.get("priority", "none"),
     )  # fmt: skip
     cluster = ClusterSpec(
         backend=p["cluster"], name=cell.inputs["cluster_name"], platform=cell.inputs["platform"]

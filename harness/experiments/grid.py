@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.experiments.keys import SpecError
 from harness.experiments.spec import ExperimentSpec, SimulateSpec, policy_instances, workload_axes
+from harness.model.io_models import ALLOC_ONLY
 from harness.model.jsonio import json_default
 
 NO_TWIN = SimulateSpec()  # the ideal twin
@@ -90,7 +91,7 @@ def _fixed_params(spec: ExperimentSpec) -> dict[str, Any]:
         **({"cluster": spec.emulate.cluster} if spec.emulate else {}),
         # only when set, so that the cells of files without them keep their keys
         **({"drift": w.drift[0]} if w.drift != (0.0,) else {}),
-        **({"model": spec.model} if spec.model != "alloc-only" else {}),
+        **({"model": spec.model} if spec.model != ALLOC_ONLY else {}),
         **{name: getattr(w, name)[0] for name in ("priority", "preempt") if getattr(w, name) != ("none",)},
         **({"twin": [spec.simulate.tick, spec.simulate.launch_delay]} if spec.simulate != NO_TWIN else {}),
     }

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.emulation.run.specs import MODELS as DATA_MODELS
 from harness.experiments.keys import Keys, SpecError
+from harness.model.io_models import ALLOC_ONLY
+from harness.model.io_models import MODELS as DATA_MODELS
 from harness.model.jsonio import json_default
 from harness.model.metric_names import METRIC_SPECS
 from harness.model.paths import KTH_NAME, kth_trace
@@ -87,7 +88,7 @@ class ExperimentSpec:
     policies: tuple[str, ...]  # names, possibly templates like "backfill-{depth}"
     description: str = ""
     mode: str = "simulate"
-    model: str = "alloc-only"  # the data model: alloc-only (BB held start to end) or io-aware
+    model: str = ALLOC_ONLY  # the data model: alloc-only (BB held start to end) or io-aware
     repetitions: int = 1
     baseline: str | None = None
     metrics: tuple[str, ...] = DEFAULT_METRICS
@@ -131,7 +132,7 @@ def spec_from_dict(data: dict[str, Any], path: Path, text: str = "") -> Experime
         text=text,
         description=exp.string("description", ""),
         mode=exp.string("mode", "simulate", MODES),
-        model=exp.string("model", "alloc-only", DATA_MODELS),
+        model=exp.string("model", ALLOC_ONLY, DATA_MODELS),
         repetitions=exp.integer("repetitions", 1, minimum=1),
         baseline=exp.string("baseline", None),
         metrics=_choose(exp, "metrics", DEFAULT_METRICS, SUMMARY_METRICS),

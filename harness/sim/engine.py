@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from harness.model.columns import PLAN_COLUMNS, RESULT_COLUMNS
+from harness.model.io_models import ALLOC_ONLY, MODELS
 from harness.model.staging_names import OFF_ALLOCATION
 from harness.platform import Machine, load_platform
 from harness.policies import kernels
@@ -38,7 +39,6 @@ from harness.sim.pool_tiers import PoolTiers, pool_tier_setup
 from harness.sim.staging import OutsideStaging, SlurmPasses, check_staging, outside_execution
 from harness.sim.tiers import TierExecution, is_tiered, tier_setup
 
-MODELS = ("alloc-only", "io-aware")
 DEFAULT_IO_SEED = 2020  # the plan's default seed (harness.workload.plan.DEFAULT_SEED)
 
 
@@ -48,7 +48,7 @@ class SimulationResult:
     jobs: pd.DataFrame
     decisions: pd.DataFrame  # one row per policy call: time, queue, running, started, latency_s
     wall_time_s: float
-    model: str = "alloc-only"
+    model: str = ALLOC_ONLY
     link_bytes: dict[str, float] | None = None  # io-aware: bytes carried by every link
     bandwidth: pd.DataFrame | None = None  # io-aware: time, pfs_bps, bb_bps at every change
 
@@ -97,7 +97,7 @@ def simulate(
     policy: Policy,
     platform: Machine | None = None,
     *,
-    model: str = "alloc-only",
+    model: str = ALLOC_ONLY,
     io_seed: int = DEFAULT_IO_SEED,
     shrink: float = 0.0,
     tick: float = 0.0,
@@ -200,7 +200,7 @@ def _check_options(tick: float, launch_delay: float, stage_delay: float, model: 
         if not (math.isfinite(value) and value >= 0):
             raise ValueError(f"{name} must be a finite number >= 0, got {value}")
     off = staging in OFF_ALLOCATION
-    if launch_delay > 0 and model != "alloc-only" and not off:
+    if launch_delay > 0 and model != ALLOC_ONLY and not off:
         raise ValueError(
             "a launch delay is modelled with the alloc-only job model or staging off the allocation"
         )
@@ -211,7 +211,7 @@ def _check_options(tick: float, launch_delay: float, stage_delay: float, model: 
 def _execution(
     model: str, jobs: _Plan, platform: Machine, topology: Topology, seed: int, shrink: float
 ) -> _AllocOnly | IOExecution:
-    if model == "alloc-only":
+    if model == ALLOC_ONLY:
         return _AllocOnly(jobs)
     return io_execution(jobs.df, platform, topology.chassis_of_compute, seed=seed, shrink=shrink)
 

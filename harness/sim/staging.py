@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from harness.flow.io_network import IONetwork
+from harness.model.io_models import IO_AWARE
 from harness.model.staging_names import OFF_ALLOCATION, STAGINGS
 from harness.platform import Machine
 from harness.policies.state import Allocation, ClusterState, RunningJob, Topology
@@ -50,7 +51,7 @@ from harness.sim.machine import SimMachine, SimulationError
 def check_staging(staging: str, model: str) -> None:
     if staging not in STAGINGS:
         raise ValueError(f"unknown staging '{staging}' (stagings: {', '.join(STAGINGS)})")
-    if staging in OFF_ALLOCATION and model != "io-aware":
+    if staging in OFF_ALLOCATION and model != IO_AWARE:
         raise ValueError("staging outside the allocation needs the io-aware job model (--model io-aware)")
 
 

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from harness.model.io_models import IO_AWARE
 from harness.platform import Machine
 from harness.policies import tiers
 from harness.policies.base import Policy, Start
@@ -68,7 +69,7 @@ def tier_setup(
     """The plan with its jobs' I/O, and a tier policy knowing it (unless it was given its
     own declared I/O, as for Lackner's Figure 5) and the platform's rates."""
     what = f"policy {policy.name} chooses storage tiers" if is_tiered(policy) else "storage tiers"
-    if model != "io-aware":
+    if model != IO_AWARE:
         raise ValueError(f"{what}: it needs --model io-aware")
     if shrink:
         raise ValueError(f"{what}: a shrunk plan is not supported")

@@ -116,3 +116,35 @@ def test_plan_step_takes_the_workload_options_and_the_run_platform(tmp_path: Pat
     assert plan["nodes"].tolist() == [1, 1, 1, 2, 4]
     assert manifest["cleaning"]["node_size"]["source"] == "option"
     assert manifest["platform"]["compute_count"] == 4 and manifest["cleaning"]["rules"]["too_large"] == 0
+
+
+def test_live_io_is_the_plugin_of_an_io_aware_run_and_gives_the_plan_its_columns(tmp_path: Path) -> None:
+    """`--model io-aware`: the live I/O plug-in switches Slurm to burst_buffer/lua and the plan
+    step gives every job Kopański's I/O columns, the run's time scale and sigsleep's phases;
+    an alloc-only run has no plug-in and keeps the license."""
+    from harness.emulation.iolive.phases import PLAN_COLUMN as PHASES_COLUMN
+    from harness.emulation.iolive.plugin import LiveIO
+    from harness.emulation.run.steps import make_plan, plugins_for
+    from harness.model.io_models import IO_AWARE
+    from harness.workload.io.kopanski import COLUMNS as KOPANSKI_COLUMNS
+
+    class Backend:
+        name = "io"
+        platform = load_platform()
+
+    trace = Path(__file__).resolve().parents[1] / "data" / "eight_per_node.swf"
+    spec = WorkloadSpec(trace=trace, shrink=0.5, model=IO_AWARE, prepare={"procs_per_node": 16})
+    assert plugins_for(RunOptions(WorkloadSpec(trace=trace))) == []
+    [plugin] = plugins_for(RunOptions(spec))
+    assert isinstance(plugin, LiveIO)
+    sched = scheduler_for_run("slurm-backfill-1")
+    assert sched.burst_buffer == "licenses" and plugin.configure(sched).burst_buffer == "lua"
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    ctx = RunContext(RunOptions(spec), run_dir, "r1", Backend(), plugin.configure(sched),  # type: ignore[arg-type]
+                     lambda _: None, "2026-01-01T00:00:00")  # fmt: skip
+    make_plan(ctx)
+    plan, manifest = ctx.plan()
+    assert manifest["model"] == IO_AWARE
+    assert (plan["io_time_scale"] == 2.0).all()  # 1 / (1 - 0.5)
+    assert set(KOPANSKI_COLUMNS) <= set(plan.columns) and plan[PHASES_COLUMN].str.len().gt(0).all()

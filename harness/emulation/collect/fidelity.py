@@ -21,6 +21,7 @@ from harness.analysis.metrics import summary
 from harness.emulation.head.agent import DEFAULT_POLL_S
 from harness.emulation.head.replay import slurm_limit_minutes
 from harness.model.columns import RESULT_TIME_COLUMNS
+from harness.model.io_models import ALLOC_ONLY, IO_AWARE
 from harness.model.metric_names import HEADLINE_METRICS
 from harness.model.timescale import time_scale_of, unshrink, unshrink_table
 from harness.platform import Machine
@@ -49,7 +50,7 @@ def compare_with_simulation(
     platform: Machine,
     shrink: float,
     seed: int = 0,
-    model: str = "alloc-only",
+    model: str = ALLOC_ONLY,
     tick: float = 0.0,
     launch_delay: float = 0.0,
     stage_delay: float = 0.0,
@@ -71,7 +72,7 @@ def compare_with_simulation(
     pool, LPS on the PFS with no BB), with the same Slurm delays.
     """
     staging, twin = "inside", get_policy(policy, seed=policy_seed)
-    if model == "io-aware":
+    if model == IO_AWARE:
         plan = plan.drop(columns=[c for c in plan.columns if c.startswith("io_")])
         staging = "pool"
     order = staged_start if staging == "pool" else None
@@ -97,7 +98,7 @@ def compare_with_simulation(
             emu_orig.set_index("job_id")["start"] - sim.set_index("job_id")["start"]
         ))),
     }  # fmt: skip
-    if model == "io-aware":
+    if model == IO_AWARE:
         fidelity["staging"] = staging_agreement(emulated, sim, time_scale_of(shrink))
     if "tier" in emulated.columns and "tier" in sim.columns:
         fidelity["tiers"] = tier_agreement(emulated, sim)
@@ -112,7 +113,7 @@ def compare_with_both_twins(
     shrink: float,
     delay: LaunchDelay,
     seed: int = 0,
-    model: str = "alloc-only",
+    model: str = ALLOC_ONLY,
     minute_limits: bool = False,
     staged: LaunchDelay | None = None,
     staged_start: str | None = None,
@@ -131,7 +132,7 @@ def compare_with_both_twins(
         staged_start=staged_start, policy_seed=policy_seed,
     )  # fmt: skip
     launch = delay.seconds
-    stage = staged.seconds if staged is not None and model == "io-aware" else 0.0
+    stage = staged.seconds if staged is not None and model == IO_AWARE else 0.0
     seen = with_minute_limits(plan) if minute_limits else plan
     ticked, _ = compare_with_simulation(
         seen, emulated, policy, platform, shrink, seed, model, tick=SLURM_PASS_S, launch_delay=launch,

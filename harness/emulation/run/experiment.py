@@ -18,7 +18,7 @@ from pathlib import Path
 from harness.cluster.base import ClusterBackend, ClusterError
 from harness.emulation.run.specs import ClusterSpec, RunOptions, options_from_dict, run_id_for
 from harness.emulation.run.state import mark_process
-from harness.emulation.run.steps import STEPS, Progress, RunContext, write_manifest
+from harness.emulation.run.steps import STEPS, Progress, RunContext, plugins_for, write_manifest
 from harness.model import rundir
 from harness.platform import load_platform
 from harness.policies.registry import UnknownPolicyError, get_policy
@@ -83,8 +83,8 @@ class Experiment:
         self.opts = opts
         self.say = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
         self.sched = scheduler_for_run(opts.replay.policy)
-        if opts.workload.model == "io-aware":  # Slurm's burst-buffer life cycle, not the license
-            self.sched = replace(self.sched, burst_buffer="lua")
+        for plugin in plugins_for(opts):
+            self.sched = plugin.configure(self.sched)
         self.sched = with_priorities(self.sched, opts)
         self.backend = make_backend(opts.cluster)
 

@@ -9,11 +9,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from harness.model.io_models import ALLOC_ONLY, MODELS
 from harness.slurm.config import PREEMPT_MODES
 from harness.workload.plan import DEFAULT_SEED, Sampling, bundled_slice_path
 from harness.workload.priority import parse_priority
-
-MODELS = ("alloc-only", "io-aware")  # the simulator's models (harness.sim.engine.MODELS)
 
 
 @dataclass(frozen=True)
@@ -32,7 +31,7 @@ class WorkloadSpec:
     prepare: dict[str, Any] = field(default_factory=dict)
     # alloc-only: a job holds its BB license from start to end; io-aware: Kopański's I/O
     # columns, staged in and out through Slurm's burst_buffer/lua (harness/emulation/iolive/staging.py)
-    model: str = "alloc-only"
+    model: str = ALLOC_ONLY
     # which jobs are high priority (harness.workload.priority): none, random:F[:SEED], size:N
     priority: str = "none"
 

@@ -17,7 +17,6 @@ import pandas as pd
 from harness import __version__
 from harness.analysis.metrics import summary
 from harness.cluster.base import ClusterBackend, ClusterError
-from harness.emulation.collect.bb_check import keep_bb_states, staging_check
 from harness.emulation.collect.fidelity import (
     compare_with_both_twins,
     measured_launch_delay,
@@ -37,20 +36,16 @@ from harness.emulation.collect.slurm_view import slurm_records
 from harness.emulation.head.faultlog import fault_section
 from harness.emulation.head.launch import SUBMIT_USER, HeadRun
 from harness.emulation.head.progress import RunObserver
-from harness.emulation.iolive.drains import DRAIN_RECORDS, add_drains, drain_records, drain_stats
-from harness.emulation.iolive.phases import add_phases, phase_stats, with_phase_lists
-from harness.emulation.iolive.staging import RECORDS
-from harness.emulation.iolive.staging_results import add_staging, staging_stats, wait_for_stage_outs
-from harness.emulation.iolive.tiers import add_tiers
+from harness.emulation.iolive.plugin import LiveIO
+from harness.emulation.plugin import Collected, RunPlugin
 from harness.emulation.run.specs import RunOptions, WorkloadSpec
 from harness.model import rundir
 from harness.model.atomic import atomic_write_csv, atomic_write_parquet
 from harness.model.jsonio import read_json, read_jsonl, write_json
 from harness.model.timescale import shrink_table, time_scale_of
 from harness.platform import Platform
-from harness.policies.registry import get_policy
 from harness.slurm.config import SchedulerConfig
-from harness.workload.io import HerbeinIO, KopanskiIO
+from harness.workload.io import HerbeinIO
 from harness.workload.plan import PlanError, is_plan_file, load_plan, prepare, save_plan
 from harness.workload.priority import assign, parse_priority
 
@@ -72,6 +67,10 @@ class RunContext:
     @property
     def uses_agent(self) -> bool:
         return self.sched.external_ordering
+
+    @property
+    def plugins(self) -> list[RunPlugin]:
+        return plugins_for(self.opts)
 
     def plan(self) -> tuple[pd.DataFrame, dict[str, Any]]:
         return load_plan(self.run_dir / rundir.PLAN)
@@ -98,9 +97,9 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
     """The plan to replay: a trace prepared now, or a stored unshrunk plan shrunk now."""
     spec = ctx.opts.workload
     plan, manifest = plan_for(spec, ctx.backend.platform)
-    if spec.model == "io-aware":
-        plan, manifest = with_io_columns(plan, spec.seed, spec.shrink), {**manifest, "model": spec.model}
-        plan = with_phase_lists(plan, ctx.backend.platform)  # sigsleep's compute and checkpoint phases
+    for plugin in ctx.plugins:
+        plan, extra = plugin.plan(plan, ctx.opts, ctx.backend.platform)
+        manifest = {**manifest, **extra}
     if ctx.sched.bandwidth_license:  # each job's PFS drain rate, held as a license
         plan = HerbeinIO().apply(plan, seed=spec.seed)
     model = parse_priority(spec.priority)
@@ -128,14 +127,6 @@ def plan_for(spec: WorkloadSpec, platform: Platform) -> tuple[pd.DataFrame, dict
     )  # fmt: skip
 
 
-def with_io_columns(plan: pd.DataFrame, seed: int, shrink: float) -> pd.DataFrame:
-    """Kopański's I/O columns (drawn as the simulator draws them) and the run's time scale,
-    which the staging command applies to the platform's bandwidths."""
-    out = KopanskiIO().apply(plan, seed=seed, shrink=shrink)
-    out["io_time_scale"] = time_scale_of(shrink)
-    return out
-
-
 def bring_up_cluster(ctx: RunContext) -> dict[str, Any]:
     ctx.backend.prepare(ctx.sched, progress=ctx.say)
     return {"backend": ctx.opts.cluster.backend, "name": ctx.backend.name}
@@ -156,9 +147,8 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     """Copy what the head node wrote; build the per-job results and cross-check them with Slurm."""
     raw, shared = ctx.run_dir / rundir.RAW_DIR, f"{rundir.SHARED_RUNS}/{ctx.run_id}"
     raw.mkdir(exist_ok=True)
-    staged = ctx.sched.burst_buffer == "lua"
-    if staged:  # a job's own record comes before its stage-out ends, Slurm's after it
-        wait_for_stage_outs(ctx.backend, SUBMIT_USER)
+    for plugin in ctx.plugins:
+        plugin.before_collect(ctx.backend)
     for name in rundir.RAW_FILES:
         ctx.backend.get(f"{shared}/{name}", raw / name)
     ctx.backend.collect_slurm_files(ctx.run_dir / rundir.SLURM_DIR)
@@ -168,27 +158,19 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     ran = [*submissions, *agent_copies(submissions, records)]  # with the agent's slow-tier copies
     slurm_jobs, source = slurm_records(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, ran)
     results = build_results(ctx.plan()[0], submissions, records, t0, slurm_jobs)
-    if staged:  # the staging records of every run on the cluster: keep this run's jobs
-        ctx.backend.get(f"{ctx.sched.staging_dir.removeprefix('/shared/')}/{RECORDS}", raw / RECORDS)
-        results = add_staging(results, read_jsonl(raw / RECORDS), t0)
-        ctx.backend.get(
-            f"{ctx.sched.staging_dir.removeprefix('/shared/')}/{DRAIN_RECORDS}", raw / DRAIN_RECORDS
-        )
-        drained = read_jsonl(raw / DRAIN_RECORDS)  # the checkpoints' background drains
-        results = add_drains(results, drained, t0)
-        results = add_phases(results, records, ctx.backend.platform, time_scale_of(ctx.opts.workload.shrink),
-                             drain_records(drained, t0))  # fmt: skip
-        if ctx.uses_agent and getattr(get_policy(ctx.opts.replay.policy), "tiered", False):
-            results = add_tiers(results, submissions)
+    collected = Collected(ctx.opts, ctx.backend, ctx.sched, raw, t0, submissions, records, ran,
+                          ctx.run_dir / rundir.SLURM_DIR)  # fmt: skip
+    for plugin in ctx.plugins:
+        results = plugin.enrich(results, collected)
     atomic_write_parquet(ctx.run_dir / rundir.RESULTS, results)
     atomic_write_csv(ctx.run_dir / rundir.RESULTS_CSV, results)
     bb_license = ctx.backend.platform.deployment.bb_license
+    staged = ctx.sched.burst_buffer == "lua"  # Slurm holds the pool, not a license
     check = cross_check(results, slurm_jobs, t0, source, bb_license, staged).as_dict()
-    if staged:  # Slurm's burst-buffer view and the order of staging against its times
-        ids = {int(s["slurm_job_id"]) for s in ran if s.get("slurm_job_id") is not None}
-        bb = keep_bb_states(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, ids)
-        check["staging"] = staging_check(results, slurm_jobs, t0, bb)
-        check["ok"] = check["ok"] and check["staging"]["ok"]
+    for plugin in ctx.plugins:
+        parts = plugin.check(results, slurm_jobs, collected)
+        check.update(parts)
+        check["ok"] = check["ok"] and all(part.get("ok", True) for part in parts.values())
     sections: dict[str, Any] = {"submission": lag_stats(submissions), "cross_check": check}
     events = ctx.found("replay").get("fault_events", [])
     stopped = str(ctx.found("replay").get("reason", ""))
@@ -199,8 +181,8 @@ def collect(ctx: RunContext) -> dict[str, Any]:
         sections["faults"] = faults
     if ctx.uses_agent:
         sections["agent"] = decision_stats(read_jsonl(raw / rundir.DECISIONS))
-    if staged:
-        sections["staging"] = {**staging_stats(results), **phase_stats(results), **drain_stats(results)}
+    for plugin in ctx.plugins:
+        sections.update(plugin.sections(results))
     counts = results["status"].value_counts()
     return {"t0": t0, "missing": int(counts.get("missing", 0)), "rejected": int(counts.get("rejected", 0)),
             "sections": sections}  # fmt: skip
@@ -296,6 +278,14 @@ def leftover_advice(backend: str, name: str) -> str:
         return (f"see them with `harness cluster status --name {name}`, cancel them with "
                 f"`harness cluster exec --name {name} -- scancel --user {SUBMIT_USER}`")  # fmt: skip
     return f"cancel them on the head node with `scancel --user {SUBMIT_USER}`"
+
+
+PLUGINS: tuple[RunPlugin, ...] = (LiveIO(),)
+
+
+def plugins_for(opts: RunOptions) -> list[RunPlugin]:
+    """The plug-ins a run with ``opts`` uses, in the order of :data:`PLUGINS`."""
+    return [plugin for plugin in PLUGINS if plugin.wanted(opts)]
 
 
 STEPS: tuple[tuple[str, Callable[[RunContext], dict[str, Any]]], ...] = (
