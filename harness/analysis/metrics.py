@@ -23,9 +23,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from harness.model.metric_names import DEFAULT_TAU_S
 from harness.platform import Machine, load_platform
 
-DEFAULT_TAU_S = 600.0
 # A job that ran for less than this counts as having run this long in the slowdown,
 # which would otherwise be infinite for zero-length jobs.
 MIN_RUNTIME_S = 1.0

@@ -73,11 +73,11 @@ def gate(opts: RunOptions, repeat: int, long: dict[str, Any]) -> bool:
         decide,
         describe,
         estimate_plan,
-        human_duration,
         policies_of,
         suggestions,
     )
     from harness.emulation.run.steps import plan_for
+    from harness.model.durations import human_duration
     from harness.platform import load_platform
 
     plan, _ = plan_for(opts.workload, load_platform(opts.cluster.platform))

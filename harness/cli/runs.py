@@ -13,16 +13,10 @@ from pathlib import Path
 import click
 
 from harness.cli.options import HarnessCommand, HarnessGroup, json_option
+from harness.model.durations import clock
 from harness.model.polling import poll_until
 
 INCOMPLETE_EXIT = 3  # the exit status of a run that did not complete
-
-
-def _clock(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    s = max(0, int(seconds))
-    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
 def _progress(finished: int | None, total: int | None) -> str:
@@ -59,7 +53,7 @@ def runs_group(ctx: click.Context, runs_dir: Path, as_json: bool) -> None:
     click.echo(f"{'STATE':<11} {'JOBS DONE':>13} {'ETA':>10}  {'POLICY':<24} RUN")
     for s in states:
         click.echo(
-            f"{s.state:<11} {_progress(s.finished, s.total):>13} {_clock(s.eta_s):>10}  "
+            f"{s.state:<11} {_progress(s.finished, s.total):>13} {clock(s.eta_s):>10}  "
             f"{s.policy:<24} {s.path}" + (f"\n{'':<11} {s.reason}" if s.reason else "")
         )
 
@@ -77,7 +71,7 @@ def watch_command(run_dir: Path, interval: float) -> None:
     while state.state == RUNNING:
         line = (
             f"{state.state}  step {state.step or '-'}  finished {_progress(state.finished, state.total)}  "
-            f"ETA {_clock(state.eta_s)}"
+            f"ETA {clock(state.eta_s)}"
         )
         if line != last:
             click.echo(("\r" + line + "    ") if tty else line, err=True, nl=not tty)

@@ -29,7 +29,7 @@ from harness.cli.workload_options import (
     trace_options,
 )
 from harness.model.io_models import ALLOC_ONLY, IO_AWARE, MODELS
-from harness.model.metric_names import HEADLINE_METRICS, IO_METRICS, metric_spec
+from harness.model.metric_names import DEFAULT_TAU_S, HEADLINE_METRICS, IO_METRICS, metric_spec
 from harness.model.staging_names import STAGINGS
 from harness.policies.registry import UnknownPolicyError, parse_policy_list
 
@@ -128,7 +128,7 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, scale: float) 
 @shrink_option(None, "A trace only (default: 0, unshrunk); a plan keeps its own.")
 @policy_seed_option
 @time_limit_option(None, "results then depend on the machine's speed (default: none).")
-@click.option("--tau", type=TAU, default=600.0, show_default=True,
+@click.option("--tau", type=TAU, default=DEFAULT_TAU_S, show_default=True,
               help="Bounded-slowdown threshold, in seconds of original time.")  # fmt: skip
 @click.option("--ci", is_flag=True, help="Add bootstrap 95% intervals of mean wait and mean bsld.")
 @output_option("Per-job results to write (.parquet or .csv; one file per policy if several).")

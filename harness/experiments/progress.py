@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 
 from harness.experiments.grid import Cell
+from harness.model.durations import clock
 
 Say = Callable[[str], None]
 
@@ -63,7 +64,7 @@ class Progress:
         elapsed = time.monotonic() - self.began
         rate = f"{60 * finished / elapsed:.1f} cells/min, " if finished and elapsed > 0 else ""
         eta = self.eta_seconds()
-        return rate + ("ETA unknown" if eta is None else f"ETA {_clock(eta)}")
+        return rate + ("ETA unknown" if eta is None else f"ETA {clock(eta)}")
 
     def eta_seconds(self) -> float | None:
         everything = [s for v in self.durations.values() for s in v]
@@ -79,9 +80,3 @@ class Progress:
 
 def _axes(cell: Cell) -> str:
     return " ".join(f"{k}={v}" for k, v in cell.axes.items() if v is not None)
-
-
-def _clock(seconds: float) -> str:
-    seconds = round(seconds)
-    hours, rest = divmod(seconds, 3600)
-    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"

@@ -16,6 +16,7 @@ from harness.experiments.manifest import read_manifest
 from harness.experiments.results import FAILED_FILE, cell_jobs, load_table
 from harness.experiments.runner import read_grid
 from harness.experiments.stats import bootstrap_interval
+from harness.model.metric_names import DEFAULT_TAU_S
 
 
 @dataclass
@@ -49,7 +50,7 @@ class ExperimentData:
 
     def jobs(self, keys: list[str]) -> pd.DataFrame:
         """Per-job metrics of these cells, pooled."""
-        tau = float(self.settings.get("tau", 600.0))
+        tau = float(self.settings.get("tau", DEFAULT_TAU_S))
         for key in keys:
             if key not in self._jobs:
                 self._jobs[key] = cell_jobs(self.exp_dir, key, tau)

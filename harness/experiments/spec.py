@@ -19,7 +19,7 @@ from harness.experiments.keys import Keys, SpecError
 from harness.model.io_models import ALLOC_ONLY
 from harness.model.io_models import MODELS as DATA_MODELS
 from harness.model.jsonio import json_default
-from harness.model.metric_names import METRIC_SPECS
+from harness.model.metric_names import DEFAULT_TAU_S, METRIC_SPECS
 from harness.model.paths import KTH_NAME, kth_trace
 from harness.platform import PlatformError, load_platform
 from harness.policies.registry import UnknownPolicyError, get_policy
@@ -93,7 +93,7 @@ class ExperimentSpec:
     baseline: str | None = None
     metrics: tuple[str, ...] = DEFAULT_METRICS
     job_metrics: tuple[str, ...] = DEFAULT_JOB_METRICS
-    tau: float = 600.0
+    tau: float = DEFAULT_TAU_S
     platform: str = "default"
     platform_digest: str = ""
     policy_seed: int = 0
@@ -137,7 +137,7 @@ def spec_from_dict(data: dict[str, Any], path: Path, text: str = "") -> Experime
         baseline=exp.string("baseline", None),
         metrics=_choose(exp, "metrics", DEFAULT_METRICS, SUMMARY_METRICS),
         job_metrics=_choose(exp, "job_metrics", DEFAULT_JOB_METRICS, JOB_METRICS),
-        tau=exp.number("tau", 600.0),
+        tau=exp.number("tau", DEFAULT_TAU_S),
         workload=_workload(top.table("workload"), path),
         platform=platform,
         platform_digest=digest,

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+DEFAULT_TAU_S = 600.0  # the bounded slowdown's threshold: max(F / max(p, tau), 1)
+
 
 @dataclass(frozen=True)
 class MetricSpec:

@@ -6,7 +6,8 @@
         plan.parquet    the replayed plan (+ plan.manifest.json)
         results.parquet, results.csv   per-job results (sigsleep times, Slurm ids)
         metrics.json    summary in original time (same keys as `harness simulate --json`)
-        raw/            submissions.jsonl, jobs.jsonl (sigsleep), replay.json, decisions.jsonl
+        raw/            submissions.jsonl, jobs.jsonl (sigsleep), replay.json, decisions.jsonl;
+                        with live I/O staging.jsonl and drains.jsonl
         slurm/          the rendered Slurm files of the run, daemon logs, jobcomp.log,
                         sacct.json (accounting on), jobs.json (Slurm's record of every job)
         simulation/     results.parquet of the simulator twin (with --compare-sim)
@@ -14,7 +15,8 @@
         plots/, report.md, report.html
         process.json    the process running the run (pid, host); progress.json: its latest progress
         interim/        while the run goes: metrics.json, results.parquet, report.md of the jobs done
-        request.json, run.log   a detached run's options and its (rotated) log
+        request.json, run.log, detach.log   a detached run's options, its (rotated) log, a crash
+        suspensions.csv with a priority model: the suspensions (and in simulation/ the twin's)
 
 The replay, the ordering agent and the sigsleep jobs write the files of ``raw/`` into
 the cluster's shared directory (``runs/<run id>/`` there); the host copies them back.
@@ -57,7 +59,16 @@ DECISIONS = "decisions.jsonl"  # the ordering agent: one line per policy call
 STOP_FILE = "STOP"  # created by the host: the replay and the agent stop
 RAW_FILES = (SUBMISSIONS, SIGSLEEP_LOG, STATUS, DECISIONS)
 
+SHARED = "/shared"  # the directory every container (and host of an Ansible cluster) shares
 SHARED_RUNS = "runs"  # the folder of run directories inside the shared directory
+SHARED_JOBS = f"{SHARED}/jobs"  # the replay's job scripts and the jobs' output
+SHARED_IO = f"{SHARED}/io"  # live I/O: flow files, rates, the staging registry and records
+# Written in SHARED_IO by live I/O, copied into raw/
+STAGING_RECORDS = "staging.jsonl"  # the staging command: one line per stage-in/out
+DRAIN_RECORDS = "drains.jsonl"  # the contention service: one line per checkpoint drained
+# Written by the host
+SUSPENSIONS_CSV = "suspensions.csv"  # with a priority model: every suspension (and simulation/'s)
+DETACH_LOG = "detach.log"  # a detached run: what its process prints outside Python's streams
 JOBCOMP_LOG = "jobcomp.log"
 SACCT_JSON = "sacct.json"  # in slurm/: `sacct --json` of the run's jobs, as Slurm gave them
 BB_STATES = "burst_buffer.json"  # in slurm/: scontrol's burst-buffer request and state per job (lua)

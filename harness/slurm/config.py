@@ -17,6 +17,7 @@ from harness import __version__
 from harness.model.atomic import atomic_write_text
 from harness.model.hostlist import compress_hostlist
 from harness.model.paths import templates_dir
+from harness.model.rundir import SHARED_IO
 from harness.platform import Platform, platform_text
 
 LOOPBACK = "127.0.0.1"
@@ -55,7 +56,7 @@ class SchedulerConfig:
     # burst-buffer life cycle (burst_buffer/lua: pool, stage-in before start, stage-out after)
     burst_buffer: BurstBufferMode = "licenses"
     bandwidth_license: bool = False  # declare the PFS bandwidth as the license BANDWIDTH_LICENSE
-    staging_dir: str = "/shared/io"  # where the staging processes meet (burst_buffer/lua)
+    staging_dir: str = SHARED_IO  # where the staging processes meet (burst_buffer/lua)
     python: str = "/opt/harness/bin/python"  # the harness's interpreter beside slurmctld
     # Preemption by suspension: an 'urgent' partition over the compute nodes whose jobs
     # suspend the compute partition's jobs (PreemptMode=SUSPEND,GANG); used to check that

@@ -22,12 +22,12 @@ from harness.emulation.run.estimate import (
     decide,
     estimate_plan,
     faster_shrink,
-    human_duration,
     parse_duration,
     suggestions,
 )
 from harness.emulation.run.specs import ReplaySpec, RunOptions, WorkloadSpec, options_from_dict
 from harness.emulation.run.state import COMPLETE, INCOMPLETE, RUNNING, list_runs, run_state
+from harness.model.durations import human_duration
 from harness.workload.plan import Sampling
 
 SMALL = Path(__file__).parents[1] / "data" / "small.swf"  # 6 jobs kept; 3090 s first submission to last end

@@ -33,10 +33,11 @@ from typing import Any
 from harness.cluster.ansible_render.accounting import render_dbd_dir
 from harness.model.atomic import atomic_write
 from harness.model.hostlist import compress_hostlist
+from harness.model.rundir import SHARED
 from harness.platform import Platform, bundled_platform_file
 from harness.slurm.config import LOOPBACK, SchedulerConfig, render_slurm_files
 
-SHARED_DIR = "/shared"  # the replay's job directory and the run files live here on every host
+SHARED_DIR = SHARED  # the replay's job directory and the run files live here on every host
 CLUSTER_JSON = "cluster.json"
 PLATFORM_TOML = "platform.toml"
 MUNGE_KEY = "munge.key"

@@ -30,6 +30,7 @@ from harness.cluster.containers.state_dir import (
 from harness.model.atomic import atomic_write_text
 from harness.model.commands import CommandResult
 from harness.model.polling import poll_until
+from harness.model.rundir import SHARED
 from harness.platform import Platform, load_platform
 from harness.slurm.config import SchedulerConfig
 
@@ -149,7 +150,7 @@ class DockerCluster:
             progress(f"cluster '{self.name}' up in {result.seconds_to_idle:.1f} s")
 
     def shared_path(self, rel: str) -> str:
-        return f"/shared/{rel}"
+        return f"{SHARED}/{rel}"
 
     def put(self, local: Path, rel: str) -> None:
         target = self.state.shared / rel

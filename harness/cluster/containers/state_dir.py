@@ -24,6 +24,7 @@ import jinja2
 from harness import __version__
 from harness.model.atomic import atomic_write_text, write_private
 from harness.model.paths import resource_path, state_root
+from harness.model.rundir import SHARED
 from harness.platform import Platform
 from harness.slurm.config import SchedulerConfig, render_slurm_files, write_slurm_files
 from harness.slurm.dbd import new_storage_password, render_dbd_files
@@ -83,7 +84,7 @@ class ClusterState:
             str(self.root / "munge"): "/cluster/munge",
             str(self.log): "/var/log/slurm",
             str(self.root / "spool"): "/var/spool/slurm",
-            str(self.shared): "/shared",
+            str(self.shared): SHARED,
         }
 
     def create(self) -> None:

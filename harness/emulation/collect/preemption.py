@@ -21,12 +21,11 @@ from harness.analysis.preemption import SPAN_COLUMNS, plot_suspensions, suspensi
 from harness.model import rundir
 from harness.model.atomic import atomic_write_csv
 from harness.model.metric_names import HEADLINE_METRICS
+from harness.model.rundir import SUSPENSIONS_CSV
 from harness.model.timescale import time_scale_of
 from harness.platform import Machine
 from harness.sim.preemption import simulate_preemption
 from harness.workload.priority import PRIORITY_COLUMN
-
-SUSPENSIONS_CSV = "suspensions.csv"
 
 
 def emulated_spans(records: list[dict], t0: float) -> pd.DataFrame:

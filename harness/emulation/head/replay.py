@@ -52,7 +52,7 @@ from harness.emulation.head.resubmit import (
 from harness.emulation.iolive.phases import PLAN_COLUMN
 from harness.emulation.iolive.staging import directive_line
 from harness.model.jsonio import read_json, read_jsonl
-from harness.model.rundir import SIGSLEEP_LOG, STATUS, STOP_FILE, SUBMISSIONS
+from harness.model.rundir import SHARED_JOBS, SIGSLEEP_LOG, STATUS, STOP_FILE, SUBMISSIONS
 from harness.policies.tiers import io_words, staged_job_io
 from harness.slurm.config import BANDWIDTH_LICENSE, URGENT_PARTITION
 from harness.slurm.jobspec import encode_comment
@@ -70,7 +70,7 @@ class ReplayOptions:
     partition: str = "compute"
     bb_license: str = "bb"
     sigsleep: str = DEFAULT_SIGSLEEP
-    job_dir: str = "/shared/jobs"
+    job_dir: str = SHARED_JOBS
     extra_sbatch: tuple[str, ...] = ()
     workers: int = DEFAULT_WORKERS
     retry_for: float = 300.0  # seconds a submission is retried while slurmctld does not answer

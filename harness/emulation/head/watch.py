@@ -16,6 +16,7 @@ import pandas as pd
 
 from harness.cluster.base import ClusterBackend, Spawned
 from harness.emulation.head.progress import RunObserver
+from harness.model.durations import clock
 from harness.model.exitcodes import describe_exit
 from harness.model.jsonio import parse_jsonl
 from harness.model.rundir import SIGSLEEP_LOG, STATUS, SUBMISSIONS
@@ -184,9 +185,9 @@ class Watcher:
         p50, p99 = (np.percentile(lags, 50), np.percentile(lags, 99)) if lags.size else (0.0, 0.0)
         elapsed = now - self.started
         line = (
-            f"[{_clock(elapsed)}] submitted {len(subs)}/{self.total}  pending {pending}  running {running}  "
+            f"[{clock(elapsed)}] submitted {len(subs)}/{self.total}  pending {pending}  running {running}  "
             f"finished {records}  lag p50 {p50:.0f} ms p99 {p99:.0f} ms  "
-            f"ETA {_clock(self._eta(status))}"
+            f"ETA {clock(self._eta(status))}"
         )
         if self.tty:
             print("\r" + line + " " * 4, end="", file=sys.stderr, flush=True)
@@ -215,8 +216,3 @@ def _parse_status(text: str | None) -> dict:
         return json.loads(text) if text else {}
     except json.JSONDecodeError:
         return {}
-
-
-def _clock(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"

@@ -62,9 +62,10 @@ from harness.emulation.iolive.flows import FLOWS_DIR, RATES, Flow, read_flows, s
 from harness.emulation.iolive.transfers import active_transfers
 from harness.flow import NO_LINK, max_min_rates
 from harness.flow.io_network import MB, IONetwork
+from harness.model.rundir import SHARED_IO
 from harness.platform import Machine, load_platform
 
-DEFAULT_DIR = "/shared/io"
+DEFAULT_DIR = SHARED_IO
 DEFAULT_TICK = 0.02  # seconds between two looks at the flows directory
 STALE_EVERY = 5.0  # seconds between two checks of squeue for flows of jobs gone
 

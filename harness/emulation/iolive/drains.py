@@ -35,8 +35,8 @@ import numpy as np
 import pandas as pd
 
 from harness.emulation.iolive.flows import Flow
+from harness.model.rundir import DRAIN_RECORDS
 
-DRAIN_RECORDS = "drains.jsonl"
 DRAIN_COLUMNS = ("drains", "drain_mb", "drain_s", "drain_solo_s")
 
 

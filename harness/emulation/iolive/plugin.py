@@ -26,6 +26,7 @@ from harness.emulation.plugin import Collected
 from harness.emulation.run.specs import RunOptions
 from harness.model.io_models import IO_AWARE
 from harness.model.jsonio import read_jsonl
+from harness.model.rundir import SHARED
 from harness.model.timescale import time_scale_of
 from harness.platform import Platform
 from harness.policies.registry import get_policy
@@ -54,7 +55,7 @@ class LiveIO:
 
     def enrich(self, results: pd.DataFrame, collected: Collected) -> pd.DataFrame:
         """Staging, drain, phase and (under a tier policy) tier columns."""
-        staging = collected.sched.staging_dir.removeprefix("/shared/")
+        staging = collected.sched.staging_dir.removeprefix(f"{SHARED}/")
         raw, t0 = collected.raw, collected.t0
         collected.backend.get(f"{staging}/{RECORDS}", raw / RECORDS)
         out = add_staging(results, read_jsonl(raw / RECORDS), t0)

@@ -54,13 +54,14 @@ from harness.emulation.iolive.flows import read_flows, staging_flow
 from harness.emulation.iolive.transfers import Transfer, active_transfers, register
 from harness.flow import NO_LINK, max_min_rates
 from harness.flow.io_network import MB, IONetwork
+from harness.model.rundir import SHARED_IO
+from harness.model.rundir import STAGING_RECORDS as RECORDS
 from harness.platform import Machine, load_platform
 
 DIRECTIVE = "#HARNESS_IO"
 KINDS = ("in", "out")
 FIELDS = {"nodes": int, "stage_in_mb": float, "stage_out_mb": float, "time_scale": float}
-RECORDS = "staging.jsonl"
-DEFAULT_DIR = "/shared/io"
+DEFAULT_DIR = SHARED_IO
 DEFAULT_TICK = 0.1  # seconds between two looks at the set of active transfers
 DONE_S = 1e-4  # a transfer with less than this many seconds left at its rate is done
 

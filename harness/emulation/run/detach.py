@@ -22,9 +22,9 @@ from pathlib import Path
 from harness.emulation.run.specs import RunOptions, options_from_dict, run_id_for
 from harness.model import rundir
 from harness.model.jsonio import read_json, write_json
+from harness.model.rundir import DETACH_LOG
 
 LOG_MAX_BYTES = 5 * 1024 * 1024
-DETACH_LOG = "detach.log"  # what the detached process prints outside Python's streams (a crash)
 
 
 def start_detached(opts: RunOptions, repeat: int = 1) -> Path:

@@ -17,6 +17,7 @@ from enum import Enum
 
 import pandas as pd
 
+from harness.model.durations import human_duration
 from harness.model.timescale import check_shrink, unshrink
 
 OVERHEAD_S = 60.0  # cluster check/bring-up, collection and report of one run (measured 20-40 s)
@@ -94,19 +95,6 @@ def parse_duration(text: str) -> float:
     if not match:
         raise ValueError(f"expected a duration such as 90s, 45m, 2h or 1d, got {text!r}")
     return float(match.group(1)) * _UNITS[match.group(2) or "s"]
-
-
-def human_duration(seconds: float) -> str:
-    """``33 d 07 h``, ``2 h 05 min``, ``4 min 10 s``, ``12 s``."""
-    s = max(0, round(seconds))
-    days, hours, minutes, secs = s // 86400, s % 86400 // 3600, s % 3600 // 60, s % 60
-    if days:
-        return f"{days} d {hours:02d} h"
-    if hours:
-        return f"{hours} h {minutes:02d} min"
-    if minutes:
-        return f"{minutes} min {secs:02d} s"
-    return f"{secs} s"
 
 
 def describe(est: Estimate) -> str:
