@@ -31,6 +31,7 @@ from harness.analysis.metrics import repetition_stats
 from harness.model import rundir
 from harness.model.jsonio import read_json
 from harness.model.metric_names import HEADLINE_METRICS, HIGHER_IS_BETTER
+from harness.model.rundir import SIMULATOR
 
 DEFAULT_METRICS = HEADLINE_METRICS
 STATS: tuple[str, ...] = ("value", "c95", "ratio")
@@ -87,7 +88,8 @@ def run_summary(run_dir: Path) -> dict[str, Any]:
             values[key] = float(metrics[key])
     return {
         "run_id": str(manifest.get("run_id") or run_dir.name),
-        "policy": str(manifest.get("policy") or "?"),
+        "policy": str(manifest.get("policy") or "?")
+        + (" (sim)" if manifest.get("executor") == SIMULATOR else ""),
         "run_dir": str(run_dir),
         # None when only the statistics are stored: their n is not recorded with them.
         "repetitions": len(reps_dirs) or None,

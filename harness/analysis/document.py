@@ -15,6 +15,7 @@ from harness.analysis.formatting import UNITS, format_alternative, format_number
 from harness.analysis.plots import PLOT_CAPTIONS
 from harness.analysis.rundata import RunData
 from harness.model.metric_names import metric_spec
+from harness.model.rundir import SIMULATOR
 
 # Sections of metrics.json that get their own part of the report, not a table row.
 SECTION_KEYS = ("cross_check", "submission", "repetitions", "faults", "staging", "agent", "fidelity")
@@ -61,7 +62,12 @@ def build_document(run: RunData, plots: Sequence[Path]) -> tuple[str, list[Secti
 
 def _header_section(run: RunData) -> Section:
     m = run.manifest
-    if m.get("complete") is True:
+    simulated = m.get("executor") == SIMULATOR
+    if simulated:
+        banner = Banner(
+            "Simulated run: the plan scheduled by the discrete-event simulator, not Slurm.", ok=True
+        )
+    elif m.get("complete") is True:
         banner = Banner("Complete run: every job of the plan was replayed and collected.", ok=True)
     else:
         reason = m.get("incomplete_reason") or "the manifest does not mark the run complete"
@@ -80,8 +86,11 @@ def _header_section(run: RunData) -> Section:
         ["Started at", str(m.get("started_at", "?"))],
         ["Slurm version", str(m.get("slurm_version", "?"))],
         ["Harness version", str(m.get("harness_version", "?"))],
-        ["Seed", _plain(m.get("seed"))],
+        ["Seed", _plain(m.get("seed", m.get("plan", {}).get("seed")))],
     ]
+    if simulated:  # no Slurm, no start time; the simulator's own settings instead
+        rows = [r for r in rows if r[0] not in ("Started at", "Slurm version")]
+        rows += [[f"Simulator {key}", _plain(value)] for key, value in (m.get("settings") or {}).items()]
     blocks: list[Block] = [banner, Table(["", ""], rows)]
     blocks += [f"Note: {n}." for n in run.notes]
     return Section("Run", blocks)

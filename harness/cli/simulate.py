@@ -64,7 +64,16 @@ def _text_table(results: dict[str, dict[str, Any]], io: bool = False) -> str:
     return "\n".join(lines)
 
 
+RESULT_SUFFIXES = (".parquet", ".csv")  # -o with one of these: a per-job file; otherwise a run directory
+
+
+def _is_run_dir(output: Path | None) -> bool:
+    return output is not None and output.suffix.lower() not in RESULT_SUFFIXES
+
+
 def _jobs_target(output: Path, policy: str, several: bool) -> Path:
+    if _is_run_dir(output):
+        return output / policy if several else output
     return output.with_name(f"{output.stem}.{policy}{output.suffix}") if several else output
 
 
@@ -81,6 +90,7 @@ def _write_jobs(jobs: pd.DataFrame, output: Path, policy: str, several: bool) ->
 
 def _check_outputs(output: Path | None, names: list[str], workload: str) -> None:
     """Refuse an unusable --output before simulating (a directory, a device, the input)."""
+    from harness.emulation.run.simulated import RunDirectoryError, check_run_dir
     from harness.model.atomic import OutputError, check_target
     from harness.workload.plan import resolve_input
 
@@ -88,8 +98,12 @@ def _check_outputs(output: Path | None, names: list[str], workload: str) -> None
         return
     try:
         for name in names:
-            check_target(_jobs_target(output, name, len(names) > 1), inputs=[resolve_input(workload)])
-    except OutputError as exc:
+            target = _jobs_target(output, name, len(names) > 1)
+            if _is_run_dir(output):
+                check_run_dir(target)
+            else:
+                check_target(target, inputs=[resolve_input(workload)])
+    except (OutputError, RunDirectoryError) as exc:
         raise click.ClickException(str(exc)) from None
 
 
@@ -131,7 +145,11 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, scale: float) 
 @click.option("--tau", type=TAU, default=DEFAULT_TAU_S, show_default=True,
               help="Bounded-slowdown threshold, in seconds of original time.")  # fmt: skip
 @click.option("--ci", is_flag=True, help="Add bootstrap 95% intervals of mean wait and mean bsld.")
-@output_option("Per-job results to write (.parquet or .csv; one file per policy if several).")
+@output_option(
+    "Per-job results (.parquet or .csv; one file per policy if several), or a new run directory "
+    "(any other name; DIR/POLICY if several) with results, metrics, manifest, report and plots, "
+    "as `harness run` writes: `harness compare` then sets it beside emulated runs."
+)
 @click.option("--check/--no-check", default=True, show_default=True, help="Verify the schedule invariants.")
 @click.option(
     "--model",
@@ -186,6 +204,8 @@ def simulate_command(
 
     Metrics are in the trace's original time (a shrunk plan is unshrunk).
     """  # fmt: skip
+    from harness.emulation.run.simulated import SimulatedRun, write_simulated_run
+
     tiers = (opts.pop("priority"), opts.pop("preempt"))
     names, platform, plan, manifest = _inputs(workload, policy, platform_file, shrink, output, opts)
     shrink_used = float(manifest.get("shrink") or 0.0)
@@ -195,8 +215,10 @@ def simulate_command(
         row = _simulate_priorities(plan, platform, *tiers, io_seed, shrink_used, tau, output)
         return click.echo(json.dumps({names[0]: row}, indent=2) if as_json else _text_table({names[0]: row}))
     results: dict[str, dict[str, Any]] = {}
+    settings = {"model": model, "staging": staging, "tick": tick, "launch_delay": launch_delay, "tau": tau,
+                "io_seed": io_seed, "policy_seed": policy_seed, "time_limit_s": time_limit}  # fmt: skip
     for name in names:
-        results[name] = _simulate_one(
+        results[name], result = _simulate_one(
             name,
             plan,
             platform,
@@ -208,9 +230,13 @@ def simulate_command(
             tau,
             ci,
             check,
-            output,
+            None if _is_run_dir(output) else output,
             len(names) > 1,
         )
+        if output is not None and _is_run_dir(output):
+            run = SimulatedRun(name, plan, manifest, result.jobs, results[name], platform, settings)
+            target = write_simulated_run(_jobs_target(output, name, len(names) > 1), run)
+            click.echo(f"{name}: run directory {target}", err=True)
     click.echo(json.dumps(results, indent=2) if as_json else _text_table(results, io=model == IO_AWARE))
 
 
@@ -247,8 +273,8 @@ def _simulate_one(
     check: bool,
     output: Path | None,
     several: bool,
-) -> dict[str, Any]:
-    """Simulate one policy; its summary row (and per-job file and plot when asked)."""
+) -> tuple[dict[str, Any], Any]:
+    """Simulate one policy: its summary row (and per-job file and plot when asked) and its result."""
     from harness.analysis.io_metrics import io_summary
     from harness.analysis.metrics import summary
     from harness.model.timescale import time_scale_of
@@ -277,7 +303,7 @@ def _simulate_one(
         if result.bandwidth is not None:
             plot = _write_bandwidth(result, platform, path, scale)
             click.echo(f"{name}: bandwidth over time in {plot} (and .csv)", err=True)
-    return row
+    return row, result
 
 
 def _check_priority_twin(priority: str, names: list[str], model: str, tick: float, delay: float) -> None:

@@ -59,6 +59,7 @@ DECISIONS = "decisions.jsonl"  # the ordering agent: one line per policy call
 STOP_FILE = "STOP"  # created by the host: the replay and the agent stop
 RAW_FILES = (SUBMISSIONS, SIGSLEEP_LOG, STATUS, DECISIONS)
 
+SIMULATOR = "simulator"  # manifest.json's executor of a run made in the simulator (harness simulate -o DIR)
 SHARED = "/shared"  # the directory every container (and host of an Ansible cluster) shares
 SHARED_RUNS = "runs"  # the folder of run directories inside the shared directory
 SHARED_JOBS = f"{SHARED}/jobs"  # the replay's job scripts and the jobs' output

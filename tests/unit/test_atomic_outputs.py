@@ -249,3 +249,29 @@ def test_private_files_are_0600_before_their_content(tmp_path):
     os.umask(umask)
     # a plain output has the mode of a plain write (mkstemp's 0600 would hide plans from the containers)
     assert atomic_write_text(tmp_path / "plain.txt", "x").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_simulate_writes_a_run_directory_that_compare_sets_beside_others(tmp_path):
+    """`-o DIR` (no .parquet/.csv): the run-directory contract of `harness run`, one per policy."""
+    from harness.model import rundir
+
+    out = tmp_path / "sim"
+    done = cli("simulate", str(SMALL), "-p", "fcfs,backfill-1", "-o", str(out))
+    assert done.exit_code == 0, done.output
+    for policy in ("fcfs", "backfill-1"):
+        run = out / policy
+        manifest = json.loads((run / rundir.MANIFEST).read_text())
+        assert manifest["executor"] == rundir.SIMULATOR and manifest["policy"] == policy
+        results = pd.read_parquet(run / rundir.RESULTS)
+        assert len(results) == len(wp.load_plan_or_trace(SMALL)[0])
+        assert (results["status"] == "completed").all()
+        assert {"gantt.png", "utilisation.png"} <= {p.name for p in (run / rundir.PLOTS_DIR).iterdir()}
+        assert "Simulated run" in (run / rundir.REPORT_MD).read_text()
+    summary = json.loads((out / "fcfs" / rundir.METRICS).read_text())
+    simulated = json.loads(cli("simulate", str(SMALL), "-p", "fcfs", "--json").output)["fcfs"]
+    assert summary["mean_wait"] == simulated["mean_wait"]  # the same figures as --json prints
+    compared = cli("compare", str(out / "fcfs"), str(out / "backfill-1"), "--json")
+    assert compared.exit_code == 0, compared.output
+    assert "fcfs (sim)" in compared.output and "backfill-1 (sim)" in compared.output
+    again = cli("simulate", str(SMALL), "-p", "fcfs", "-o", str(out / "fcfs"))
+    assert again.exit_code == 1 and "holds files" in again.output  # nothing overwritten
