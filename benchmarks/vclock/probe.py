@@ -560,30 +560,49 @@ def probe_event(variant: str, sleep_scale: float, env_extra: dict[str, str] | No
         c.clock.jump(1.0)
         v_hold = c.clock.now()
         mark = time.time()
-        ids = c.sbatch(3600, 4, time_min=120)          # fill 16 CPUs: 4 jobs x 4 CPUs
+        # 16 CPUs: three whole-node jobs and one 2-CPU job for an hour; a whole-node job of 10 min
+        # (must wait: a reservation at +3600); two 1-CPU jobs of 60 s at --time=2 (backfill into the gap)
+        ids = c.sbatch(3600, 3, time_min=120, extra="-c 4") + c.sbatch(3600, 1, time_min=120, extra="-c 2")
         ids_big = c.sbatch(600, 1, time_min=20, extra="-c 4")
         ids_bf = c.sbatch(60, 2, time_min=2, extra="-c 1")
         all_ids = ids + ids_big + ids_bf
-        running = wait_until(lambda: (lambda js: sum(1 for i in all_ids if js.get(i, {}).get("state") == "RUNNING"))(c.jobs()) >= 4 or None, 30)
-        time.sleep(2)
+        time.sleep(3)
+        cpu = c.cpu_percent(5)
         js = c.jobs()
-        outs = c.outputs()
         st = {i: js.get(i, {}).get("state") for i in all_ids}
-        finding(f"{tag}: after submitting 7 jobs with the clock held at V",
-                f"{sum(1 for s in st.values() if s == 'RUNNING')} RUNNING in {time.time() - mark:.1f} real s; "
-                f"states {sorted(st.values())}", cmd)
-        starts = {js[i]["start"] for i in all_ids if js.get(i, {}).get("state") == "RUNNING"}
-        vb = {round(o["v_begin"], 3) for o in outs.values() if "v_begin" in o}
-        dates = {round(o["date"], 3) for o in outs.values() if "date" in o}
-        finding(f"{tag}: held clock: Slurm start times / payload begin / preloaded date in job vs V={v_hold:.0f}",
-                f"starts {sorted(s - v_hold for s in starts)}, payload {sorted(x - v_hold for x in vb)}, date {sorted(round(x - v_hold, 3) for x in dates)}", cmd)
+        finding(f"{tag}: 7 jobs submitted with the clock held at V, after {time.time() - mark:.0f} real s",
+                f"states {sorted(st.values())}, reasons {sorted({str(js.get(i, {}).get('reason')) for i in all_ids})}; "
+                f"CPU while held with pending jobs: " + ", ".join(f"{k} {x}" for k, x in cpu.items()), cmd)
+        # creep: +1 virtual s at a time until something starts
+        steps = 0
+        t_creep = time.time()
+        while steps < 40:
+            steps += 1
+            c.clock.jump(1.0)
+            time.sleep(max(0.05, 1.5 / sleep_scale))
+            js = c.jobs()
+            if any(js.get(i, {}).get("state") == "RUNNING" for i in all_ids):
+                break
+        time.sleep(1)
+        js = c.jobs()
+        nrun = sum(1 for i in all_ids if js.get(i, {}).get("state") == "RUNNING")
+        finding(f"{tag}: clock advanced +1 s per step until a job starts",
+                f"first start after {steps} steps (+{steps} virtual s; batch_sched_delay=3), {time.time() - t_creep:.1f} real s; "
+                f"{nrun} RUNNING, big job {js.get(ids_big[0], {}).get('state')} ({js.get(ids_big[0], {}).get('reason')})", cmd)
+        v_run = c.clock.now()
+        outs = c.outputs()
+        starts = sorted({js[i]["start"] - v_run for i in all_ids if js.get(i, {}).get("state") == "RUNNING"})
+        vb = sorted({round(o["v_begin"] - v_run, 3) for o in outs.values() if "v_begin" in o})
+        dates = sorted({round(o["date"] - v_run, 3) for o in outs.values() if "date" in o})
+        finding(f"{tag}: held clock: Slurm start times / payload begin / preloaded date in job, minus V",
+                f"starts {starts}, payload {vb}, date {dates}", cmd)
         stamps = []
         for ln in c.logs(r"\[20\d\d-"):
             t = log_ts(ln)
-            if t is not None and t >= v_hold - 0.5:
-                stamps.append(t - v_hold)
+            if t is not None and t >= v_run - 0.5:
+                stamps.append(t - v_run)
         if stamps:
-            finding(f"{tag}: every log stamp since the hold (slurmctld, slurmd, slurmstepd) - V",
+            finding(f"{tag}: every log stamp (slurmctld, slurmd, slurmstepd) written while held at V, minus V",
                     f"{min(stamps):+.3f}..{max(stamps):+.3f} s over {len(stamps)} lines", cmd)
         # jumps
         for jump in (60, 600, 3600, 86400):
