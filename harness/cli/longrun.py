@@ -8,11 +8,14 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from harness.emulation.run.specs import RunOptions
+
+if TYPE_CHECKING:
+    from harness.emulation.run.steps import Prepared
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -65,9 +68,10 @@ def on_terminal() -> bool:
     return sys.stdin.isatty() and sys.stderr.isatty()
 
 
-def gate(opts: RunOptions, repeat: int, long: dict[str, Any]) -> bool:
-    """Print the estimate; False when nothing is to run (``--dry-run``). Asks on a terminal over
-    the threshold; raises :class:`click.ClickException` over it without a terminal or ``--yes``."""
+def gate(opts: RunOptions, repeat: int, long: dict[str, Any]) -> Prepared | None:
+    """Print the estimate; the plan it prepared, or None when nothing is to run (``--dry-run``).
+    Asks on a terminal over the threshold; raises :class:`click.ClickException` over it without
+    a terminal or ``--yes``."""
     from harness.emulation.run.estimate import (
         Decision,
         decide,
@@ -80,7 +84,8 @@ def gate(opts: RunOptions, repeat: int, long: dict[str, Any]) -> bool:
     from harness.model.durations import human_duration
     from harness.platform import load_platform
 
-    plan, _ = plan_for(opts.workload, load_platform(opts.cluster.platform))
+    prepared = plan_for(opts.workload, load_platform(opts.cluster.platform))
+    plan = prepared[0]
     cluster = opts.cluster.backend + (f" ({opts.cluster.name})" if opts.cluster.backend == "docker" else "")
     policies = policies_of(opts.replay.policy)
     est = estimate_plan(plan, opts.workload.shrink, opts.replay.warmup, cluster, policies, repeat,
@@ -88,12 +93,12 @@ def gate(opts: RunOptions, repeat: int, long: dict[str, Any]) -> bool:
     block = describe(est)
     if long.get("dry_run"):
         click.echo(block)
-        return False
+        return None
     click.echo(block, err=True)
     limit = float(long.get("confirm_over", 7200.0))
     decision = decide(est.wall_s, limit, bool(long.get("yes")), on_terminal())
     if decision is Decision.PROCEED:
-        return True
+        return prepared
     shorter = suggestions(est, plan, limit)
     advice = "\n".join([f"Over {human_duration(limit)} (--confirm-over). Shorter runs:",
                         *(f"  {line}" for line in shorter)]) if shorter else ""  # fmt: skip
@@ -105,7 +110,7 @@ def gate(opts: RunOptions, repeat: int, long: dict[str, Any]) -> bool:
     click.echo(advice, err=True)
     if not click.confirm(f"Start a run of at least {human_duration(est.wall_s)}?", default=False, err=True):
         raise click.ClickException("not started")
-    return True
+    return prepared
 
 
 def launch(opts: RunOptions, repeat: int, long: dict[str, Any]) -> list[Path]:
@@ -115,7 +120,8 @@ def launch(opts: RunOptions, repeat: int, long: dict[str, Any]) -> list[Path]:
     from harness.emulation.run.experiment import Experiment
     from harness.emulation.run.repetitions import run_repetitions
 
-    if not gate(opts, repeat, long):
+    prepared = gate(opts, repeat, long)
+    if prepared is None:
         return []
     policies = policies_of(opts.replay.policy)
     if long["detach"]:
@@ -130,5 +136,9 @@ def launch(opts: RunOptions, repeat: int, long: dict[str, Any]) -> list[Path]:
     run_dirs = []
     for one in policies:  # several policies: one run after the other
         opts = replace(opts, replay=replace(opts.replay, policy=one))
-        run_dirs.append(run_repetitions(opts, repeat) if repeat > 1 else Experiment(opts).execute())
+        # one plan for every policy; repetitions prepare their own (each its shuffle)
+        one_run = (
+            run_repetitions(opts, repeat) if repeat > 1 else Experiment(opts, prepared=prepared).execute()
+        )
+        run_dirs.append(one_run)
     return run_dirs

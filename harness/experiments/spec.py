@@ -45,7 +45,10 @@ _RESERVED = {"policy", "period", "offset", "ratio", "drift", "priority", "preemp
 
 
 @dataclass(frozen=True)
-class WorkloadSpec:
+class WorkloadAxes:
+    """The workload of an experiment file: one trace and the axes that make cells of it (each
+    cell's workload is then one :class:`harness.emulation.run.specs.WorkloadSpec`)."""
+
     trace: str  # as written in the file
     path: Path  # where it is on this machine
     sha256: str  # of the file: a changed trace changes every cell
@@ -84,7 +87,7 @@ class ExperimentSpec:
     name: str
     path: Path
     text: str  # the file as read (copied into the experiment directory)
-    workload: WorkloadSpec
+    workload: WorkloadAxes
     policies: tuple[str, ...]  # names, possibly templates like "backfill-{depth}"
     description: str = ""
     mode: str = "simulate"
@@ -164,7 +167,7 @@ def _choose(keys: Keys, key: str, default: tuple[str, ...], known: tuple[str, ..
     return chosen
 
 
-def _workload(keys: Keys, spec_path: Path) -> WorkloadSpec:
+def _workload(keys: Keys, spec_path: Path) -> WorkloadAxes:
     trace = keys.string("trace")
     path = _trace_path(keys, trace, spec_path)
     periods = keys.integer("periods", None, minimum=1)
@@ -173,7 +176,7 @@ def _workload(keys: Keys, spec_path: Path) -> WorkloadSpec:
         raise keys.fail("period", "[workload] periods as well (period i of how many?)", list(period))
     if period is not None and max(period) > periods:
         raise keys.fail("period", f"period numbers in 1..{periods}", list(period))
-    spec = WorkloadSpec(
+    spec = WorkloadAxes(
         trace=trace,
         path=path,
         sha256=_file_sha256(path),

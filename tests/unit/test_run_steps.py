@@ -148,3 +148,28 @@ def test_live_io_is_the_plugin_of_an_io_aware_run_and_gives_the_plan_its_columns
     assert manifest["model"] == IO_AWARE
     assert (plan["io_time_scale"] == 2.0).all()  # 1 / (1 - 0.5)
     assert set(KOPANSKI_COLUMNS) <= set(plan.columns) and plan[PHASES_COLUMN].str.len().gt(0).all()
+
+
+def test_the_plan_step_takes_the_plan_the_estimate_prepared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`harness run` prepares the plan once: for its estimate, then handed to the plan step."""
+    from harness.emulation.run import steps
+
+    def prepare_again(*_: object) -> None:
+        raise AssertionError("the plan was prepared a second time")
+
+    monkeypatch.setattr(steps, "plan_for", prepare_again)
+
+    class Backend:
+        name = "prepared"
+        platform = load_platform()
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    prepared = (PLAN, {"format": "harness-plan", "shrink": 0.5})
+    sched = scheduler_for_run("slurm-fcfs")
+    opts = RunOptions(WorkloadSpec(shrink=0.5))
+    ctx = RunContext(opts, run_dir, "r1", Backend(), sched, lambda _: None, "2026-01-01", prepared)  # type: ignore[arg-type]
+    assert steps.make_plan(ctx)["jobs"] == len(PLAN)
+    assert ctx.plan()[0]["job_id"].tolist() == PLAN["job_id"].tolist()

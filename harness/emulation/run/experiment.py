@@ -18,7 +18,7 @@ from pathlib import Path
 from harness.cluster.base import ClusterBackend, ClusterError
 from harness.emulation.run.specs import ClusterSpec, RunOptions, options_from_dict, run_id_for
 from harness.emulation.run.state import mark_process
-from harness.emulation.run.steps import STEPS, Progress, RunContext, plugins_for, write_manifest
+from harness.emulation.run.steps import STEPS, Prepared, Progress, RunContext, plugins_for, write_manifest
 from harness.model import rundir
 from harness.platform import load_platform
 from harness.policies.registry import UnknownPolicyError, get_policy
@@ -79,8 +79,12 @@ def make_backend(spec: ClusterSpec) -> ClusterBackend:
 class Experiment:
     """One replay of one plan under one policy, from plan to report, as named steps."""
 
-    def __init__(self, opts: RunOptions, progress: Progress | None = None) -> None:
+    def __init__(
+        self, opts: RunOptions, progress: Progress | None = None, prepared: Prepared | None = None
+    ) -> None:
+        """``prepared``: the plan of ``opts.workload`` when the caller has already prepared it."""
         self.opts = opts
+        self.prepared = prepared
         self.say = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
         self.sched = scheduler_for_run(opts.replay.policy)
         for plugin in plugins_for(opts):
@@ -108,7 +112,8 @@ class Experiment:
         run_dir.mkdir(parents=True, exist_ok=resume)
         mark_process(run_dir)
         started_at = datetime.now().astimezone().isoformat(timespec="seconds")
-        ctx = RunContext(self.opts, run_dir, run_id, self.backend, self.sched, self.say, started_at)
+        ctx = RunContext(self.opts, run_dir, run_id, self.backend, self.sched, self.say, started_at,
+                         None if resume else self.prepared)  # fmt: skip
         try:
             run_steps(ctx, rundir.done_steps(run_dir) if resume else {})
         except BaseException:

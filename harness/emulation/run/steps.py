@@ -50,6 +50,7 @@ from harness.workload.plan import PlanError, is_plan_file, load_plan, prepare, s
 from harness.workload.priority import assign, parse_priority
 
 Progress = Callable[[str], None]
+Prepared = tuple[pd.DataFrame, dict[str, Any]]  # a plan and its manifest
 
 
 @dataclass
@@ -63,6 +64,7 @@ class RunContext:
     sched: SchedulerConfig
     say: Progress
     started_at: str
+    prepared: Prepared | None = None  # the plan the estimate before the run prepared (used once)
 
     @property
     def uses_agent(self) -> bool:
@@ -96,7 +98,7 @@ class RunContext:
 def make_plan(ctx: RunContext) -> dict[str, Any]:
     """The plan to replay: a trace prepared now, or a stored unshrunk plan shrunk now."""
     spec = ctx.opts.workload
-    plan, manifest = plan_for(spec, ctx.backend.platform)
+    plan, manifest = ctx.prepared or plan_for(spec, ctx.backend.platform)
     for plugin in ctx.plugins:
         plan, extra = plugin.plan(plan, ctx.opts, ctx.backend.platform)
         manifest = {**manifest, **extra}
