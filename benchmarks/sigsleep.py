@@ -42,7 +42,7 @@ class Sample:
 
 
 def build(workdir: Path, static: bool) -> Path:
-    for name in ("sigsleep.c", "Makefile"):
+    for name in ("sigsleep.c", "vclock.h", "Makefile"):
         shutil.copy(SRC / name, workdir / name)
     cmd = ["make", "-s", "-C", str(workdir)] + ([] if static else ["STATIC="])
     subprocess.run(cmd, check=True)

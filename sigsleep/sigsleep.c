@@ -29,11 +29,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "vclock.h"
 
 #define SIGSLEEP_VERSION "1.0"
 #define RECORD_FORMAT 1
@@ -136,8 +139,22 @@ struct run {
 
 /* ---------------------------------------------------------------- clocks -- */
 
+/* With --clock, every time of the job is the emulation's virtual clock (vclock.h):
+ * "monotonic" instants are virtual nanoseconds and wall-clock instants virtual epoch
+ * seconds, so a second of running time is a virtual second however fast the clock goes. */
+static const struct vclock_page *g_clock;
+
+static double true_real_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static int64_t mono_ns(void)
 {
+    if (g_clock)
+        return llround(vclock_at(vclock_read(g_clock), true_real_s()) * 1e9);
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
@@ -145,19 +162,38 @@ static int64_t mono_ns(void)
 
 static double real_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return g_clock ? vclock_at(vclock_read(g_clock), true_real_s()) : true_real_s();
 }
 
 /* Wall-clock time of a past monotonic instant, via the current offset between
  * the two clocks (reading CLOCK_REALTIME at that instant was not possible). */
 static double mono_to_real(int64_t mono)
 {
+    if (g_clock)
+        return (double)mono / 1e9; /* the same virtual clock */
     int64_t now_m = mono_ns();
     double now_r = real_s();
     return now_r - (double)(now_m - mono) / 1e9;
 }
+
+/* The real nanoseconds to wait for `virtual_ns` of the clock; never longer than the
+ * page's poll_s, so that a clock that jumps or changes its rate is read again soon. */
+static int64_t real_wait_ns(int64_t virtual_ns)
+{
+    if (!g_clock || virtual_ns <= 0)
+        return virtual_ns;
+    struct vclock_reading c = vclock_read(g_clock);
+    double longest = c.poll_s > 0 ? c.poll_s * 1e9 : 1e8;
+    double wait = c.rate > 0 ? (double)virtual_ns / c.rate : longest;
+    return (int64_t)(wait < longest ? wait : longest);
+}
+
+/* Virtual nanoseconds of `real_ns` of waiting at the clock's present rate. */
+static int64_t virtual_of_real(int64_t real_ns)
+{
+    return g_clock ? llround((double)real_ns * vclock_read(g_clock).rate) : real_ns;
+}
+
 
 static struct timespec ns_to_ts(int64_t ns)
 {
@@ -202,6 +238,8 @@ static void print_help(void)
            "                           the contention service publishes in DIR/rates\n"
            "  --io-dir DIR             the contention service's directory (default " DEFAULT_IO_DIR ")\n"
            "  --time-scale X           bytes of X plan seconds per real second (>= 1, default 1)\n"
+           "  --clock FILE             run on the emulation's virtual clock (a page written by\n"
+           "                           harness/model/clock.py): every time and wait is virtual\n"
            "  --help, --version\n\n"
            "Exit status: 0 completed or cut, 124 timeout, 128+N killed by signal N,\n"
            "1 log not writable, 2 bad arguments.\n",
@@ -209,6 +247,21 @@ static void print_help(void)
 }
 
 /* -------------------------------------------------------- argument parsing -- */
+
+static void open_clock(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        usage_error("--clock: cannot open '%s': %s", path, strerror(errno));
+    void *page = mmap(NULL, VCLOCK_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+    struct stat st;
+    bool sized = fstat(fd, &st) == 0 && st.st_size >= (off_t)sizeof(struct vclock_page);
+    close(fd);
+    if (page == MAP_FAILED || !sized || ((const struct vclock_page *)page)->magic != VCLOCK_MAGIC)
+        usage_error("--clock: '%s' is not a virtual clock page (harness/model/clock.py)", path);
+    g_clock = page;
+}
+
 
 /* Plain decimal only: strtod alone would also take "nan", "inf", hex floats
  * and leading blanks, none of which belong in a job description. */
@@ -314,7 +367,7 @@ static void parse_meta(struct options *o, const char *arg)
 }
 
 enum { OPT_RUNTIME = 1000, OPT_JOB_ID, OPT_LOG, OPT_WALLTIME, OPT_SUBMIT_INTENDED, OPT_SUBMIT_ACTUAL,
-       OPT_END_OF_TRACE, OPT_META, OPT_PHASES, OPT_IO_DIR, OPT_TIME_SCALE, OPT_HELP, OPT_VERSION };
+       OPT_END_OF_TRACE, OPT_META, OPT_PHASES, OPT_IO_DIR, OPT_TIME_SCALE, OPT_CLOCK, OPT_HELP, OPT_VERSION };
 
 /* One phase of --phases: compute:SECONDS, checkpoint:MB or io:CHANNEL:MB. */
 static void parse_phase(struct phase *ph, char *text, int number)
@@ -382,6 +435,7 @@ static const struct option LONG_OPTS[] = {
     {"phases", required_argument, NULL, OPT_PHASES},
     {"io-dir", required_argument, NULL, OPT_IO_DIR},
     {"time-scale", required_argument, NULL, OPT_TIME_SCALE},
+    {"clock", required_argument, NULL, OPT_CLOCK},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -417,6 +471,9 @@ static void apply_option(struct options *o, int c, const char *arg, bool seen[])
         break;
     case OPT_TIME_SCALE:
         o->time_scale = parse_number(name, arg, 1, 1e9, true);
+        break;
+    case OPT_CLOCK:
+        open_clock(arg);
         break;
     case OPT_JOB_ID:
         o->job_id = parse_job_id(arg);
@@ -721,9 +778,10 @@ static void run_job(const struct options *o, struct run *r, const sigset_t *wait
     for (;;) {
         int64_t a = mono_ns();
         int64_t req = slice(time_to_limit(o, r, a));
-        struct timespec ts = ns_to_ts(req);
+        int64_t req_real = real_wait_ns(req);
+        struct timespec ts = ns_to_ts(req_real);
         long rc = wait_ppoll(&ts, wait_mask);
-        int64_t slept = req - ((int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec);
+        int64_t slept = virtual_of_real(req_real - ((int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec));
         int64_t woke = a + slept;
         if (rc < 0 && errno != EINTR) {
             /* Only on a kernel or sandbox without ppoll: better loud than a busy loop. */

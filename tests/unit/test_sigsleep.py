@@ -31,7 +31,7 @@ pytestmark = pytest.mark.skipif(
 def sigsleep(tmp_path_factory: pytest.TempPathFactory) -> str:
     """Build a private copy (other people may be building in the source dir)."""
     build = tmp_path_factory.mktemp("sigsleep-build")
-    for name in ("sigsleep.c", "Makefile"):
+    for name in ("sigsleep.c", "vclock.h", "Makefile"):
         shutil.copy(SRC / name, build / name)
     res = subprocess.run(["make", "-C", str(build)], capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stdout + res.stderr

@@ -1,0 +1,151 @@
+"""The emulation's clock: the wall clock, or a virtual clock every process of the emulation shares.
+
+A virtual clock is one page of a file (layout in ``sigsleep/vclock.h``), written by its
+controller and mapped read-only by every reader (the Slurm daemons through their time
+preload, sigsleep with ``--clock``, the replay)::
+
+    V(real) = base_v + (real - base_real) * rate        (rate 0: the clock stands still)
+
+A fixed speed-up is ``rate = S`` set once; an event-driven clock holds still (rate 0)
+while the cluster works and jumps to the next event when it is quiescent. The controller
+writes the page under a sequence lock (``seq`` odd while it writes). The clock only moves
+forward: a jump backwards is refused.
+"""
+
+from __future__ import annotations
+
+import math
+import mmap
+import os
+import struct
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+MAGIC = 0x314B434F4C435648  # "HVCLOCK1" little-endian, as vclock.h
+PAGE_SIZE = 4096
+LAYOUT = struct.Struct("<QQdddd")  # magic, seq, base_v, base_real, rate, poll_s
+DEFAULT_POLL_S = 0.1  # longest real wait of a reader before it reads the page again
+HELD_POLL_S = 0.02  # the same while the clock moves by jumps
+
+
+class ClockError(ValueError):
+    """A clock file that is missing, not a clock page, or a clock asked to go backwards."""
+
+
+@dataclass(frozen=True)
+class Reading:
+    base_v: float
+    base_real: float
+    rate: float
+    poll_s: float
+
+    def at(self, real: float) -> float:
+        return self.base_v + (real - self.base_real) * self.rate
+
+
+class WallClock:
+    """The host's own clock: what a time-shrunk run is paced by."""
+
+    rate = 1.0
+
+    def now(self) -> float:
+        return time.time()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(max(0.0, seconds))
+
+
+class VirtualClock:
+    """A virtual clock page, mapped: read it (any process), or move it (its controller)."""
+
+    def __init__(self, path: Path, writable: bool = False) -> None:
+        self.path = Path(path)
+        try:
+            fd = os.open(self.path, os.O_RDWR if writable else os.O_RDONLY)
+        except OSError as exc:
+            raise ClockError(f"{self.path}: cannot open the virtual clock: {exc.strerror}") from None
+        try:
+            access = mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ
+            self._page = mmap.mmap(fd, PAGE_SIZE, access=access)
+        except (OSError, ValueError) as exc:
+            raise ClockError(f"{self.path}: not a virtual clock page ({exc})") from None
+        finally:
+            os.close(fd)
+        if LAYOUT.unpack_from(self._page)[0] != MAGIC:
+            raise ClockError(f"{self.path}: not a virtual clock page (no HVCLOCK1 magic)")
+
+    @classmethod
+    def create(cls, path: Path, start: float, rate: float, poll_s: float = DEFAULT_POLL_S) -> VirtualClock:
+        """A new clock page at ``path`` reading ``start`` now and going at ``rate``."""
+        check_rate(rate)
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        data = bytearray(PAGE_SIZE)
+        LAYOUT.pack_into(data, 0, MAGIC, 0, float(start), time.time(), float(rate), float(poll_s))
+        tmp.write_bytes(bytes(data))
+        tmp.chmod(0o644)
+        tmp.replace(path)  # a reader never maps half a page
+        return cls(path, writable=True)
+
+    def reading(self) -> Reading:
+        while True:
+            _, before, base_v, base_real, rate, poll_s = LAYOUT.unpack_from(self._page)
+            after = LAYOUT.unpack_from(self._page)[1]
+            if before == after and not before & 1:
+                return Reading(base_v, base_real, rate, poll_s)
+
+    def now(self) -> float:
+        return self.reading().at(time.time())
+
+    @property
+    def rate(self) -> float:
+        return self.reading().rate
+
+    def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` of virtual time (in real slices, reading the page again after each)."""
+        self.sleep_until(self.now() + seconds)
+
+    def sleep_until(self, instant: float) -> None:
+        while True:
+            c = self.reading()
+            left = instant - c.at(time.time())
+            if left <= 0:
+                return
+            wait = left / c.rate if c.rate > 0 else c.poll_s
+            time.sleep(min(wait, c.poll_s if c.poll_s > 0 else DEFAULT_POLL_S))
+
+    # -- the controller's side ------------------------------------------------------------
+    def set(self, instant: float | None, rate: float, poll_s: float | None = None) -> float:
+        """From now on the clock reads ``instant`` (None: where it is) and goes at ``rate``;
+        never backwards. Returns the instant it reads now."""
+        check_rate(rate)
+        now_real = time.time()
+        current = self.reading()
+        here = current.at(now_real)
+        instant = here if instant is None else float(instant)
+        if instant < here - 1e-6:
+            raise ClockError(f"the clock only goes forward: {instant:.6f} < {here:.6f}")
+        poll = current.poll_s if poll_s is None else poll_s
+        seq = LAYOUT.unpack_from(self._page)[1]
+        struct.pack_into("<Q", self._page, 8, seq + 1)  # odd: readers wait
+        struct.pack_into("<dddd", self._page, 16, instant, now_real, float(rate), float(poll))
+        struct.pack_into("<Q", self._page, 8, seq + 2)
+        return instant
+
+    def hold(self) -> float:
+        """Stop the clock where it is; its reading."""
+        return self.set(None, 0.0, HELD_POLL_S)
+
+    def jump(self, instant: float) -> None:
+        """Move a held clock forward to ``instant`` (it stays held)."""
+        self.set(instant, 0.0, HELD_POLL_S)
+
+    def close(self) -> None:
+        self._page.close()
+
+
+def check_rate(rate: float) -> float:
+    if not (math.isfinite(rate) and rate >= 0):
+        raise ClockError(f"a clock's rate must be a finite number >= 0, not {rate}")
+    return float(rate)

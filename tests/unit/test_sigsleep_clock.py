@@ -1,0 +1,83 @@
+"""sigsleep on the emulation's virtual clock (``--clock``, harness.model.clock): every time
+it logs and every wait is virtual, at a fixed speed-up and on a clock that stands still and
+jumps."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.model.clock import VirtualClock
+from tests.unit import test_sigsleep as base
+from tests.unit.test_sigsleep import start, wait_exit
+
+# the build and the clean-up of test_sigsleep, as fixtures of this module too
+binary, no_leftovers = base.sigsleep, base._no_leftovers
+
+V0 = 1_900_000_000.0  # a virtual epoch far from the real one
+
+
+def records(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def test_a_fixed_speed_up_runs_virtual_seconds_in_real_hundredths(binary: str, tmp_path: Path) -> None:
+    """x50: 100 virtual seconds of running take 2 real seconds; the record is virtual."""
+    clock = VirtualClock.create(tmp_path / "clock", start=V0, rate=50.0)
+    log = tmp_path / "jobs.jsonl"
+    began = time.monotonic()
+    proc = start(binary, log, "--runtime", "100", "--clock", str(clock.path))
+    took = wait_exit(proc, 10) - began
+    [rec] = records(log)
+    assert rec["reason"] == "completed" and proc.returncode == 0
+    assert 1.9 < took < 2.6  # 100 / 50 real seconds, plus start-up
+    assert rec["running"] == pytest.approx(100.0, abs=0.05)
+    assert rec["end"] - rec["start"] == pytest.approx(100.0, abs=0.05)
+    assert V0 <= rec["start"] < V0 + 50.0 * 0.5  # virtual epoch seconds, not the host's
+
+
+def test_a_held_clock_holds_the_job_until_it_jumps_to_its_end(binary: str, tmp_path: Path) -> None:
+    """Event mode: no virtual time passes while the clock stands still, whatever the real time;
+    a jump short of the end keeps the job running, a jump to its end ends it at once."""
+    clock = VirtualClock.create(tmp_path / "clock", start=V0, rate=0.0)
+    clock.hold()
+    log = tmp_path / "jobs.jsonl"
+    proc = start(binary, log, "--runtime", "600", "--walltime", "900", "--clock", str(clock.path))
+    time.sleep(0.5)
+    assert proc.poll() is None
+    clock.jump(V0 + 599.0)
+    time.sleep(0.3)
+    assert proc.poll() is None
+    jumped = time.monotonic()
+    clock.jump(V0 + 600.0)
+    assert wait_exit(proc, 5) - jumped < 0.5
+    [rec] = records(log)
+    assert rec["reason"] == "completed"
+    assert (rec["start"], rec["end"], rec["running"]) == pytest.approx((V0, V0 + 600.0, 600.0), abs=1e-3)
+
+
+def test_the_walltime_is_virtual_too(binary: str, tmp_path: Path) -> None:
+    clock = VirtualClock.create(tmp_path / "clock", start=V0, rate=100.0)
+    log = tmp_path / "jobs.jsonl"
+    proc = start(binary, log, "--runtime", "500", "--walltime", "120", "--clock", str(clock.path))
+    wait_exit(proc, 10)
+    [rec] = records(log)
+    assert proc.returncode == 124 and rec["reason"] == "timeout"
+    assert rec["running"] == pytest.approx(120.0, abs=0.1)
+
+
+@pytest.mark.parametrize("content", [None, b"", b"x" * 4096])
+def test_a_missing_or_foreign_clock_file_is_refused(
+    binary: str, tmp_path: Path, content: bytes | None
+) -> None:
+    path = tmp_path / "clock"
+    if content is not None:
+        path.write_bytes(content)
+    log = tmp_path / "jobs.jsonl"
+    proc = start(binary, log, "--runtime", "1", "--clock", str(path))
+    wait_exit(proc, 5)
+    assert proc.returncode == 2 and "--clock" in proc.stderr.read()
+    assert not log.exists() or log.read_text() == ""
