@@ -369,8 +369,7 @@ echo "env_preload=${{LD_PRELOAD:-none}}"
                 for k in ("slurmctld", "slurmd", "slurmstepd", "munged") if k in b}
 
     def strace_count(self, comm: str, secs: float) -> str:
-        pid = self.pids()[comm][0]
-        return sh(f"timeout -s INT {secs} strace -c -f -p {pid} 2>&1 | head -25", check=False, timeout=secs + 30)
+        return sh(f"timeout -s INT {secs} strace -c -f -o /tmp/strace.txt -p $(cat /vc/run/{comm}.pid); head -25 /tmp/strace.txt", check=False, timeout=secs + 30)
 
     def logs(self, pattern: str) -> list[str]:
         out = []
@@ -421,6 +420,11 @@ def probe_cpu(variant: str, rate: float, secs: float = 20, env_extra: dict[str, 
         time.sleep(2)
         cpu = c.cpu_percent(secs)
         log(f"cpu {variant} x{rate:g}: idle after {idle}s, {cpu}")
+        st = c.strace_count("slurmctld", 5)
+        top = [ln for ln in st.splitlines() if re.match(r"\s*\d+\.\d+\s+\d", ln)][:6]
+        finding(f"idle slurmctld syscalls in 5 real s, {variant} x{rate:g} (strace -c -f: %time secs usecs/call calls errors name)",
+                " / ".join(" ".join(ln.split()) for ln in top),
+                f"python3 benchmarks/vclock/probe.py cpu --variant {variant} --rate {rate:g}")
         return cpu
     finally:
         c.close()
@@ -671,7 +675,9 @@ def main() -> int:
             print("up; clock controller exits with this process: the clock stays where it is")
             return 0
         elif a.what == "cpu":
-            probe_cpu(a.variant, a.rate, env_extra=env_extra)
+            cpu = probe_cpu(a.variant, a.rate, env_extra=env_extra)
+            finding(f"idle CPU over 20 real s, {a.variant} x{a.rate:g}, % of a core", ", ".join(f"{k} {v}" for k, v in cpu.items()),
+                    f"python3 benchmarks/vclock/probe.py cpu --variant {a.variant} --rate {a.rate:g}")
         elif a.what == "fixed":
             probe_fixed(a.variant, a.rate, njobs=a.jobs, params=params, tick=a.tick, env_extra=env_extra)
         elif a.what == "event":
