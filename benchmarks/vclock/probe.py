@@ -10,7 +10,7 @@ the real clock and slurmctld + N slurmd (multiple-slurmd mode) under a time prel
                   value, no per-process start), FAKETIME_NO_CACHE=1: re-read on every time call.
   variant follow  libfaketimeMT, FAKETIME="% x<S>", FAKETIME_FOLLOW_FILE=/vc/clockf (its mtime,
                   whole seconds in this libfaketime), FAKETIME_NO_CACHE=1.
-  variant shim    our own preload (shim.c) reading the mmap'ed clock page /vc/clock.bin.
+  variant shim    reserved for our own preload reading /vc/clock.bin (not written yet: docs/virtual-time.md).
   variant none    no preload (real clock): the CPU baseline.
 
 This process (real clock, no preload) is the clock's controller: it writes the three clock files
@@ -652,7 +652,7 @@ def probe_event(variant: str, sleep_scale: float, env_extra: dict[str, str] | No
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["all", "fixed", "event", "cpu", "up", "down"])
+    ap.add_argument("what", choices=["all", "fixed", "event", "cpu", "follow", "up", "down"])
     ap.add_argument("--variant", default="tsfile", choices=["tsfile", "follow", "shim", "none"])
     ap.add_argument("--rate", type=float, default=100.0)
     ap.add_argument("--sleep-scale", type=float, default=1.0)
@@ -681,7 +681,10 @@ def main() -> int:
         elif a.what == "fixed":
             probe_fixed(a.variant, a.rate, njobs=a.jobs, params=params, tick=a.tick, env_extra=env_extra)
         elif a.what == "event":
-            probe_event(a.variant, a.sleep_scale, env_extra=env_extra, params=params)
+            probe_event(a.variant, a.sleep_scale, env_extra=env_extra, params=params,
+                        label=" ".join(f"{k}={v}" for k, v in env_extra.items()))
+        elif a.what == "follow":
+            probe_follow_variant()
         elif a.what == "all":
             run_all()
     finally:
@@ -698,16 +701,35 @@ def main() -> int:
     return 0
 
 
+def probe_follow_variant() -> None:
+    """FAKETIME='%' + FAKETIME_FOLLOW_FILE: does a preloaded `date` even return? (bounded: 3 s each)"""
+    WORK.mkdir(parents=True, exist_ok=True)
+    (WORK / "clockf").touch()
+    os.utime(WORK / "clockf", (V0, V0))
+    script = ("for ft in '%' '% x100'; do for nc in 0 1; do if [ $nc = 1 ]; then export FAKETIME_NO_CACHE=1; "
+              "else unset FAKETIME_NO_CACHE; fi; t0=$(date +%s.%N); out=$(timeout -s KILL 3 env FAKETIME=\"$ft\" "
+              "FAKETIME_FOLLOW_FILE=/vc/clockf FAKETIME_DISABLE_SHM=1 LD_PRELOAD=" + LF_MT + " date +%s 2>&1); "
+              "echo \"FAKETIME='$ft' NO_CACHE=$nc rc=$? out=$out\"; done; done")
+    r = subprocess.run(["timeout", "60", "docker", "run", "--rm", "--name", CT + "-follow", "--network", "host",
+                        "-v", f"{WORK}:/vc", IMAGE, "bash", "-c", script], capture_output=True, text=True)
+    docker("rm", "-f", CT + "-follow", check=False)
+    finding("follow variant: preloaded `date` with FAKETIME='%'/FOLLOW_FILE (rc 137 = killed after 3 s)",
+            " / ".join(r.stdout.split("\n")[:4]), "python3 benchmarks/vclock/probe.py follow")
+
+
 def run_all() -> None:
-    for variant in ("none", "tsfile", "follow"):
-        cpu = probe_cpu(variant, 0 if variant == "none" else 10.0, secs=15)
-        finding(f"idle CPU, {variant}{'' if variant == 'none' else ' x10'}, % of a core",
-                ", ".join(f"{k} {v}" for k, v in cpu.items()),
-                f"python3 benchmarks/vclock/probe.py cpu --variant {variant} --rate {0 if variant == 'none' else 10}")
+    """The whole probe (about 8 minutes on a quiet 2-core host)."""
+    probe_follow_variant()
+    for variant, rate in (("none", 0.0), ("tsfile", 10.0), ("tsfile", 100.0)):
+        cpu = probe_cpu(variant, rate, secs=15)
+        finding(f"idle CPU, {variant} x{rate:g}, % of a core", ", ".join(f"{k} {v}" for k, v in cpu.items()),
+                f"python3 benchmarks/vclock/probe.py cpu --variant {variant} --rate {rate:g}")
     probe_fixed("tsfile", 10.0)
     probe_fixed("tsfile", 100.0)
+    probe_fixed("tsfile", 1000.0)
+    probe_fixed("tsfile", 1000.0, params={"MessageTimeout": "100", "TCPTimeout": "20", "BatchStartTimeout": "100"})
     probe_event("tsfile", 1.0)
-    probe_event("tsfile", 100.0)
+    probe_event("tsfile", 1.0, env_extra={"FAKETIME_WAIT_MS": "50"}, label="WAIT_MS=50")
 
 
 if __name__ == "__main__":
