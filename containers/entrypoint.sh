@@ -35,7 +35,7 @@ run_controller() {
   while true; do
     while [[ -f "$CTLD_HOLD" ]]; do sleep 0.2; done
     log "starting slurmctld"
-    /usr/sbin/slurmctld -D -i &
+    env $(daemon_env) /usr/sbin/slurmctld -D -i &
     ctld=$!
     wait "$ctld" || true
     [[ -f /run/slurm/stopping ]] && return
@@ -60,8 +60,26 @@ run_contention() {
   done
 }
 
+# A cluster on the virtual clock (harness/model/clock.py, docs/virtual-time.md): the daemons
+# (slurmctld, every slurmd and, through them, slurmstepd) read it through libfaketime, with
+# the environment of $CLOCK_ENV; munged, the harness's services and the jobs stay on the real
+# clock. The clock ticker beside slurmctld keeps libfaketime's file on the clock page.
+CLOCK_ENV=/etc/slurm/clock.env
+daemon_env() { [[ -f "$CLOCK_ENV" ]] && grep -v '^#' "$CLOCK_ENV" || true; }
+
+run_clock_ticker() {
+  while [[ ! -f /run/slurm/stopping ]]; do
+    /opt/harness/bin/python -m harness.cluster.node.clock_ticker /shared/clock/page /shared/clock/faketime \
+      >>/var/log/slurm/clock.log 2>&1 || true
+    [[ -f /run/slurm/stopping ]] && return
+    log "clock ticker exited; restarting" >>/var/log/slurm/clock.log
+    sleep 0.2
+  done
+}
+
 run_nodes() {
-  local nodes="$1"
+  local nodes="$1" clock=()
+  [[ -f "$CLOCK_ENV" ]] && clock=(--env-file "$CLOCK_ENV")
   # One malloc arena per slurmd: ~100 daemons on one host otherwise each reserve several.
   export MALLOC_ARENA_MAX=1
   # slurmd reads the CPU topology through hwloc, which dlopens every plugin of
@@ -71,7 +89,7 @@ run_nodes() {
   export HWLOC_PLUGINS_BLACKLIST=hwloc_levelzero,hwloc_opencl,hwloc_gl,hwloc_pci,hwloc_xml_libxml
   # One supervisor process starts every slurmd of this container and restarts any that
   # dies (harness/cluster/node/supervisor.py); SIGTERM stops them all.
-  exec /opt/harness/bin/python -m harness.cluster.node.supervisor "$nodes"
+  exec /opt/harness/bin/python -m harness.cluster.node.supervisor "$nodes" "${clock[@]}"
 }
 
 # Accounting: /cluster/etc (slurm.conf), /cluster/dbd (slurmdbd.conf with the cluster's
@@ -132,6 +150,7 @@ prepare_dirs
 case "$role" in
   controller)
     if [[ -f /etc/slurm/burst_buffer.lua && -f /etc/slurm/platform.toml ]]; then run_contention & fi
+    if [[ -f "$CLOCK_ENV" ]]; then run_clock_ticker & fi
     run_controller ;;
   nodes) run_nodes "${2:?usage: nodes NAME[,NAME...]}" ;;
   *) exec "$@" ;;

@@ -20,6 +20,8 @@ from typing import Any, TypeVar
 
 import click
 
+from harness.model.clock import MAX_SPEEDUP
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_PLATFORM = "default"
@@ -128,9 +130,11 @@ class NumberType(click.ParamType):
         *,
         low_open: bool = False,
         high_open: bool = False,
+        note: str = "",
     ) -> None:
         self.name = name
         self.low, self.high, self.low_open, self.high_open = low, high, low_open, high_open
+        self.note = note  # why the range is what it is, said with a refusal
 
     def describe(self) -> str:
         left = "-inf" if self.low is None else f"{self.low:g}"
@@ -147,7 +151,8 @@ class NumberType(click.ParamType):
         too_low = self.low is not None and (number <= self.low if self.low_open else number < self.low)
         too_high = self.high is not None and (number >= self.high if self.high_open else number > self.high)
         if not math.isfinite(number) or too_low or too_high:
-            self.fail(f"expected {self.describe()}, got {value!r}", param, ctx)
+            note = f" ({self.note})" if self.note and too_high else ""
+            self.fail(f"expected {self.describe()}, got {value!r}{note}", param, ctx)
         return number
 
 
@@ -155,6 +160,10 @@ class NumberType(click.ParamType):
 PROBABILITY = NumberType("probability", 0.0, 1.0)
 RATIO = NumberType("ratio", 1.0)  # a sampling ratio s_p = N_orig / N_work: >= 1
 SHRINK = NumberType("shrink", 0.0, 1.0, high_open=True)  # [0, 1), as harness.model.timescale
+SPEEDUP = NumberType(
+    "speed-up", 0.0, MAX_SPEEDUP, low_open=True,
+    note=f"x{MAX_SPEEDUP:g} is the highest speed-up measured to keep Slurm healthy: docs/virtual-time.md",
+)  # fmt: skip
 TAU = NumberType("seconds", 0.0, low_open=True)  # bounded-slowdown threshold: > 0
 TIME_LIMIT = NumberType("seconds", 0.0, low_open=True)
 SAMPLE_WINDOW = NumberType("seconds", 0.0, low_open=True)

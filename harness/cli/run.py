@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from harness.cli.longrun import LONG_RUN_OPTIONS, launch, long_run_options, with_long_run_options
 from harness.cli.options import (
     NON_NEGATIVE_SECONDS,
     POSITIVE_SECONDS,
     REPEAT,
+    SPEEDUP,
     HarnessCommand,
     json_option,
     output_option,
@@ -30,6 +32,7 @@ from harness.cli.options import (
     verbose_option,
 )
 from harness.cli.workload_options import selection_kwargs, selection_options, trace_kwargs, trace_options
+from harness.model.clock import MAX_SPEEDUP
 from harness.model.exitcodes import EXIT_INCOMPLETE, EXIT_INTERRUPTED, INTERRUPTED, Terminated
 from harness.model.io_models import ALLOC_ONLY, MODELS
 from harness.slurm.client import SlurmCommandError
@@ -56,6 +59,12 @@ RUN_POLICY_HELP = (
 )
 @click.argument("trace", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @shrink_option(0.99)
+@click.option(
+    "--speedup", type=SPEEDUP, default=None,
+    help="Instead of --shrink: run Slurm, the jobs and the replay on a shared virtual clock S times "
+    "faster than the wall clock, in the trace's own times (minute limits and Slurm's passes stay "
+    f"exact; at most x{MAX_SPEEDUP:g}, the highest measured to keep Slurm healthy; docs/virtual-time.md).",
+)  # fmt: skip
 @policy_option("slurm-backfill-1", RUN_POLICY_HELP)
 @click.option(
     "--cluster",
@@ -142,15 +151,27 @@ def _run_options(trace: Path | None, kw: dict[str, Any]) -> Any:
     prepare = trace_kwargs(kw)
     seed = prepare.pop("seed")
     return RunOptions(
-        workload=WorkloadSpec(trace=trace, shrink=kw["shrink"], seed=seed, shuffle=kw["shuffle"],
+        workload=WorkloadSpec(trace=trace, shrink=_shrink(kw), seed=seed, shuffle=kw["shuffle"],
                               prepare=prepare, model=kw["model"], priority=kw["priority"],
                               **selection_kwargs(kw)),
         cluster=ClusterSpec(backend=kw["cluster"], name=kw["cluster_name"], platform=kw["platform_file"]),
         replay=ReplaySpec(policy=kw["policy"], policy_seed=kw["policy_seed"], warmup=kw["warmup"],
                           drift=kw["drift"], timeout=kw["timeout"], keep_jobs=kw["keep_jobs"],
-                          compare_sim=kw["compare_sim"], preempt=kw["preempt"]),
+                          compare_sim=kw["compare_sim"], preempt=kw["preempt"], speedup=kw["speedup"]),
         runs_dir=kw["output"], quiet=kw["quiet"] or bool(os.environ.get("CI")), verbose=kw["verbose"],
     )  # fmt: skip
+
+
+def _shrink(kw: dict[str, Any]) -> float:
+    """``--shrink``, or 0 with ``--speedup`` (the virtual clock runs the trace in its own time)."""
+    if kw["speedup"] is None:
+        return float(kw["shrink"])
+    given = click.get_current_context().get_parameter_source("shrink") is not ParameterSource.DEFAULT
+    if given and kw["shrink"] != 0.0:
+        raise click.UsageError(
+            "--speedup runs the trace in its own times: give --speedup or --shrink, not both"
+        )
+    return 0.0
 
 
 def _terminate(signum: int, frame: Any) -> None:
@@ -225,7 +246,11 @@ def _still_up(cluster: Any) -> bool | None:
 @click.option(
     "--resume", is_flag=True, help="Continue the replay in RUN_DIR (same t0; nothing submitted twice)."
 )
-@user_errors(OSError)
+@click.option(
+    "--clock", "clock_page", type=click.Path(exists=True, dir_okay=False), default=None,
+    help="Pace by the emulation's virtual clock (its page, harness.model.clock); jobs run on it too.",
+)  # fmt: skip
+@user_errors(OSError, ValueError)
 def replay_command(
     plan: Path,
     run_dir: Path,
@@ -237,6 +262,7 @@ def replay_command(
     sigsleep: str,
     workers: int | None,
     resume: bool,
+    clock_page: str | None,
 ) -> None:
     """Submit PLAN's jobs at their wall-clock instants (run this next to slurmctld)."""
     from harness.emulation.head.replay import DEFAULT_WORKERS, ReplayError, ReplayOptions, replay_plan
@@ -253,6 +279,7 @@ def replay_command(
         sigsleep=sigsleep,
         workers=workers or DEFAULT_WORKERS,
         resume=resume,
+        clock=clock_page,
     )
     try:
         status = replay_plan(df, opts)

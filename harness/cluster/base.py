@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from harness.model.clock import VirtualClock
 from harness.model.commands import CommandResult
 from harness.platform import Platform
 from harness.slurm.config import SchedulerConfig
@@ -80,6 +81,10 @@ class ClusterBackend(Cluster, Protocol):
 
     def collect_slurm_files(self, target: Path) -> None:
         """Copy the rendered Slurm files (``target/etc``), slurmctld.log and jobcomp.log."""
+        ...
+
+    def virtual_clock(self) -> VirtualClock | None:
+        """The cluster's virtual clock as this host reads and moves it; None on the wall clock."""
         ...
 
 

@@ -29,6 +29,43 @@ DEFAULT_POLL_S = 0.1  # longest real wait of a reader before it reads the page a
 HELD_POLL_S = 0.02  # the same while the clock moves by jumps
 
 
+# The daemons read the clock through Debian's libfaketime (docs/virtual-time.md): its
+# timestamp file in freeze mode ("<epoch> x<S>": every process reads the file's instant;
+# S only scales waits), re-read at every time call.
+LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
+TICK_S = 0.01  # how often the faketime file follows the page while the clock runs
+HELD_WAIT_MS = 50  # every timed condvar wait of a daemon returns after this many real ms
+MAX_SPEEDUP = 100.0  # the highest speed-up measured to keep Slurm healthy (docs/virtual-time.md)
+
+
+def preload_env(faketime_file: str) -> dict[str, str]:
+    """The environment that puts a Slurm daemon on the virtual clock. Every timed condvar wait
+    lasts at most HELD_WAIT_MS, so that Slurm's sleeping loops see a jump of the clock."""
+    return {
+        "LD_PRELOAD": LIBFAKETIME,
+        "FAKETIME_TIMESTAMP_FILE": faketime_file,
+        "FAKETIME_FMT": "%s",
+        "FAKETIME_NO_CACHE": "1",
+        "FAKETIME_DISABLE_SHM": "1",
+        "FAKETIME_FORCE_MONOTONIC_FIX": "0",
+        "FAKETIME_WAIT_MS": str(HELD_WAIT_MS),
+    }
+
+
+def faketime_line(reading: Reading, real: float) -> str:
+    """The faketime file's content for the clock at ``real``: its instant and how fast waits go."""
+    scale = reading.rate if reading.rate > 0 else 1.0
+    return f"{reading.at(real):.6f} x{scale:.9g}\n"
+
+
+def write_faketime(path: Path, line: str) -> None:
+    """Replace the faketime file whole (a reader never sees half a line)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(line)
+    tmp.chmod(0o644)
+    tmp.replace(path)
+
+
 class ClockError(ValueError):
     """A clock file that is missing, not a clock page, or a clock asked to go backwards."""
 

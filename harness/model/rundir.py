@@ -64,6 +64,9 @@ SHARED = "/shared"  # the directory every container (and host of an Ansible clus
 SHARED_RUNS = "runs"  # the folder of run directories inside the shared directory
 SHARED_JOBS = f"{SHARED}/jobs"  # the replay's job scripts and the jobs' output
 SHARED_IO = f"{SHARED}/io"  # live I/O: flow files, rates, the staging registry and records
+# A cluster on the virtual clock (harness.model.clock), in the shared directory
+CLOCK_PAGE = "clock/page"  # the clock: one page, read by sigsleep, the replay and the host
+FAKETIME_FILE = "clock/faketime"  # the same clock for the daemons' libfaketime, ticked from the page
 # Written in SHARED_IO by live I/O, copied into raw/
 STAGING_RECORDS = "staging.jsonl"  # the staging command: one line per stage-in/out
 DRAIN_RECORDS = "drains.jsonl"  # the contention service: one line per checkpoint drained

@@ -15,9 +15,10 @@ import jinja2
 
 from harness import __version__
 from harness.model.atomic import atomic_write_text
+from harness.model.clock import preload_env
 from harness.model.hostlist import compress_hostlist
 from harness.model.paths import templates_dir
-from harness.model.rundir import SHARED_IO
+from harness.model.rundir import FAKETIME_FILE, SHARED, SHARED_IO
 from harness.platform import Platform, platform_text
 
 LOOPBACK = "127.0.0.1"
@@ -35,6 +36,9 @@ URGENT_PARTITION = "urgent"
 PREEMPT_MODES = ("none", "suspend")
 
 SchedulerMode = Literal["builtin", "backfill"]
+ClockMode = Literal["wall", "virtual"]
+CLOCK_ENV = "clock.env"  # with the virtual clock: the environment that preloads the daemons
+CRED_EXPIRE_VIRTUAL_S = 100_000  # a launch credential outlives any jump of the virtual clock
 BurstBufferMode = Literal["licenses", "lua"]
 
 
@@ -71,6 +75,9 @@ class SchedulerConfig:
     max_job_count: int = 100_000
     min_job_age: int = 600
     ctld_debug: str = "info"
+    # 'virtual': every Slurm daemon reads the emulation's virtual clock (harness.model.clock):
+    # no node pings (a jump must not mark nodes DOWN), launch credentials that outlive a jump
+    clock: ClockMode = "wall"
 
     def __post_init__(self) -> None:
         if self.mode not in ("builtin", "backfill"):
@@ -79,6 +86,8 @@ class SchedulerConfig:
             raise ValueError("reserve_depth must be >= 0")
         if self.burst_buffer not in ("licenses", "lua"):
             raise ValueError(f"burst_buffer must be 'licenses' or 'lua', not {self.burst_buffer!r}")
+        if self.clock not in ("wall", "virtual"):
+            raise ValueError(f"clock must be 'wall' or 'virtual', not {self.clock!r}")
 
     @property
     def staging_command(self) -> str:
@@ -193,6 +202,7 @@ def template_context(
         "bandwidth_license": BANDWIDTH_LICENSE,
         "urgent_partition": URGENT_PARTITION,
         "pfs_mbps": int(platform.io.pfs_capacity_mbps(platform.compute_count)),
+        "cred_expire_s": CRED_EXPIRE_VIRTUAL_S,
     }
 
 
@@ -212,6 +222,9 @@ def render_slurm_files(
     files = {name: env.get_template(f"{name}.j2").render(ctx) for name in names}
     if sched.burst_buffer == "lua":
         files[PLATFORM_FILE] = platform_text(platform)
+    if sched.clock == "virtual":
+        preload = preload_env(f"{SHARED}/{FAKETIME_FILE}")
+        files[CLOCK_ENV] = "".join(f"{key}={value}\n" for key, value in preload.items())
     return files
 
 

@@ -48,6 +48,7 @@ from harness.cluster.hosts.runners import (
     with_timeout,
 )
 from harness.model.atomic import atomic_write_bytes
+from harness.model.clock import VirtualClock
 from harness.model.commands import CommandResult
 from harness.model.polling import poll_until
 from harness.platform import Platform, PlatformError, load_platform, platform_from_dict
@@ -232,7 +233,15 @@ class HostCluster:
             "re-run the playbook with harness_platform set to it"
         )
 
+    def virtual_clock(self) -> VirtualClock | None:
+        return None  # hosts deployed by Ansible run on their own clocks (docs/virtual-time.md)
+
     def prepare(self, sched: SchedulerConfig, progress: Progress = _quiet) -> None:
+        if sched.clock != "wall":
+            raise ClusterError(
+                "the virtual clock (--speedup, --clock events) runs on the local Docker cluster only: "
+                "hosts deployed by Ansible have a clock each and no shared page (docs/virtual-time.md)"
+            )
         progress(f"using the deployed cluster on {self.runner.describe()}")
         desc = self.describe_cluster()
         self._match_platform(progress)

@@ -1,1 +1,1 @@
-"""Processes that run inside a node container."""
+"""Processes that run inside the cluster's containers."""

@@ -5,6 +5,10 @@ It replaces a shell loop per daemon (1,134 bash processes at the scale platform'
 one Python process waits on all its children. Run by the image's entrypoint::
 
     python -m harness.cluster.node.supervisor c0001,c0002,...   [--command /usr/sbin/slurmd]
+        [--env-file /etc/slurm/clock.env]
+
+``--env-file`` adds its ``KEY=VALUE`` lines to the daemons' environment only (the virtual
+clock's preload: the supervisor itself stays on the real clock).
 
 SIGTERM or SIGINT stops every daemon (SIGTERM, SIGKILL after a grace period) and exits.
 Imports nothing of the harness: it runs in the node containers.
@@ -34,10 +38,17 @@ def log(message: str) -> None:
 
 
 class Supervisor:
-    def __init__(self, nodes: list[str], command: str = SLURMD, spool: Path | None = SPOOL) -> None:
+    def __init__(
+        self,
+        nodes: list[str],
+        command: str = SLURMD,
+        spool: Path | None = SPOOL,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.nodes = nodes
         self.command = command
         self.spool = spool
+        self.env = {**os.environ, **env} if env else None  # None: the supervisor's own
         self.children: dict[int, str] = {}  # pid -> node
         self.restarts: dict[str, int] = {}
         self.stopping = False
@@ -51,7 +62,7 @@ class Supervisor:
             argv = ["/bin/sh", "-c", 'while [ -f "$0" ]; do sleep 0.2; done; exec "$@"', str(hold), *argv]
         for attempt in range(1, START_ATTEMPTS + 1):
             try:
-                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, env=self.env)
             except OSError as exc:  # e.g. EAGAIN: the host is out of processes for a moment
                 log(f"{node}: cannot start ({exc}); attempt {attempt} of {START_ATTEMPTS}")
                 time.sleep(RESTART_DELAY_S)
@@ -100,11 +111,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("nodes", help="node names separated by commas")
     parser.add_argument("--command", default=SLURMD, help="the daemon, run as COMMAND -D -N NODE")
     parser.add_argument("--spool", default=str(SPOOL), help="parent of each node's spool folder")
+    parser.add_argument("--env-file", type=Path, help="KEY=VALUE lines added to the daemons' environment")
     args = parser.parse_args(argv)
     nodes = [n for n in args.nodes.split(",") if n]
     if not nodes:
         parser.error("no node names given")
-    return Supervisor(nodes, args.command, Path(args.spool)).run()
+    env = read_env_file(args.env_file) if args.env_file else None
+    return Supervisor(nodes, args.command, Path(args.spool), env).run()
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """``KEY=VALUE`` per line (blank lines and ``#`` comments skipped)."""
+    pairs = [
+        line.split("=", 1)
+        for line in path.read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    return {key.strip(): value.strip() for key, value in pairs}
 
 
 if __name__ == "__main__":

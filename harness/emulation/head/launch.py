@@ -23,8 +23,10 @@ from harness.emulation.head.progress import RunObserver
 from harness.emulation.head.watch import Watcher
 from harness.emulation.run.specs import ReplaySpec
 from harness.model import rundir
+from harness.model.clock import DEFAULT_POLL_S, VirtualClock, WallClock
 from harness.model.exitcodes import INTERRUPTED
 from harness.model.jsonio import parse_jsonl
+from harness.model.rundir import CLOCK_PAGE
 from harness.slurm.jobcomp import slurm_time
 
 SUBMIT_USER = "emu"
@@ -63,12 +65,17 @@ class HeadRun:
         self.observer: RunObserver | None = None  # writes progress and interim results as the run goes
         self.monitor = FaultMonitor()
         self.resume = False
+        # the run's clock as this host reads it: the wall clock, or the cluster's virtual clock
+        virtual = backend.virtual_clock() if spec.speedup is not None else None
+        self.clock: WallClock | VirtualClock = virtual or WallClock()
 
     @property
     def timeout(self) -> float | None:
         return self.spec.timeout
 
     def run(self, plan: pd.DataFrame) -> tuple[bool, str]:
+        if isinstance(self.clock, VirtualClock) and self.spec.speedup is not None:
+            self.clock.set(None, self.spec.speedup, DEFAULT_POLL_S)  # the run's pace from now on
         self.resume = self._take_over()
         agent = self.backend.spawn(self.agent_command()) if self.uses_agent else None
         proc = self.backend.spawn(self.replay_command(), user=SUBMIT_USER)
@@ -94,6 +101,7 @@ class HeadRun:
             "--warmup", f"{self.spec.warmup:g}", "--drift", f"{self.spec.drift:g}",
             "--bb-license", platform.deployment.bb_license, "--partition", platform.compute.partition,
             *(["--resume"] if self.resume else []),
+            *(["--clock", self.backend.shared_path(CLOCK_PAGE)] if self.spec.speedup is not None else []),
         ]  # fmt: skip
 
     def agent_command(self) -> list[str]:
@@ -167,7 +175,7 @@ class HeadRun:
     def observe_faults(self, queue_answered: bool) -> None:
         """Note nodes going down or back, and slurmctld not answering (:class:`FaultMonitor`)."""
         states = node_states(self.backend) if queue_answered else None
-        self.monitor.observe(time.time(), states or None)
+        self.monitor.observe(self.clock.now(), states or None)
 
     def ended_early(self, slurm_ids: set[int]) -> int:
         """How many of ``slurm_ids`` Slurm ended without their own record (fault or cancel)."""

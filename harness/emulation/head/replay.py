@@ -51,6 +51,7 @@ from harness.emulation.head.resubmit import (
 )
 from harness.emulation.iolive.phases import PLAN_COLUMN
 from harness.emulation.iolive.staging import directive_line
+from harness.model.clock import VirtualClock
 from harness.model.jsonio import read_json, read_jsonl
 from harness.model.rundir import SHARED_JOBS, SIGSLEEP_LOG, STATUS, STOP_FILE, SUBMISSIONS
 from harness.policies.tiers import io_words, staged_job_io
@@ -75,6 +76,7 @@ class ReplayOptions:
     workers: int = DEFAULT_WORKERS
     retry_for: float = 300.0  # seconds a submission is retried while slurmctld does not answer
     resume: bool = False  # continue the run in run_dir (same t0; no job submitted twice)
+    clock: str | None = None  # the virtual clock's page (harness.model.clock); None: the wall clock
 
 
 @dataclass
@@ -119,6 +121,7 @@ def sbatch_command(job: dict, opts: ReplayOptions, intended: float) -> list[str]
         "--walltime", f"{float(job['walltime']):.6f}",
         "--job-id", str(int(job["job_id"])),
         "--log", str(opts.run_dir / SIGSLEEP_LOG),
+        *(["--clock", opts.clock] if opts.clock else []),
         "--submit-intended", f"{intended:.6f}",
         "--meta", f"run={opts.run_id}",
     ]  # fmt: skip
@@ -351,7 +354,8 @@ class Replayer:
         if not force and now - self._last_status_write < 0.5:
             return
         self._last_status_write = now
-        self.status.updated = now
+        # a heartbeat, on the wall clock whatever clock paces the replay
+        self.status.updated = now if self.opts.clock is None else time.time()
         path = self.opts.run_dir / STATUS
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(asdict(self.status)) + "\n")
@@ -359,8 +363,13 @@ class Replayer:
 
 
 def replay_plan(plan: pd.DataFrame, opts: ReplayOptions) -> ReplayStatus:
-    """Replay with SIGTERM/SIGINT turned into a clean stop (the status file says so)."""
-    replayer = Replayer(plan, opts)
+    """Replay with SIGTERM/SIGINT turned into a clean stop (the status file says so), paced by
+    the wall clock or by the virtual clock of ``opts.clock``."""
+    if opts.clock is None:
+        replayer = Replayer(plan, opts)
+    else:
+        clock = VirtualClock(Path(opts.clock))
+        replayer = Replayer(plan, opts, clock=clock.now, sleep=clock.sleep)
     signal.signal(signal.SIGTERM, replayer.request_stop)
     signal.signal(signal.SIGINT, replayer.request_stop)
     return replayer.run()

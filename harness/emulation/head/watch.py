@@ -16,6 +16,7 @@ import pandas as pd
 
 from harness.cluster.base import ClusterBackend, Spawned
 from harness.emulation.head.progress import RunObserver
+from harness.model.clock import VirtualClock, WallClock
 from harness.model.durations import clock
 from harness.model.exitcodes import describe_exit
 from harness.model.jsonio import parse_jsonl
@@ -31,6 +32,9 @@ class WatchedRun(Protocol):
 
     @property
     def timeout(self) -> float | None: ...
+
+    @property
+    def clock(self) -> WallClock | VirtualClock: ...
 
     def queue_counts(self) -> tuple[int, int] | None: ...
 
@@ -74,6 +78,7 @@ class Watcher:
         self, head: WatchedRun, plan: pd.DataFrame, shared: str, quiet: bool, verbose: bool = False
     ) -> None:
         self.head = head
+        self.clock = getattr(head, "clock", None) or WallClock()  # the run's clock, as this host reads it
         self.total = len(plan)
         self.last_submit = float(plan["submit"].max()) if len(plan) else 0.0
         # a job cannot end before its start (its submission instant at the earliest) plus its runtime
@@ -161,7 +166,7 @@ class Watcher:
         else:  # jobs queued, or squeue did not answer: the queue must be seen empty GRACE_S anew
             self._empty_since = None
         timeout = self.head.timeout
-        if timeout and status.get("t0") and time.time() > status["t0"] + self.last_submit + timeout:
+        if timeout and status.get("t0") and self.clock.now() > status["t0"] + self.last_submit + timeout:
             return False, f"timed out {timeout:g} s after the last submission instant"
         return None
 
@@ -195,13 +200,18 @@ class Watcher:
             print(line, file=sys.stderr, flush=True)
 
     def _eta(self, status: dict) -> float:
-        """Time until the last unfinished job can have ended: a running job at its start plus
-        its runtime, any other once started now (or at its submission instant). Zero only when
-        every job has ended: an unfinished job counts as ending a second from now at least."""
+        """Wall-clock seconds until the last unfinished job can have ended: a running job at its
+        start plus its runtime, any other once started now (or at its submission instant), in
+        the run's clock, divided by its speed-up. Zero only when every job has ended: an
+        unfinished job counts as ending a second from now at least."""
+        pace = self.clock.rate if self.clock.rate > 0 else 1.0
         t0 = status.get("t0")
         if not t0:
-            return max((submit + runtime for submit, runtime in self.timing.values()), default=0.0)
-        now = time.time()
+            return max((submit + runtime for submit, runtime in self.timing.values()), default=0.0) / pace
+        return self._time_left(float(t0)) / pace
+
+    def _time_left(self, t0: float) -> float:
+        now = self.clock.now()
         running_since = self.head.running_since
         ends = [now]
         for job, (submit, runtime) in self.timing.items():

@@ -40,6 +40,7 @@ class Estimate:
     policies: tuple[str, ...]
     repeat: int = 1
     trace: str = ""
+    speedup: float = 1.0  # the virtual clock's speed-up (1: the wall clock, times shrunk instead)
 
     @property
     def original_span_s(self) -> float:
@@ -51,7 +52,7 @@ class Estimate:
 
     @property
     def per_run_s(self) -> float:
-        return OVERHEAD_S + self.warmup_s + self.shrunk_span_s
+        return OVERHEAD_S + (self.warmup_s + self.shrunk_span_s) / self.speedup
 
     @property
     def wall_s(self) -> float:
@@ -60,7 +61,8 @@ class Estimate:
     def as_dict(self) -> dict[str, object]:
         return {
             "trace": self.trace, "jobs": self.jobs, "original_span_s": self.original_span_s,
-            "shrink": self.shrink, "policies": list(self.policies), "repeat": self.repeat, "runs": self.runs,
+            "shrink": self.shrink, "speedup": self.speedup, "policies": list(self.policies),
+            "repeat": self.repeat, "runs": self.runs,
             "cluster": self.cluster, "per_run_s": self.per_run_s, "expected_wall_s": self.wall_s,
         }  # fmt: skip
 
@@ -74,11 +76,12 @@ def shrunk_span(plan: pd.DataFrame) -> float:
 
 def estimate_plan(
     plan: pd.DataFrame, shrink: float, warmup: float, cluster: str, policies: tuple[str, ...],
-    repeat: int = 1, trace: str = "",
+    repeat: int = 1, trace: str = "", speedup: float = 1.0,
 ) -> Estimate:  # fmt: skip
-    """The estimate of replaying ``plan`` (already shrunk by ``shrink``)."""
+    """The estimate of replaying ``plan`` (already shrunk by ``shrink``) on a clock ``speedup``
+    times faster than the wall clock."""
     check_shrink(shrink)
-    return Estimate(len(plan), shrunk_span(plan), shrink, warmup, cluster, policies, repeat, trace)
+    return Estimate(len(plan), shrunk_span(plan), shrink, warmup, cluster, policies, repeat, trace, speedup)
 
 
 def policies_of(text: str) -> tuple[str, ...]:
@@ -105,7 +108,9 @@ def describe(est: Estimate) -> str:
         f"  trace            {est.trace or '(bundled KTH slice)'}",
         f"  jobs             {est.jobs}",
         f"  original span    {human_duration(est.original_span_s)} ({est.original_span_s:.0f} s)",
-        f"  shrink           {est.shrink:g} (x{1 / (1 - est.shrink):.4g} faster than real time)",
+        f"  shrink           {est.shrink:g} (x{1 / (1 - est.shrink):.4g} faster than real time)"
+        if est.speedup == 1.0 else
+        f"  clock            virtual, x{est.speedup:g} (the trace's own times, unshrunk)",
         f"  cluster          {est.cluster}",
         f"  policies         {', '.join(est.policies)}" + (f"; each repeated {est.repeat} times"
                                                              if est.repeat > 1 else ""),
@@ -119,7 +124,8 @@ def describe(est: Estimate) -> str:
 
 def suggestions(est: Estimate, plan: pd.DataFrame, limit_s: float) -> list[str]:
     """Options that bring the whole command under ``limit_s`` of wall time."""
-    budget = limit_s / est.runs - OVERHEAD_S - est.warmup_s  # shrunk replay seconds per run
+    # plan seconds of replay per run
+    budget = (limit_s / est.runs - OVERHEAD_S - est.warmup_s / est.speedup) * est.speedup
     if budget <= 0 or est.shrunk_span_s <= budget:
         return []
     first = plan["submit"].min()
@@ -138,6 +144,8 @@ def suggestions(est: Estimate, plan: pd.DataFrame, limit_s: float) -> list[str]:
     else:
         found.append(("", f"(no --period or --window fits: the longest job alone runs "
                           f"{human_duration(longest)} at shrink {est.shrink:g})"))  # fmt: skip
+    if est.speedup != 1.0:  # a faster clock is not offered: x{MAX_SPEEDUP} is the measured limit
+        return [f"{option:<20} {text}".strip() if option else text for option, text in found]
     shrink = faster_shrink(est.shrink, budget / est.shrunk_span_s)
     caveat = (f"; above {HIGH_SHRINK:g} the 1 s scheduler tick and the submission lag weigh on the "
               "results (docs/run.md)" if shrink > HIGH_SHRINK else "")  # fmt: skip

@@ -20,9 +20,10 @@ from harness.emulation.run.specs import ClusterSpec, RunOptions, options_from_di
 from harness.emulation.run.state import mark_process
 from harness.emulation.run.steps import STEPS, Prepared, Progress, RunContext, plugins_for, write_manifest
 from harness.model import rundir
+from harness.model.io_models import ALLOC_ONLY
 from harness.platform import load_platform
 from harness.policies.registry import UnknownPolicyError, get_policy
-from harness.slurm.config import SchedulerConfig
+from harness.slurm.config import ClockMode, SchedulerConfig
 from harness.slurm.native import is_native, scheduler_for
 from harness.workload.priority import parse_priority
 
@@ -43,6 +44,22 @@ def scheduler_for_run(policy: str) -> SchedulerConfig:
         ) from None
     # sched/builtin only starts what the agent released, on the nodes it chose
     return SchedulerConfig(mode="builtin", external_ordering=True)
+
+
+def clock_for(opts: RunOptions) -> ClockMode:
+    """The clock of the run's Slurm; a speed-up replays the trace in its own time, unshrunk."""
+    if opts.replay.speedup is None:
+        return "wall"
+    if opts.workload.shrink != 0.0:
+        raise RunError("--speedup replays the trace in its own time: give no --shrink (or --shrink 0)")
+    if opts.workload.model != ALLOC_ONLY:
+        raise RunError("--speedup: live I/O (--model io-aware) does not run on the virtual clock yet")
+    if opts.cluster.backend != "docker":
+        raise RunError(
+            "--speedup needs the local Docker cluster (--cluster docker): hosts deployed by Ansible "
+            "have a clock each and no shared clock page (docs/virtual-time.md)"
+        )
+    return "virtual"
 
 
 def with_priorities(sched: SchedulerConfig, opts: RunOptions) -> SchedulerConfig:
@@ -89,6 +106,7 @@ class Experiment:
         self.sched = scheduler_for_run(opts.replay.policy)
         for plugin in plugins_for(opts):
             self.sched = plugin.configure(self.sched)
+        self.sched = replace(self.sched, clock=clock_for(opts))
         self.sched = with_priorities(self.sched, opts)
         self.backend = make_backend(opts.cluster)
 

@@ -4,11 +4,13 @@ line builds them from the shared option types (:mod:`harness.cli.options`)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from harness.model.clock import MAX_SPEEDUP
 from harness.model.io_models import ALLOC_ONLY, MODELS
 from harness.slurm.config import PREEMPT_MODES
 from harness.workload.plan import DEFAULT_SEED, Sampling, bundled_slice_path
@@ -63,10 +65,25 @@ class ReplaySpec:
     compare_sim: bool = False  # also simulate the plan with the same policy; report the difference
     interim_every: float = 900.0  # seconds of wall time between interim results (0: none)
     preempt: str = "none"  # suspend: high-priority jobs suspend low ones (PreemptMode=SUSPEND,GANG)
+    # The virtual clock's speed-up (harness.model.clock): Slurm, sigsleep and the replay run
+    # in the trace's own time, S times faster than the wall clock. None: the wall clock
+    # (times are shrunk instead).
+    speedup: float | None = None
 
     def __post_init__(self) -> None:
         if self.preempt not in PREEMPT_MODES:
             raise ValueError(f"unknown preemption mode {self.preempt!r}: use {' or '.join(PREEMPT_MODES)}")
+        if self.speedup is not None and not (math.isfinite(self.speedup) and 0 < self.speedup <= MAX_SPEEDUP):
+            top = f"{MAX_SPEEDUP:g}"
+            raise ValueError(
+                f"speed-up {self.speedup:g}: give a number in (0, {top}] ({top} is the highest measured "
+                "to keep Slurm healthy, docs/virtual-time.md)"
+            )
+
+    @property
+    def clock(self) -> str:
+        """The clock the run's Slurm needs: ``virtual`` with a speed-up, else ``wall``."""
+        return "wall" if self.speedup is None else "virtual"
 
 
 @dataclass(frozen=True)
