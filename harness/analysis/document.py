@@ -81,7 +81,7 @@ def _header_section(run: RunData) -> Section:
         ["Policy", str(m.get("policy", "?"))],
         ["Trace", str(m.get("trace", "?"))],
         ["Shrink", _plain(m.get("shrink"))],
-        ["Speed-up", f"{run.time_scale:.2f}x (all times below are original trace time)"],
+        ["Speed-up", _speedup(m, run.time_scale)],
         ["Platform", platform],
         ["Started at", str(m.get("started_at", "?"))],
         ["Slurm version", str(m.get("slurm_version", "?"))],
@@ -94,6 +94,12 @@ def _header_section(run: RunData) -> Section:
     blocks: list[Block] = [banner, Table(["", ""], rows)]
     blocks += [f"Note: {n}." for n in run.notes]
     return Section("Run", blocks)
+
+
+def _speedup(manifest: dict, time_scale: float) -> str:
+    clock = "virtual clock; " if manifest.get("clock") == "virtual" else ""
+    speedup = float(manifest.get("speedup") or time_scale)
+    return f"{speedup:.2f}x ({clock}all times below are original trace time)"
 
 
 def status_counts(results: pd.DataFrame) -> dict[str, int]:

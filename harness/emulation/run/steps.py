@@ -309,7 +309,8 @@ def write_manifest(ctx: RunContext, complete: bool, reason: str) -> None:
     plan_manifest = ctx.plan()[1] if (ctx.run_dir / rundir.PLAN).exists() else {}
     write_json(ctx.run_dir / rundir.MANIFEST, {
         "run_id": ctx.run_id, "policy": ctx.opts.replay.policy, "shrink": spec.shrink,
-        "time_scale": time_scale_of(spec.shrink), "speedup": time_scale_of(spec.shrink),
+        "time_scale": time_scale_of(spec.shrink), "clock": sched.clock,
+        "speedup": ctx.opts.replay.speedup or time_scale_of(spec.shrink),
         "trace": spec.source.name, "trace_path": str(spec.source),
         "input_sha256": plan_manifest.get("input", {}).get("sha256"), "seed": spec.seed,
         "complete": complete, "incomplete_reason": reason, "started_at": ctx.started_at,
