@@ -33,6 +33,9 @@ class CrossCheck:
     max_submit_diff: float = 0.0
     mismatches: list[dict] = field(default_factory=list)  # node list, licenses, submit time
     source: str = "jobcomp"  # where Slurm's records came from: sacct or jobcomp
+    # seconds of the run's clock: on a virtual clock S times faster, a real delay of launch
+    # (slurmctld to sigsleep) is S times longer
+    tolerance_s: float = AGREEMENT_S
 
     @property
     def ok(self) -> bool:
@@ -52,7 +55,7 @@ class CrossCheck:
             "max_submit_diff_s": round(self.max_submit_diff, 6),
             "mismatches": self.mismatches[:50],
             "n_mismatches": len(self.mismatches),
-            "tolerance_s": AGREEMENT_S,
+            "tolerance_s": self.tolerance_s,
         }
 
 
@@ -143,12 +146,13 @@ def finished(results: pd.DataFrame) -> pd.DataFrame:
 
 def cross_check(
     results: pd.DataFrame, slurm_jobs: dict[int, dict], t0: float, source: str = "jobcomp",
-    bb_license: str = "bb", staged: bool = False,
+    bb_license: str = "bb", staged: bool = False, tolerance_s: float = AGREEMENT_S,
 ) -> CrossCheck:  # fmt: skip
     """Compare every job's sigsleep start/end with Slurm's (sacct or jobcomp) start/end; where
     Slurm's record has them, also its submit time, node list and ``bb_license`` count (none
     when ``staged``: burst_buffer/lua holds the pool, see harness/emulation/collect/bb_check.py)."""
-    check = CrossCheck(source=source)
+    check = CrossCheck(source=source, tolerance_s=tolerance_s)
+    tol = tolerance_s
     expect_bb = not staged
     for row in results.itertuples(index=False):
         ended_early = job_outcome(str(row.status)) in ("failed-by-fault", "cancelled")
@@ -168,7 +172,7 @@ def cross_check(
         check.max_start_diff = max(check.max_start_diff, abs(d_start))
         check.max_end_diff = max(check.max_end_diff, abs(d_end))
         # Slurm truncates to the second: sigsleep may read up to 1 s later than Slurm's stamp.
-        if not (-AGREEMENT_S <= d_start <= AGREEMENT_S + 1.0 and -AGREEMENT_S <= d_end <= AGREEMENT_S + 1.0):
+        if not (-tol <= d_start <= tol + 1.0 and -tol <= d_end <= tol + 1.0):
             check.disagreements.append(
                 {
                     "job_id": int(row.job_id),
@@ -189,7 +193,7 @@ def _field_mismatches(
     if slurm.get("submit") is not None and not pd.isna(row.submit):
         d_submit = (row.submit + t0) - slurm["submit"]
         check.max_submit_diff = max(check.max_submit_diff, abs(d_submit))
-        if not -AGREEMENT_S <= d_submit <= AGREEMENT_S + 1.0:
+        if not -check.tolerance_s <= d_submit <= check.tolerance_s + 1.0:
             found.append({"field": "submit", "sigsleep": round(row.submit + t0, 3), "slurm": slurm["submit"]})
     if slurm.get("nodelist") and row.nodelist and slurm["nodelist"] != row.nodelist:
         found.append({"field": "nodelist", "sigsleep": row.nodelist, "slurm": slurm["nodelist"]})

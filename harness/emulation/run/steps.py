@@ -25,6 +25,7 @@ from harness.emulation.collect.fidelity import (
 )
 from harness.emulation.collect.preemption import preemption_section
 from harness.emulation.collect.results import (
+    AGREEMENT_S,
     agent_copies,
     build_results,
     cross_check,
@@ -168,7 +169,8 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     atomic_write_csv(ctx.run_dir / rundir.RESULTS_CSV, results)
     bb_license = ctx.backend.platform.deployment.bb_license
     staged = ctx.sched.burst_buffer == "lua"  # Slurm holds the pool, not a license
-    check = cross_check(results, slurm_jobs, t0, source, bb_license, staged).as_dict()
+    tolerance = AGREEMENT_S * (ctx.opts.replay.speedup or 1.0)  # a real launch delay, on the run's clock
+    check = cross_check(results, slurm_jobs, t0, source, bb_license, staged, tolerance).as_dict()
     for plugin in ctx.plugins:
         parts = plugin.check(results, slurm_jobs, collected)
         check.update(parts)

@@ -1,0 +1,170 @@
+"""The virtual clock on the real Slurm 24.11 (``harness run --speedup``, docs/virtual-time.md).
+
+A cluster of its own (``bbvclock``: 16 compute and 2 BB nodes in one node container,
+controller port 6975, slurmd ports 27501-27518) whose daemons read the clock page through
+libfaketime. A 20-job plan that keeps the machine busy (jobs queue) is replayed at x50 in
+the trace's own times: every job completes, Slurm's records agree with sigsleep's, each
+job runs its trace runtime in virtual seconds, and the schedule stays close to the
+tick-aware twin (Slurm at x1). Then, on the same cluster: slurmctld, a slurmd's preload,
+sigsleep and the replay read one clock; Slurm kills a job at its 2-minute limit in virtual
+time; a wall-clock run is refused on it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.cluster.base import ClusterError
+from harness.cluster.containers.backend import SUBMIT_USER, DockerCluster
+from harness.emulation.run.experiment import Experiment
+from harness.emulation.run.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
+from harness.model import rundir
+from harness.model.jsonio import read_json
+from harness.platform import load_platform
+from harness.slurm.config import SchedulerConfig
+from harness.workload.plan import save_plan
+from tests.platforms import platform_toml
+
+pytestmark = pytest.mark.integration
+
+NAME = "bbvclock"
+SPEEDUP = 50.0
+JOBS = 20
+
+
+def busy_plan() -> pd.DataFrame:
+    """20 jobs of 2-8 nodes and 100-280 s, one every 20 s on 16 nodes: about four times the
+    machine's capacity arrives, so jobs queue and the scheduler's choices show in the waits."""
+    rows = [(i + 1, 20.0 * i, 100.0 + 30.0 * (i % 7), 2 + 2 * (i % 4), 1000 * (i % 3)) for i in range(JOBS)]
+    return pd.DataFrame({
+        "job_id": [r[0] for r in rows], "submit": [r[1] for r in rows], "runtime": [r[2] for r in rows],
+        "walltime": [r[2] + 120.0 for r in rows], "nodes": [r[3] for r in rows],
+        "bb_per_node_mb": [r[4] for r in rows],
+    })  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def vclock_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, DockerCluster]]:
+    tmp = tmp_path_factory.mktemp("vclock")
+    platform = tmp / "vclock.toml"
+    platform.write_text(platform_toml(name="vclock", controller_port=6975, slurmd_base_port=27501,
+                                      chassis_per_group=2, node_containers=1))  # fmt: skip
+    plan = tmp / "plan.parquet"
+    save_plan(busy_plan(), {"format": "harness-plan", "version": 1, "shrink": 0.0, "seed": 0}, plan)
+    cluster = DockerCluster(NAME, load_platform(str(platform)))
+    cluster.down()
+    opts = RunOptions(WorkloadSpec(trace=plan, shrink=0.0),
+                      ClusterSpec(name=NAME, platform=str(platform)),
+                      ReplaySpec(policy="slurm-backfill-1", speedup=SPEEDUP, compare_sim=True),
+                      runs_dir=tmp / "runs", quiet=True)  # fmt: skip
+    try:
+        run_dir = Experiment(opts, progress=print).execute()
+        yield run_dir, cluster
+    finally:
+        cluster.down()
+
+
+def test_a_replay_at_x50_completes_in_trace_time_and_slurm_agrees(vclock_run) -> None:
+    run_dir, _ = vclock_run
+    manifest = read_json(run_dir / rundir.MANIFEST)
+    assert manifest["complete"] is True, manifest.get("incomplete_reason")
+    assert (manifest["clock"], manifest["speedup"], manifest["time_scale"]) == ("virtual", SPEEDUP, 1.0)
+    results = pd.read_parquet(run_dir / rundir.RESULTS)
+    assert len(results) == JOBS and (results["status"] == "completed").all(), results["status"].tolist()
+    # every job ran its trace runtime in virtual seconds (sigsleep on the clock page)
+    plan = busy_plan().set_index("job_id")
+    ran = results.set_index("job_id")
+    assert ((ran["end"] - ran["start"]) - plan["runtime"]).abs().max() < 0.5
+    assert (ran["wait"] > 0).any()  # the machine was oversubscribed: the scheduler chose
+    # Slurm's own records (started, ended, submitted) agree with sigsleep's and the replay's,
+    # within a second of real launch delay on the x50 clock
+    metrics = read_json(run_dir / rundir.METRICS)
+    check = metrics["cross_check"]
+    assert check["ok"], check
+    assert check["compared"] == JOBS and check["tolerance_s"] == 1.0 * SPEEDUP
+    assert check["max_start_diff_s"] < 0.5 * SPEEDUP  # a launch of at most half a real second
+
+
+def test_the_schedule_is_close_to_slurm_at_x1(vclock_run) -> None:
+    """The tick-aware twin (a 1 s pass in trace time, Slurm's minute limits) is what Slurm at
+    x1 would do: at x50 every job starts later only by the real launch delay times 50."""
+    run_dir, _ = vclock_run
+    fidelity = read_json(run_dir / rundir.METRICS)["fidelity"]
+    wait = fidelity["tick_aware"]["metrics"]["mean_wait"]
+    assert abs(wait["emulated"] - wait["simulated"]) <= 0.1 * wait["simulated"] + 10.0, wait
+
+
+def test_slurmctld_a_slurmd_sigsleep_and_the_replay_read_one_clock(vclock_run) -> None:
+    run_dir, cluster = vclock_run
+    clock = cluster.virtual_clock()
+    assert clock is not None
+    held = clock.set(round(clock.now()) + 5.0, 0.0)  # stands still on a whole second
+    try:
+        time.sleep(0.3)  # the ticker's next write
+        sdiag = cluster.exec(["sdiag"], timeout=30).stdout
+        [stamp] = [line for line in sdiag.splitlines() if "sdiag output at" in line]
+        assert stamp.endswith(f"({int(held)})"), stamp  # slurmctld's time()
+        assert slurmd_time(cluster) == int(held)  # what a slurmd's libfaketime reads
+        # sigsleep on the page: a job of no runtime starts and ends at the held instant
+        log = "log/vclock-held.jsonl"
+        cluster.exec(["sbatch", "--parsable", "--chdir=/shared/jobs", "--output=/dev/null", "--nodes=1",
+                      "--time=1", f"--wrap=exec sigsleep --runtime 0 --job-id 77 --log /shared/{log} "
+                      f"--clock /shared/{rundir.CLOCK_PAGE}"], user=SUBMIT_USER, timeout=30)  # fmt: skip
+        deadline = time.monotonic() + 30
+        while not (cluster.read_text(log) or "") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        [record] = [json.loads(line) for line in (cluster.read_text(log) or "").splitlines()]
+        assert record["start"] == pytest.approx(held, abs=1e-3) and record["end"] == pytest.approx(
+            held, abs=1e-3
+        )
+    finally:
+        clock.set(None, SPEEDUP)
+    # the replay paced itself by the same page: its first submission at t0 + the first submit
+    status = read_json(run_dir / rundir.RAW_DIR / rundir.STATUS)
+    subs = [
+        json.loads(line) for line in (run_dir / rundir.RAW_DIR / rundir.SUBMISSIONS).read_text().splitlines()
+    ]
+    assert min(s["actual"] for s in subs) >= status["t0"] - 1e-3
+    assert max(s["actual"] for s in subs) < held
+
+
+def slurmd_time(cluster: DockerCluster) -> int:
+    """``date +%s`` in a node container under the environment of its oldest slurmd (which
+    must carry the clock's preload)."""
+    node = cluster.client.containers.get(f"{NAME}-nodes0")
+    pid = node.exec_run(["pgrep", "-o", "-x", "slurmd"]).output.decode().strip()
+    environ = node.exec_run(["cat", f"/proc/{pid}/environ"]).output.decode().split("\0")
+    preload = dict(item.split("=", 1) for item in environ if item.startswith(("LD_PRELOAD=", "FAKETIME")))
+    assert preload.get("LD_PRELOAD", "").endswith("libfaketimeMT.so.1"), environ
+    return int(node.exec_run(["date", "+%s"], environment=preload).output.decode().strip())
+
+
+def test_slurm_kills_a_job_at_its_two_minute_limit_in_virtual_time(vclock_run) -> None:
+    _, cluster = vclock_run
+    log = "log/vclock-limit.jsonl"
+    began = time.monotonic()
+    res = cluster.exec(["sbatch", "--parsable", "--chdir=/shared/jobs", "--output=/dev/null", "--nodes=1",
+                        "--time=2", f"--wrap=exec sigsleep --runtime 600 --job-id 88 --log /shared/{log} "
+                        f"--clock /shared/{rundir.CLOCK_PAGE}"], user=SUBMIT_USER, timeout=30)  # fmt: skip
+    assert res.ok, res.stderr
+    deadline = time.monotonic() + 60
+    while not (cluster.read_text(log) or "") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    took = time.monotonic() - began
+    [record] = [json.loads(line) for line in (cluster.read_text(log) or "").splitlines()]
+    assert record["reason"] == "killed"  # Slurm's SIGTERM at its limit (sigsleep was given none)
+    # the limit (120 s) plus Slurm's 30-s check of limits, in virtual seconds: 2.4 to 3.5 real s
+    assert 120.0 <= record["running"] <= 160.0, record
+    assert took < 160.0 / SPEEDUP + 10.0
+
+
+def test_a_wall_clock_run_is_refused_on_a_virtual_clock_cluster(vclock_run) -> None:
+    _, cluster = vclock_run
+    with pytest.raises(ClusterError, match="runs on the virtual clock and this run needs the wall clock"):
+        DockerCluster(NAME, cluster.platform).prepare(SchedulerConfig())
