@@ -25,9 +25,11 @@ usage:
   python3 benchmarks/vclock/probe.py cpu --variant none
   python3 benchmarks/vclock/probe.py down
 """
+
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import mmap
 import os
@@ -136,8 +138,12 @@ def docker(*args: str, check: bool = True, timeout: float = 120) -> subprocess.C
 
 
 def sh(cmd: str, check: bool = True, timeout: float = 60) -> str:
-    r = subprocess.run(["docker", "exec", "-e", "SLURM_CONF=/vc/slurm.conf", CT, "bash", "-c", cmd],
-                       capture_output=True, text=True, timeout=timeout)
+    r = subprocess.run(
+        ["docker", "exec", "-e", "SLURM_CONF=/vc/slurm.conf", CT, "bash", "-c", cmd],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if check and r.returncode != 0:
         raise RuntimeError(f"{cmd!r} failed ({r.returncode}): {r.stderr.strip()[-2000:]}")
     return r.stdout
@@ -153,8 +159,12 @@ def preload_env(variant: str, sleep_scale: float, extra: dict[str, str]) -> dict
     if variant == "shim":
         env = {"LD_PRELOAD": "/vc/bin/vclock_shim.so", "VCLOCK_FILE": "/vc/clock.bin"}
     else:
-        env = {"LD_PRELOAD": LF_MT, "FAKETIME_NO_CACHE": "1", "FAKETIME_DISABLE_SHM": "1",
-               "FAKETIME_FORCE_MONOTONIC_FIX": "0"}
+        env = {
+            "LD_PRELOAD": LF_MT,
+            "FAKETIME_NO_CACHE": "1",
+            "FAKETIME_DISABLE_SHM": "1",
+            "FAKETIME_FORCE_MONOTONIC_FIX": "0",
+        }
         if variant == "tsfile":
             env |= {"FAKETIME_TIMESTAMP_FILE": "/vc/clock", "FAKETIME_FMT": "%s"}
         elif variant == "follow":
@@ -208,16 +218,26 @@ def slurm_conf(nodes: int, params: dict[str, str]) -> str:
     conf.update(params)
     lines = [f"{k}={v}" for k, v in conf.items()]
     for i in range(nodes):
-        lines.append(f"NodeName=vc{i + 1} CPUs=4 RealMemory=4000 NodeHostname=localhost "
-                     f"NodeAddr=127.0.0.1 Port={NODE_PORT0 + i}")
+        lines.append(
+            f"NodeName=vc{i + 1} CPUs=4 RealMemory=4000 NodeHostname=localhost "
+            f"NodeAddr=127.0.0.1 Port={NODE_PORT0 + i}"
+        )
     lines.append("PartitionName=p Nodes=ALL Default=YES MaxTime=INFINITE State=UP")
     return "\n".join(lines) + "\n"
 
 
 class Cluster:
-    def __init__(self, variant: str, nodes: int = 4, rate: float = 0.0, sleep_scale: float = 1.0,
-                 tick: float = 0.01, params: dict[str, str] | None = None,
-                 env_extra: dict[str, str] | None = None, v0: float = V0):
+    def __init__(
+        self,
+        variant: str,
+        nodes: int = 4,
+        rate: float = 0.0,
+        sleep_scale: float = 1.0,
+        tick: float = 0.01,
+        params: dict[str, str] | None = None,
+        env_extra: dict[str, str] | None = None,
+        v0: float = V0,
+    ):
         self.variant, self.nodes = variant, nodes
         down()
         if WORK.exists():
@@ -233,20 +253,49 @@ class Cluster:
         for f in ("vwait.c", "vcmp.c", "vclock.h", "shim.c"):
             if (HERE / f).exists():
                 shutil.copy(HERE / f, WORK / "bin" / f)
-        self.clock = Clock(WORK, v0 if variant != "none" else time.time(), rate if variant != "none" else 1.0,
-                           sleep_scale, tick)
-        docker("run", "-d", "--name", CT, "--network", "host", "--memory", "4g", "--cap-add", "SYS_PTRACE",
-               "-v", f"{WORK}:/vc", IMAGE, "sleep", "infinity")
-        sh("cd /vc/bin && gcc -O2 -o vwait vwait.c && gcc -O2 -o vcmp vcmp.c"
-           + (" && gcc -O2 -shared -fPIC -o vclock_shim.so shim.c -ldl -lpthread" if (WORK / "bin/shim.c").exists() else ""))
+        self.clock = Clock(
+            WORK,
+            v0 if variant != "none" else time.time(),
+            rate if variant != "none" else 1.0,
+            sleep_scale,
+            tick,
+        )
+        docker(
+            "run",
+            "-d",
+            "--name",
+            CT,
+            "--network",
+            "host",
+            "--memory",
+            "4g",
+            "--cap-add",
+            "SYS_PTRACE",
+            "-v",
+            f"{WORK}:/vc",
+            IMAGE,
+            "sleep",
+            "infinity",
+        )
+        sh(
+            "cd /vc/bin && gcc -O2 -o vwait vwait.c && gcc -O2 -o vcmp vcmp.c"
+            + (
+                " && gcc -O2 -shared -fPIC -o vclock_shim.so shim.c -ldl -lpthread"
+                if (WORK / "bin/shim.c").exists()
+                else ""
+            )
+        )
         self.t_up = time.time()
-        sh("""set -e
-cp /vc/munge.key /etc/munge/munge.key && chown munge:munge /etc/munge/munge.key && chmod 400 /etc/munge/munge.key
-mkdir -p /run/munge && chown munge:munge /run/munge
-su -s /bin/sh munge -c /usr/sbin/munged
-. /vc/env.sh
-slurmctld -f /vc/slurm.conf
-""" + "".join(f"slurmd -f /vc/slurm.conf -N vc{i + 1}\n" for i in range(nodes)))
+        sh(
+            "set -e\n"
+            "cp /vc/munge.key /etc/munge/munge.key && chown munge:munge /etc/munge/munge.key"
+            " && chmod 400 /etc/munge/munge.key\n"
+            "mkdir -p /run/munge && chown munge:munge /run/munge\n"
+            "su -s /bin/sh munge -c /usr/sbin/munged\n"
+            ". /vc/env.sh\n"
+            "slurmctld -f /vc/slurm.conf\n"
+            + "".join(f"slurmd -f /vc/slurm.conf -N vc{i + 1}\n" for i in range(nodes))
+        )
 
     def wait_idle(self, timeout: float = 60) -> float | None:
         t0 = time.time()
@@ -278,9 +327,11 @@ echo "env_preload=${{LD_PRELOAD:-none}}"
 /vc/bin/vwait {dur}
 """)
         script.chmod(0o755)
-        out = sh(f"for i in $(seq {n}); do env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin SLURM_CONF=/vc/slurm.conf "
-                 f"sbatch --parsable -t {time_min} {extra} "
-                 f"-o /vc/out/%j.out /vc/jobs/{script.name}; done")
+        out = sh(
+            f"for i in $(seq {n}); do env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin SLURM_CONF=/vc/slurm.conf "
+            f"sbatch --parsable -t {time_min} {extra} "
+            f"-o /vc/out/%j.out /vc/jobs/{script.name}; done"
+        )
         return [int(x) for x in out.split()]
 
     def jobs(self) -> dict[int, dict]:
@@ -295,8 +346,14 @@ echo "env_preload=${{LD_PRELOAD:-none}}"
 
             def num(x):
                 return x.get("number") if isinstance(x, dict) else x
-            res[j["job_id"]] = {"state": st, "start": num(j["start_time"]), "end": num(j["end_time"]),
-                                "submit": num(j["submit_time"]), "reason": j.get("state_reason")}
+
+            res[j["job_id"]] = {
+                "state": st,
+                "start": num(j["start_time"]),
+                "end": num(j["end_time"]),
+                "submit": num(j["submit_time"]),
+                "reason": j.get("state_reason"),
+            }
         return res
 
     def ctld_now(self) -> int | None:
@@ -348,8 +405,11 @@ echo "env_preload=${{LD_PRELOAD:-none}}"
         return res
 
     def cpu_ticks(self) -> dict[str, int]:
-        out = sh("for p in /proc/[0-9]*; do c=$(cat $p/comm 2>/dev/null) || continue; "
-                 "s=$(cat $p/stat 2>/dev/null) || continue; echo \"$c ${s#*) }\"; done", check=False)
+        out = sh(
+            "for p in /proc/[0-9]*; do c=$(cat $p/comm 2>/dev/null) || continue; "
+            's=$(cat $p/stat 2>/dev/null) || continue; echo "$c ${s#*) }"; done',
+            check=False,
+        )
         res: dict[str, int] = {}
         for ln in out.splitlines():
             parts = ln.split()
@@ -365,11 +425,19 @@ echo "env_preload=${{LD_PRELOAD:-none}}"
         time.sleep(secs)
         b = self.cpu_ticks()
         hz = 100.0
-        return {k: round(100.0 * (b.get(k, 0) - a.get(k, 0)) / hz / secs, 2)
-                for k in ("slurmctld", "slurmd", "slurmstepd", "munged") if k in b}
+        return {
+            k: round(100.0 * (b.get(k, 0) - a.get(k, 0)) / hz / secs, 2)
+            for k in ("slurmctld", "slurmd", "slurmstepd", "munged")
+            if k in b
+        }
 
     def strace_count(self, comm: str, secs: float) -> str:
-        return sh(f"timeout -s INT {secs} strace -c -f -o /tmp/strace.txt -p $(cat /vc/run/{comm}.pid); head -25 /tmp/strace.txt", check=False, timeout=secs + 30)
+        return sh(
+            f"timeout -s INT {secs} strace -c -f -o /tmp/strace.txt -p $(cat /vc/run/{comm}.pid); "
+            "head -25 /tmp/strace.txt",
+            check=False,
+            timeout=secs + 30,
+        )
 
     def logs(self, pattern: str) -> list[str]:
         out = []
@@ -384,11 +452,13 @@ echo "env_preload=${{LD_PRELOAD:-none}}"
         down()
 
 
-BENIGN = re.compile(r"state file|NOTE: Trying backup|MailProg|DUE TO TIME LIMIT|timeout: sent SIGTERM|Ignoring")
+BENIGN = re.compile(
+    r"state file|NOTE: Trying backup|MailProg|DUE TO TIME LIMIT|timeout: sent SIGTERM|Ignoring"
+)
 ERRORS = r"(?i)(timed? ?out|timeout|expired|not responding|error:|Unable to contact|failure)"
 
 
-def bad_lines(c: "Cluster") -> list[str]:
+def bad_lines(c: Cluster) -> list[str]:
     return [ln for ln in c.logs(ERRORS) if not BENIGN.search(ln)]
 
 
@@ -397,7 +467,8 @@ def log_ts(line: str) -> float | None:
     if not m:
         return None
     import datetime as dt
-    return dt.datetime.fromisoformat(m.group(1)).replace(tzinfo=dt.timezone.utc).timestamp()
+
+    return dt.datetime.fromisoformat(m.group(1)).replace(tzinfo=dt.UTC).timestamp()
 
 
 def wait_until(pred, timeout: float, step: float = 0.1):
@@ -411,8 +482,9 @@ def wait_until(pred, timeout: float, step: float = 0.1):
 
 
 # ---------------------------------------------------------------- probes
-def probe_cpu(variant: str, rate: float, secs: float = 20, env_extra: dict[str, str] | None = None,
-              tick: float = 0.01) -> dict[str, float]:
+def probe_cpu(
+    variant: str, rate: float, secs: float = 20, env_extra: dict[str, str] | None = None, tick: float = 0.01
+) -> dict[str, float]:
     """Idle CPU per daemon kind (percent of a core, summed over processes of that kind)."""
     c = Cluster(variant, rate=rate, sleep_scale=rate or 1, tick=tick, env_extra=env_extra)
     try:
@@ -422,17 +494,29 @@ def probe_cpu(variant: str, rate: float, secs: float = 20, env_extra: dict[str, 
         log(f"cpu {variant} x{rate:g}: idle after {idle}s, {cpu}")
         st = c.strace_count("slurmctld", 5)
         top = [ln for ln in st.splitlines() if re.match(r"\s*\d+\.\d+\s+\d", ln)][:6]
-        finding(f"idle slurmctld syscalls in 5 real s, {variant} x{rate:g} (strace -c -f: %time secs usecs/call calls errors name)",
-                " / ".join(" ".join(ln.split()) for ln in top),
-                f"python3 benchmarks/vclock/probe.py cpu --variant {variant} --rate {rate:g}")
+        finding(
+            f"idle slurmctld syscalls in 5 real s, {variant} x{rate:g} "
+            "(strace -c -f: %time secs usecs/call calls errors name)",
+            " / ".join(" ".join(ln.split()) for ln in top),
+            f"python3 benchmarks/vclock/probe.py cpu --variant {variant} --rate {rate:g}",
+        )
         return cpu
     finally:
         c.close()
 
 
-def probe_fixed(variant: str, rate: float, njobs: int = 20, dur: float = 60.0, params: dict[str, str] | None = None,
-                tick: float | None = None, env_extra: dict[str, str] | None = None, limit: bool = True,
-                cpu_secs: float = 10, health_secs: float = 0) -> dict:
+def probe_fixed(
+    variant: str,
+    rate: float,
+    njobs: int = 20,
+    dur: float = 60.0,
+    params: dict[str, str] | None = None,
+    tick: float | None = None,
+    env_extra: dict[str, str] | None = None,
+    limit: bool = True,
+    cpu_secs: float = 10,
+    health_secs: float = 0,
+) -> dict:
     tick = tick if tick is not None else 0.01
     tag = f"fixed {variant} x{rate:g}"
     cmd = f"python3 benchmarks/vclock/probe.py fixed --variant {variant} --rate {rate:g}"
@@ -455,12 +539,19 @@ def probe_fixed(variant: str, rate: float, njobs: int = 20, dur: float = 60.0, p
             if n is not None:
                 diffs.append(n - (v_a + v_b) / 2)
         if diffs:
-            finding(f"{tag}: slurmctld time() - controller V (sdiag, 5 samples)",
-                    f"{min(diffs):+.2f}..{max(diffs):+.2f} virtual s (sdiag RPC takes ~{(v_b - v_a):.1f} virtual s)", cmd)
+            finding(
+                f"{tag}: slurmctld time() - controller V (sdiag, 5 samples)",
+                f"{min(diffs):+.2f}..{max(diffs):+.2f} virtual s "
+                f"(sdiag RPC takes ~{(v_b - v_a):.1f} virtual s)",
+                cmd,
+            )
         sp = c.spread()
         res["spread"] = sp
-        finding(f"{tag}: preloaded clock - V (vcmp, 1000 reads each, min..max virtual s; ns per call)",
-                "; ".join(f"{k} {lo:+.3f}..{hi:+.3f} ({ns:.0f} ns)" for k, (lo, hi, ns) in sp.items()), cmd)
+        finding(
+            f"{tag}: preloaded clock - V (vcmp, 1000 reads each, min..max virtual s; ns per call)",
+            "; ".join(f"{k} {lo:+.3f}..{hi:+.3f} ({ns:.0f} ns)" for k, (lo, hi, ns) in sp.items()),
+            cmd,
+        )
         if cpu_secs:
             cpu = c.cpu_percent(cpu_secs)
             res["cpu"] = cpu
@@ -474,9 +565,17 @@ def probe_fixed(variant: str, rate: float, njobs: int = 20, dur: float = 60.0, p
         all_ids = ids + limit_ids
         # 20 jobs of dur s on 16 CPUs: two waves -> ~2*dur virtual s plus the limit job's 120 s + tick
         budget_v = max(2.5 * dur, 200) + 120
-        done = wait_until(lambda: all(j.get("state") in ("COMPLETED", "TIMEOUT", "FAILED", "CANCELLED", "NODE_FAIL")
-                                      for j in [c.jobs().get(i, {}) for i in all_ids]) or None,
-                          timeout=budget_v / rate * 3 + 30, step=0.25)
+        done = wait_until(
+            lambda: (
+                all(
+                    j.get("state") in ("COMPLETED", "TIMEOUT", "FAILED", "CANCELLED", "NODE_FAIL")
+                    for j in [c.jobs().get(i, {}) for i in all_ids]
+                )
+                or None
+            ),
+            timeout=budget_v / rate * 3 + 30,
+            step=0.25,
+        )
         v_done, r_done = c.clock.now(), time.time()
         jobs = c.jobs()
         outs = c.outputs()
@@ -485,10 +584,14 @@ def probe_fixed(variant: str, rate: float, njobs: int = 20, dur: float = 60.0, p
         for i in all_ids:
             states[jobs.get(i, {}).get("state", "?")] = states.get(jobs.get(i, {}).get("state", "?"), 0) + 1
         res["states"] = states
-        finding(f"{tag}: {njobs} x vwait {dur:g} s (+1 job at --time=2)",
-                f"{'all done' if done else 'NOT all done'} in {r_done - r0:.1f} real s = {v_done - v_sub:.0f} virtual s; states {states}", cmd)
+        finding(
+            f"{tag}: {njobs} x vwait {dur:g} s (+1 job at --time=2)",
+            f"{'all done' if done else 'NOT all done'} in {r_done - r0:.1f} real s = "
+            f"{v_done - v_sub:.0f} virtual s; states {states}",
+            cmd,
+        )
         # Slurm's start/end vs the payload's own virtual begin/end
-        ds, de, dd, wait_first = [], [], [], []
+        ds, de, dd = [], [], []
         for i in ids:
             j, o = jobs.get(i), outs.get(i, {})
             if not j or "v_begin" not in o:
@@ -499,12 +602,23 @@ def probe_fixed(variant: str, rate: float, njobs: int = 20, dur: float = 60.0, p
             if "date" in o:
                 dd.append(o["date"] - o["v_begin"])
         if ds:
-            finding(f"{tag}: Slurm StartTime - payload's virtual begin", f"{min(ds):+.2f}..{max(ds):+.2f} s (n={len(ds)})", cmd)
+            finding(
+                f"{tag}: Slurm StartTime - payload's virtual begin",
+                f"{min(ds):+.2f}..{max(ds):+.2f} s (n={len(ds)})",
+                cmd,
+            )
         if de:
-            finding(f"{tag}: Slurm EndTime - payload's virtual end", f"{min(de):+.2f}..{max(de):+.2f} s (n={len(de)})", cmd)
+            finding(
+                f"{tag}: Slurm EndTime - payload's virtual end",
+                f"{min(de):+.2f}..{max(de):+.2f} s (n={len(de)})",
+                cmd,
+            )
         if dd:
-            finding(f"{tag}: preloaded `date` in the job - payload's V read just after",
-                    f"{min(dd):+.3f}..{max(dd):+.3f} s", cmd)
+            finding(
+                f"{tag}: preloaded `date` in the job - payload's V read just after",
+                f"{min(dd):+.3f}..{max(dd):+.3f} s",
+                cmd,
+            )
         pre = {o.get("env_preload") for o in outs.values()}
         res["job_env_preload"] = pre
         for i in limit_ids:
@@ -512,25 +626,43 @@ def probe_fixed(variant: str, rate: float, njobs: int = 20, dur: float = 60.0, p
             if j.get("start") and j.get("end"):
                 run = j["end"] - j["start"]
                 res["limit_run_v"] = run
-                finding(f"{tag}: --time=2 job killed after (Slurm end-start)",
-                        f"{run} virtual s, state {j['state']} (limit 120 s; job_time_limit runs every 30 s)", cmd)
+                finding(
+                    f"{tag}: --time=2 job killed after (Slurm end-start)",
+                    f"{run} virtual s, state {j['state']} (limit 120 s; job_time_limit runs every 30 s)",
+                    cmd,
+                )
             else:
-                finding(f"{tag}: --time=2 job", f"state {j.get('state')} start {j.get('start')} end {j.get('end')}", cmd)
+                finding(
+                    f"{tag}: --time=2 job",
+                    f"state {j.get('state')} start {j.get('start')} end {j.get('end')}",
+                    cmd,
+                )
         bf = sd1.get("bf.Total cycles", 0) - sd0.get("bf.Total cycles", 0)
         ms = sd1.get("main.Total cycles", 0) - sd0.get("main.Total cycles", 0)
         span = sd1["now"] - sd0["now"]
         res["bf_cycles"], res["span_v"] = bf, span
         bft = [log_ts(ln) for ln in c.logs(r"_attempt_backfill: beginning") if ln.startswith("slurmctld")]
         bft = [t for t in bft if t is not None and t >= v_sd0]
-        gaps = sorted(b - a for a, b in zip(bft, bft[1:]))
+        gaps = sorted(b - a for a, b in itertools.pairwise(bft))
         res["bf_gaps"] = gaps
-        finding(f"{tag}: scheduler cycles over {span} virtual s",
-                f"sdiag: backfill {bf}, main {ms}; backfill passes in log {len(bft)}, gaps between passes "
-                + (f"{gaps[0]:.1f}..{gaps[-1]:.1f} virtual s (median {gaps[len(gaps) // 2]:.1f}; bf_interval=30)" if gaps else "n/a"), cmd)
+        finding(
+            f"{tag}: scheduler cycles over {span} virtual s",
+            f"sdiag: backfill {bf}, main {ms}; backfill passes in log {len(bft)}, gaps between passes "
+            + (
+                f"{gaps[0]:.1f}..{gaps[-1]:.1f} virtual s (median {gaps[len(gaps) // 2]:.1f}; bf_interval=30)"
+                if gaps
+                else "n/a"
+            ),
+            cmd,
+        )
         # failures in logs
         bad = bad_lines(c)
         res["errors"] = bad
-        finding(f"{tag}: timeout/error lines in logs", f"{len(bad)}" + (f"; first: {bad[0][:220]}" if bad else ""), cmd)
+        finding(
+            f"{tag}: timeout/error lines in logs",
+            f"{len(bad)}" + (f"; first: {bad[0][:220]}" if bad else ""),
+            cmd,
+        )
         if health_secs:
             time.sleep(health_secs)
             finding(f"{tag}: node states after {health_secs:g} more real s", c.node_states(), cmd)
@@ -540,29 +672,42 @@ def probe_fixed(variant: str, rate: float, njobs: int = 20, dur: float = 60.0, p
         c.close()
 
 
-def probe_event(variant: str, sleep_scale: float, env_extra: dict[str, str] | None = None,
-                params: dict[str, str] | None = None, label: str = "") -> dict:
+def probe_event(
+    variant: str,
+    sleep_scale: float,
+    env_extra: dict[str, str] | None = None,
+    params: dict[str, str] | None = None,
+    label: str = "",
+) -> dict:
     """Clock held still; jobs submitted; jumps of 60 s, 600 s, 3600 s, 1 day."""
     tag = f"event {variant} S={sleep_scale:g}{(' ' + label) if label else ''}"
     extra_s = " ".join(f"{k}={v}" for k, v in (env_extra or {}).items())
     cmd = f"python3 benchmarks/vclock/probe.py event --variant {variant} --sleep-scale {sleep_scale:g}" + (
-        f" --env {extra_s}" if extra_s else "")
+        f" --env {extra_s}" if extra_s else ""
+    )
     log(f"== {tag}")
     c = Cluster(variant, rate=0.0, sleep_scale=sleep_scale, params=params, env_extra=env_extra)
     res: dict = {}
     try:
         idle = c.wait_idle()
-        finding(f"{tag}: 4 nodes idle with the clock held", f"{idle:.2f} real s" if idle else "NOT idle in 60 s", cmd)
+        finding(
+            f"{tag}: 4 nodes idle with the clock held",
+            f"{idle:.2f} real s" if idle else "NOT idle in 60 s",
+            cmd,
+        )
         if idle is None:
             return res
         v = c.clock.now()
         n = c.ctld_now()
         finding(f"{tag}: slurmctld time() while held", f"{(n - v) if n else 'n/a'} s from V", cmd)
         cpu = c.cpu_percent(10)
-        finding(f"{tag}: idle CPU with the clock held, % of a core", ", ".join(f"{k} {x}" for k, x in cpu.items()), cmd)
+        finding(
+            f"{tag}: idle CPU with the clock held, % of a core",
+            ", ".join(f"{k} {x}" for k, x in cpu.items()),
+            cmd,
+        )
         # all daemons' log stamps during a held period must equal V
         c.clock.jump(1.0)
-        v_hold = c.clock.now()
         mark = time.time()
         # 16 CPUs: three whole-node jobs and one 2-CPU job for an hour; a whole-node job of 10 min
         # (must wait: a reservation at +3600); two 1-CPU jobs of 60 s at --time=2 (backfill into the gap)
@@ -574,9 +719,13 @@ def probe_event(variant: str, sleep_scale: float, env_extra: dict[str, str] | No
         cpu = c.cpu_percent(5)
         js = c.jobs()
         st = {i: js.get(i, {}).get("state") for i in all_ids}
-        finding(f"{tag}: 7 jobs submitted with the clock held at V, after {time.time() - mark:.0f} real s",
-                f"states {sorted(st.values())}, reasons {sorted({str(js.get(i, {}).get('reason')) for i in all_ids})}; "
-                f"CPU while held with pending jobs: " + ", ".join(f"{k} {x}" for k, x in cpu.items()), cmd)
+        finding(
+            f"{tag}: 7 jobs submitted with the clock held at V, after {time.time() - mark:.0f} real s",
+            f"states {sorted(st.values())}, "
+            f"reasons {sorted({str(js.get(i, {}).get('reason')) for i in all_ids})}; "
+            f"CPU while held with pending jobs: " + ", ".join(f"{k} {x}" for k, x in cpu.items()),
+            cmd,
+        )
         # creep: +1 virtual s at a time until something starts
         steps = 0
         t_creep = time.time()
@@ -590,24 +739,35 @@ def probe_event(variant: str, sleep_scale: float, env_extra: dict[str, str] | No
         time.sleep(1)
         js = c.jobs()
         nrun = sum(1 for i in all_ids if js.get(i, {}).get("state") == "RUNNING")
-        finding(f"{tag}: clock advanced +1 s per step until a job starts",
-                f"first start after {steps} steps (+{steps} virtual s; batch_sched_delay=3), {time.time() - t_creep:.1f} real s; "
-                f"{nrun} RUNNING, big job {js.get(ids_big[0], {}).get('state')} ({js.get(ids_big[0], {}).get('reason')})", cmd)
+        finding(
+            f"{tag}: clock advanced +1 s per step until a job starts",
+            f"first start after {steps} steps (+{steps} virtual s; batch_sched_delay=3), "
+            f"{time.time() - t_creep:.1f} real s; "
+            f"{nrun} RUNNING, big job {js.get(ids_big[0], {}).get('state')} "
+            f"({js.get(ids_big[0], {}).get('reason')})",
+            cmd,
+        )
         v_run = c.clock.now()
         outs = c.outputs()
         starts = sorted({js[i]["start"] - v_run for i in all_ids if js.get(i, {}).get("state") == "RUNNING"})
         vb = sorted({round(o["v_begin"] - v_run, 3) for o in outs.values() if "v_begin" in o})
         dates = sorted({round(o["date"] - v_run, 3) for o in outs.values() if "date" in o})
-        finding(f"{tag}: held clock: Slurm start times / payload begin / preloaded date in job, minus V",
-                f"starts {starts}, payload {vb}, date {dates}", cmd)
+        finding(
+            f"{tag}: held clock: Slurm start times / payload begin / preloaded date in job, minus V",
+            f"starts {starts}, payload {vb}, date {dates}",
+            cmd,
+        )
         stamps = []
         for ln in c.logs(r"\[20\d\d-"):
             t = log_ts(ln)
             if t is not None and t >= v_run - 0.5:
                 stamps.append(t - v_run)
         if stamps:
-            finding(f"{tag}: every log stamp (slurmctld, slurmd, slurmstepd) written while held at V, minus V",
-                    f"{min(stamps):+.3f}..{max(stamps):+.3f} s over {len(stamps)} lines", cmd)
+            finding(
+                f"{tag}: every log stamp (slurmctld, slurmd, slurmstepd) written while held at V, minus V",
+                f"{min(stamps):+.3f}..{max(stamps):+.3f} s over {len(stamps)} lines",
+                cmd,
+            )
         # jumps
         for jump in (60, 600, 3600, 86400):
             sd0 = c.sdiag()
@@ -634,13 +794,21 @@ def probe_event(variant: str, sleep_scale: float, env_extra: dict[str, str] | No
                 time.sleep(0.2)
             js = c.jobs()
             ctld = c.ctld_now()
-            ends = {i: (js[i]["end"] - v_before) for i in all_ids if js.get(i, {}).get("state") in ("COMPLETED", "TIMEOUT")
-                    and js0.get(i, {}).get("state") not in ("COMPLETED", "TIMEOUT")}
+            ends = {
+                i: (js[i]["end"] - v_before)
+                for i in all_ids
+                if js.get(i, {}).get("state") in ("COMPLETED", "TIMEOUT")
+                and js0.get(i, {}).get("state") not in ("COMPLETED", "TIMEOUT")
+            }
             bad = bad_lines(c)
-            finding(f"{tag}: jump +{jump} s",
-                    "; ".join(f"{k} after {x:.2f} real s" for k, x in sorted(seen.items(), key=lambda kv: kv[1]))
-                    + f"; new ends at V_before+{sorted(ends.values())}; ctld now-V={None if ctld is None else ctld - v_after:.0f}"
-                    + f"; nodes {c.node_states()}; error lines so far {len(bad)}", cmd)
+            finding(
+                f"{tag}: jump +{jump} s",
+                "; ".join(f"{k} after {x:.2f} real s" for k, x in sorted(seen.items(), key=lambda kv: kv[1]))
+                + f"; new ends at V_before+{sorted(ends.values())}; "
+                f"ctld now-V={None if ctld is None else ctld - v_after:.0f}"
+                + f"; nodes {c.node_states()}; error lines so far {len(bad)}",
+                cmd,
+            )
         bad = bad_lines(c)
         for b in bad[:5]:
             print("     ", b[:250])
@@ -670,19 +838,33 @@ def main() -> int:
         if a.what == "down":
             down()
         elif a.what == "up":
-            Cluster(a.variant, rate=a.rate, sleep_scale=a.rate or a.sleep_scale, tick=a.tick or 0.01,
-                    params=params, env_extra=env_extra)
+            Cluster(
+                a.variant,
+                rate=a.rate,
+                sleep_scale=a.rate or a.sleep_scale,
+                tick=a.tick or 0.01,
+                params=params,
+                env_extra=env_extra,
+            )
             print("up; clock controller exits with this process: the clock stays where it is")
             return 0
         elif a.what == "cpu":
             cpu = probe_cpu(a.variant, a.rate, env_extra=env_extra)
-            finding(f"idle CPU over 20 real s, {a.variant} x{a.rate:g}, % of a core", ", ".join(f"{k} {v}" for k, v in cpu.items()),
-                    f"python3 benchmarks/vclock/probe.py cpu --variant {a.variant} --rate {a.rate:g}")
+            finding(
+                f"idle CPU over 20 real s, {a.variant} x{a.rate:g}, % of a core",
+                ", ".join(f"{k} {v}" for k, v in cpu.items()),
+                f"python3 benchmarks/vclock/probe.py cpu --variant {a.variant} --rate {a.rate:g}",
+            )
         elif a.what == "fixed":
             probe_fixed(a.variant, a.rate, njobs=a.jobs, params=params, tick=a.tick, env_extra=env_extra)
         elif a.what == "event":
-            probe_event(a.variant, a.sleep_scale, env_extra=env_extra, params=params,
-                        label=" ".join(f"{k}={v}" for k, v in env_extra.items()))
+            probe_event(
+                a.variant,
+                a.sleep_scale,
+                env_extra=env_extra,
+                params=params,
+                label=" ".join(f"{k}={v}" for k, v in env_extra.items()),
+            )
         elif a.what == "follow":
             probe_follow_variant()
         elif a.what == "all":
@@ -706,15 +888,39 @@ def probe_follow_variant() -> None:
     WORK.mkdir(parents=True, exist_ok=True)
     (WORK / "clockf").touch()
     os.utime(WORK / "clockf", (V0, V0))
-    script = ("for ft in '%' '% x100'; do for nc in 0 1; do if [ $nc = 1 ]; then export FAKETIME_NO_CACHE=1; "
-              "else unset FAKETIME_NO_CACHE; fi; t0=$(date +%s.%N); out=$(timeout -s KILL 3 env FAKETIME=\"$ft\" "
-              "FAKETIME_FOLLOW_FILE=/vc/clockf FAKETIME_DISABLE_SHM=1 LD_PRELOAD=" + LF_MT + " date +%s 2>&1); "
-              "echo \"FAKETIME='$ft' NO_CACHE=$nc rc=$? out=$out\"; done; done")
-    r = subprocess.run(["timeout", "60", "docker", "run", "--rm", "--name", CT + "-follow", "--network", "host",
-                        "-v", f"{WORK}:/vc", IMAGE, "bash", "-c", script], capture_output=True, text=True)
+    script = (
+        "for ft in '%' '% x100'; do for nc in 0 1; do if [ $nc = 1 ]; then export FAKETIME_NO_CACHE=1; "
+        'else unset FAKETIME_NO_CACHE; fi; t0=$(date +%s.%N); out=$(timeout -s KILL 3 env FAKETIME="$ft" '
+        "FAKETIME_FOLLOW_FILE=/vc/clockf FAKETIME_DISABLE_SHM=1 LD_PRELOAD=" + LF_MT + " date +%s 2>&1); "
+        "echo \"FAKETIME='$ft' NO_CACHE=$nc rc=$? out=$out\"; done; done"
+    )
+    r = subprocess.run(
+        [
+            "timeout",
+            "60",
+            "docker",
+            "run",
+            "--rm",
+            "--name",
+            CT + "-follow",
+            "--network",
+            "host",
+            "-v",
+            f"{WORK}:/vc",
+            IMAGE,
+            "bash",
+            "-c",
+            script,
+        ],
+        capture_output=True,
+        text=True,
+    )
     docker("rm", "-f", CT + "-follow", check=False)
-    finding("follow variant: preloaded `date` with FAKETIME='%'/FOLLOW_FILE (rc 137 = killed after 3 s)",
-            " / ".join(r.stdout.split("\n")[:4]), "python3 benchmarks/vclock/probe.py follow")
+    finding(
+        "follow variant: preloaded `date` with FAKETIME='%'/FOLLOW_FILE (rc 137 = killed after 3 s)",
+        " / ".join(r.stdout.split("\n")[:4]),
+        "python3 benchmarks/vclock/probe.py follow",
+    )
 
 
 def run_all() -> None:
@@ -722,12 +928,17 @@ def run_all() -> None:
     probe_follow_variant()
     for variant, rate in (("none", 0.0), ("tsfile", 10.0), ("tsfile", 100.0)):
         cpu = probe_cpu(variant, rate, secs=15)
-        finding(f"idle CPU, {variant} x{rate:g}, % of a core", ", ".join(f"{k} {v}" for k, v in cpu.items()),
-                f"python3 benchmarks/vclock/probe.py cpu --variant {variant} --rate {rate:g}")
+        finding(
+            f"idle CPU, {variant} x{rate:g}, % of a core",
+            ", ".join(f"{k} {v}" for k, v in cpu.items()),
+            f"python3 benchmarks/vclock/probe.py cpu --variant {variant} --rate {rate:g}",
+        )
     probe_fixed("tsfile", 10.0)
     probe_fixed("tsfile", 100.0)
     probe_fixed("tsfile", 1000.0)
-    probe_fixed("tsfile", 1000.0, params={"MessageTimeout": "100", "TCPTimeout": "20", "BatchStartTimeout": "100"})
+    probe_fixed(
+        "tsfile", 1000.0, params={"MessageTimeout": "100", "TCPTimeout": "20", "BatchStartTimeout": "100"}
+    )
     probe_event("tsfile", 1.0)
     probe_event("tsfile", 1.0, env_extra={"FAKETIME_WAIT_MS": "50"}, label="WAIT_MS=50")
 
