@@ -81,7 +81,7 @@ def test_a_replay_at_x50_completes_in_trace_time_and_slurm_agrees(vclock_run) ->
     plan = busy_plan().set_index("job_id")
     ran = results.set_index("job_id")
     assert ((ran["end"] - ran["start"]) - plan["runtime"]).abs().max() < 0.5
-    assert (ran["wait"] > 0).any()  # the machine was oversubscribed: the scheduler chose
+    assert ((ran["start"] - ran["submit"]) > 60).any()  # the machine was oversubscribed: jobs queued
     # Slurm's own records (started, ended, submitted) agree with sigsleep's and the replay's,
     # within a second of real launch delay on the x50 clock
     metrics = read_json(run_dir / rundir.METRICS)
