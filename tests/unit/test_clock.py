@@ -1,0 +1,125 @@
+"""The virtual clock page (harness.model.clock): written by its controller, read by everyone;
+the speed-up options and what refuses a run that cannot have one."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.emulation.run.experiment import RunError, clock_for
+from harness.emulation.run.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
+from harness.model.clock import (
+    MAX_SPEEDUP,
+    ClockError,
+    Reading,
+    VirtualClock,
+    faketime_line,
+    preload_env,
+    write_faketime,
+)
+from harness.model.io_models import IO_AWARE
+
+V0 = 2_000_000_000.0
+
+
+def test_an_affine_clock_reads_base_plus_real_time_times_rate() -> None:
+    reading = Reading(base_v=V0, base_real=100.0, rate=50.0, poll_s=0.1)
+    assert reading.at(100.0) == V0 and reading.at(102.5) == V0 + 125.0
+    assert Reading(V0, 100.0, 0.0, 0.02).at(1e9) == V0  # held: no time passes
+
+
+def test_a_clock_page_created_runs_at_its_rate_and_readers_see_what_the_controller_writes(
+    tmp_path: Path,
+) -> None:
+    clock = VirtualClock.create(tmp_path / "page", start=V0, rate=100.0)
+    reader = VirtualClock(tmp_path / "page")
+    first = reader.now()
+    time.sleep(0.05)
+    assert reader.now() - first == pytest.approx(5.0, abs=1.5)  # 0.05 real s at x100
+    held = clock.hold()
+    assert reader.reading().rate == 0.0 and reader.now() == held
+    clock.jump(held + 3600.0)
+    assert reader.now() == held + 3600.0
+    clock.set(None, 10.0)
+    assert reader.rate == 10.0 and reader.now() >= held + 3600.0
+
+
+def test_the_clock_never_goes_backwards_and_refuses_bad_rates(tmp_path: Path) -> None:
+    clock = VirtualClock.create(tmp_path / "page", start=V0, rate=0.0)
+    with pytest.raises(ClockError, match="only goes forward"):
+        clock.jump(V0 - 1.0)
+    for rate in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ClockError, match="rate"):
+            clock.set(None, rate)
+    assert clock.now() == V0
+
+
+@pytest.mark.parametrize("content", [None, b"", b"\0" * 4096])
+def test_a_file_that_is_not_a_clock_page_is_named(tmp_path: Path, content: bytes | None) -> None:
+    path = tmp_path / "page"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(ClockError, match=str(path)):
+        VirtualClock(path)
+
+
+def test_the_faketime_file_freezes_the_daemons_at_the_clock_and_scales_their_waits(tmp_path: Path) -> None:
+    """libfaketime's freeze mode: the instant without @ or +, and x<S> for the waits (x1 held)."""
+    running = Reading(V0, 10.0, 50.0, 0.1)
+    assert faketime_line(running, 12.0) == f"{V0 + 100.0:.6f} x50\n"
+    assert faketime_line(Reading(V0, 10.0, 0.0, 0.02), 99.0) == f"{V0:.6f} x1\n"
+    target = tmp_path / "faketime"
+    write_faketime(target, faketime_line(running, 10.0))
+    assert target.read_text() == f"{V0:.6f} x50\n" and not (tmp_path / "faketime.tmp").exists()
+    env = preload_env("/shared/clock/faketime")
+    assert env["FAKETIME_TIMESTAMP_FILE"] == "/shared/clock/faketime" and env["FAKETIME_NO_CACHE"] == "1"
+    assert "FAKETIME" not in env  # set, it would override the file
+
+
+def opts(speedup: float | None, **workload: object) -> RunOptions:
+    return RunOptions(WorkloadSpec(**workload), ClusterSpec(), ReplaySpec(speedup=speedup))  # type: ignore[arg-type]
+
+
+def test_a_speed_up_needs_unshrunk_alloc_only_times_on_the_docker_cluster() -> None:
+    assert clock_for(opts(None)) == "wall" and clock_for(opts(50.0, shrink=0.0)) == "virtual"
+    with pytest.raises(RunError, match="no --shrink"):
+        clock_for(opts(50.0, shrink=0.99))
+    with pytest.raises(RunError, match="io-aware"):
+        clock_for(opts(50.0, shrink=0.0, model=IO_AWARE))
+    remote = RunOptions(WorkloadSpec(shrink=0.0), ClusterSpec(backend="ssh://u@h"), ReplaySpec(speedup=10.0))
+    with pytest.raises(RunError, match="local Docker cluster"):
+        clock_for(remote)
+
+
+@pytest.mark.parametrize("value", [0.0, -5.0, float("nan"), float("inf"), MAX_SPEEDUP + 1])
+def test_a_speed_up_outside_what_was_measured_is_refused(value: float) -> None:
+    with pytest.raises(ValueError, match="speed-up"):
+        ReplaySpec(speedup=value)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--speedup", "0"], "expected a finite number in (0, 100]"),
+        (["--speedup", "-3"], "expected a finite number in (0, 100]"),
+        (["--speedup", "nan"], "expected a finite number in (0, 100]"),
+        (["--speedup", "1000"], "the highest speed-up measured to keep Slurm healthy"),
+        (["--speedup", "10", "--shrink", "0.9"], "give --speedup or --shrink"),
+    ],
+)
+def test_run_refuses_a_bad_speed_up_in_one_line(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(main, ["run", *args, "--dry-run"])
+    assert result.exit_code == 2 and message in result.output, result.output
+    assert "Traceback" not in result.output
+
+
+def test_the_estimate_of_a_speed_up_divides_the_span(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["run", "--speedup", "50", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "virtual, x50" in result.output
+    # the bundled slice spans 56,997 s of trace: 1,140 s at x50, plus a minute of overhead
+    assert "expected wall    at least 20 min 00 s per run" in result.output
