@@ -161,9 +161,12 @@ PROBABILITY = NumberType("probability", 0.0, 1.0)
 RATIO = NumberType("ratio", 1.0)  # a sampling ratio s_p = N_orig / N_work: >= 1
 SHRINK = NumberType("shrink", 0.0, 1.0, high_open=True)  # [0, 1), as harness.model.timescale
 SPEEDUP = NumberType(
-    "speed-up", 0.0, MAX_SPEEDUP, low_open=True,
+    "speed-up",
+    0.0,
+    MAX_SPEEDUP,
+    low_open=True,
     note=f"x{MAX_SPEEDUP:g} is the highest speed-up measured to keep Slurm healthy: docs/virtual-time.md",
-)  # fmt: skip
+)
 TAU = NumberType("seconds", 0.0, low_open=True)  # bounded-slowdown threshold: > 0
 TIME_LIMIT = NumberType("seconds", 0.0, low_open=True)
 SAMPLE_WINDOW = NumberType("seconds", 0.0, low_open=True)
@@ -184,15 +187,15 @@ def platform_option(func: F) -> F:
 
 def shrink_option(default: float | None, help_extra: str = "") -> Callable[[F], F]:
     text = SHRINK_HELP + (" " + help_extra if help_extra else "")
-    return click.option("--shrink", type=SHRINK, default=default, show_default=default is not None,
-                        help=text)  # fmt: skip
+    return click.option("--shrink", type=SHRINK, default=default, show_default=default is not None, help=text)
 
 
 def bb_seed_option(default: int | None, help_extra: str = "") -> Callable[[F], F]:
     """``--bb-seed``: the burst-buffer model's seed (old spelling ``--seed``, see ``renamed``)."""
     text = BB_SEED_HELP + (" " + help_extra if help_extra else "")
-    return click.option("--bb-seed", "bb_seed", type=SEED, default=default, show_default=default is not None,
-                        help=text)  # fmt: skip
+    return click.option(
+        "--bb-seed", "bb_seed", type=SEED, default=default, show_default=default is not None, help=text
+    )
 
 
 class PriorityType(click.ParamType):
@@ -212,43 +215,58 @@ class PriorityType(click.ParamType):
 def priority_options(func: F) -> F:
     """``--priority MODEL`` and ``--preempt none|suspend`` (Barberato Section 4.3, Chapter 5)."""
     func = click.option(
-        "--preempt", type=click.Choice(["none", "suspend"]), default="none", show_default=True,
+        "--preempt",
+        type=click.Choice(["none", "suspend"]),
+        default="none",
+        show_default=True,
         help="suspend: a high-priority job that cannot start suspends low-priority running jobs "
         "(Slurm PreemptMode=SUSPEND,GANG); they resume when it ends.",
-    )(func)  # fmt: skip
+    )(func)
     return click.option(
-        "--priority", type=PriorityType(), default="none", show_default=True,
+        "--priority",
+        type=PriorityType(),
+        default="none",
+        show_default=True,
         help="High-priority jobs: none, random:F[:SEED] (a seeded random fraction F) or size:N "
         "(jobs wider than N nodes); they go to Slurm's urgent partition (a higher tier).",
-    )(func)  # fmt: skip
+    )(func)
 
 
 def policy_seed_option(func: F) -> F:
-    return click.option("--policy-seed", "policy_seed", type=SEED, default=0, show_default=True,
-                        help=POLICY_SEED_HELP)(func)  # fmt: skip
+    return click.option(
+        "--policy-seed", "policy_seed", type=SEED, default=0, show_default=True, help=POLICY_SEED_HELP
+    )(func)
 
 
 def time_limit_option(default: float | None, help_extra: str) -> Callable[[F], F]:
     text = "Wall-clock limit of one plan search, in seconds; " + help_extra
-    return click.option("--time-limit", type=TIME_LIMIT, default=default, show_default=default is not None,
-                        help=text)  # fmt: skip
+    return click.option(
+        "--time-limit", type=TIME_LIMIT, default=default, show_default=default is not None, help=text
+    )
 
 
 def first_n_option(func: F) -> F:
-    return click.option("--first-n", type=click.IntRange(min=1), default=None,
-                        help="Only the first N jobs of the trace (default: all).")(func)  # fmt: skip
+    return click.option(
+        "--first-n",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Only the first N jobs of the trace (default: all).",
+    )(func)
 
 
 def period_option(func: F) -> F:
     return click.option(
-        "--period", type=PeriodType(), default=None,
+        "--period",
+        type=PeriodType(),
+        default=None,
         help="I/K: only the I-th of K equal periods of the trace, I from 1 as in the thesis (default: all).",
-    )(func)  # fmt: skip
+    )(func)
 
 
 def policy_option(default: str | None, help_text: str) -> Callable[[F], F]:
-    return click.option("--policy", "-p", "policy", default=default, show_default=default is not None,
-                        help=help_text)  # fmt: skip
+    return click.option(
+        "--policy", "-p", "policy", default=default, show_default=default is not None, help=help_text
+    )
 
 
 def output_option(
@@ -260,8 +278,16 @@ def output_option(
 ) -> Callable[[F], F]:
     """``-o/--output``: the file or directory a command writes."""
     kind = click.Path(path_type=Path, dir_okay=dir_okay, file_okay=file_okay)
-    return click.option("-o", "--output", "output", type=kind, required=required, default=default,
-                        show_default=default is not None, help=help_text)  # fmt: skip
+    return click.option(
+        "-o",
+        "--output",
+        "output",
+        type=kind,
+        required=required,
+        default=default,
+        show_default=default is not None,
+        help=help_text,
+    )
 
 
 def json_option(func: F) -> F:

@@ -38,27 +38,77 @@ def _shrink_list(ctx: click.Context, param: click.Parameter, value: str) -> list
 )
 @click.argument("trace", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @policy_option("slurm-backfill-1", "The run's policy (as `harness run --policy`).")
-@click.option("--tolerance", type=POSITIVE_NUMBER, default=0.05, show_default=True,
-              help="Largest relative gap of a metric's mean from the lowest shrink's.")  # fmt: skip
+@click.option(
+    "--tolerance",
+    type=POSITIVE_NUMBER,
+    default=0.05,
+    show_default=True,
+    help="Largest relative gap of a metric's mean from the lowest shrink's.",
+)
 @click.option("--repeat", type=REPEAT, default=3, show_default=True, help="Repetitions per shrink.")
-@click.option("--shrinks", default="0.5,0.8,0.9,0.95,0.98,0.99,0.995", show_default=True,
-              callback=_shrink_list, help="Comma-separated; the lowest is the reference.")  # fmt: skip
-@click.option("--against", type=click.Choice(["emu", "sim"]), default="emu", show_default=True,
-              help="emu: replays on Slurm; sim: the tick-aware simulator twin (no Slurm).")  # fmt: skip
-@click.option("--tick", type=NON_NEGATIVE_SECONDS, default=1.0, show_default=True,
-              help="--against sim: emulated seconds between Slurm's scheduling passes.")  # fmt: skip
-@click.option("--launch-delay", type=NON_NEGATIVE_SECONDS, default=0.0, show_default=True,
-              help="--against sim: emulated seconds from a start decision to the job's start.")  # fmt: skip
-@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Output directory (default: <runs-dir>/shrink-limit-<policy>-<against>).")  # fmt: skip
-@click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
-              show_default=True, help="Directory the runs' own run directories are created in.")  # fmt: skip
-@click.option("--cluster", "cluster", default="docker", show_default=True,
-              help="--against emu: docker, local or ssh://user@head[:port].")  # fmt: skip
-@click.option("--name", "cluster_name", default="bbemu", show_default=True,
-              help="Docker cluster name (containers NAME-ctld, NAME-nodesK).")  # fmt: skip
-@click.option("--timeout", type=POSITIVE_NUMBER, default=None, help="Per run: give up this many seconds "
-              "after the last submission.")  # fmt: skip
+@click.option(
+    "--shrinks",
+    default="0.5,0.8,0.9,0.95,0.98,0.99,0.995",
+    show_default=True,
+    callback=_shrink_list,
+    help="Comma-separated; the lowest is the reference.",
+)
+@click.option(
+    "--against",
+    type=click.Choice(["emu", "sim"]),
+    default="emu",
+    show_default=True,
+    help="emu: replays on Slurm; sim: the tick-aware simulator twin (no Slurm).",
+)
+@click.option(
+    "--tick",
+    type=NON_NEGATIVE_SECONDS,
+    default=1.0,
+    show_default=True,
+    help="--against sim: emulated seconds between Slurm's scheduling passes.",
+)
+@click.option(
+    "--launch-delay",
+    type=NON_NEGATIVE_SECONDS,
+    default=0.0,
+    show_default=True,
+    help="--against sim: emulated seconds from a start decision to the job's start.",
+)
+@click.option(
+    "-o",
+    "--output",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Output directory (default: <runs-dir>/shrink-limit-<policy>-<against>).",
+)
+@click.option(
+    "--runs-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("runs"),
+    show_default=True,
+    help="Directory the runs' own run directories are created in.",
+)
+@click.option(
+    "--cluster",
+    "cluster",
+    default="docker",
+    show_default=True,
+    help="--against emu: docker, local or ssh://user@head[:port].",
+)
+@click.option(
+    "--name",
+    "cluster_name",
+    default="bbemu",
+    show_default=True,
+    help="Docker cluster name (containers NAME-ctld, NAME-nodesK).",
+)
+@click.option(
+    "--timeout",
+    type=POSITIVE_NUMBER,
+    default=None,
+    help="Per run: give up this many seconds after the last submission.",
+)
 @trace_options
 @selection_options
 @user_errors()
@@ -87,8 +137,9 @@ def shrink_limit_command(
     if against == "sim":
         runner = _sim_runner(trace, policy, platform_file, tick, launch_delay, workload_opts)
     else:
-        runner = _emu_runner(trace, policy, platform_file, (cluster, cluster_name), runs_dir, timeout,
-                             workload_opts)  # fmt: skip
+        runner = _emu_runner(
+            trace, policy, platform_file, (cluster, cluster_name), runs_dir, timeout, workload_opts
+        )
     points = sweep(runner, shrinks, repeat, progress=lambda line: click.echo(line, err=True))
     result = find_limit(points, tolerance)
     target = out_dir or runs_dir / f"shrink-limit-{policy}-{against}"

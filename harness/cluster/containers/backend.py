@@ -19,6 +19,7 @@ from docker.models.containers import Container
 
 from harness.cluster.base import ClusterError, wait_for_idle
 from harness.cluster.containers.accounting import accounting_enabled, start_dbd
+from harness.cluster.containers.clock import check_clock_mode, clock_mode, open_clock, start_clock
 from harness.cluster.containers.image import IMAGE_REPO, image_tag, write_build_context
 from harness.cluster.containers.ports import check_ports
 from harness.cluster.containers.state_dir import (
@@ -28,12 +29,12 @@ from harness.cluster.containers.state_dir import (
     render_compose,
 )
 from harness.model.atomic import atomic_write_text
-from harness.model.clock import VirtualClock, faketime_line, write_faketime
+from harness.model.clock import VirtualClock
 from harness.model.commands import CommandResult
 from harness.model.polling import poll_until
-from harness.model.rundir import CLOCK_PAGE, FAKETIME_FILE, SHARED
+from harness.model.rundir import SHARED
 from harness.platform import Platform, load_platform
-from harness.slurm.config import CLOCK_ENV, SchedulerConfig
+from harness.slurm.config import SchedulerConfig
 
 LABEL = "harness.cluster"
 IDLE_TIMEOUT_S = 120.0
@@ -141,11 +142,8 @@ class DockerCluster:
         if self.containers() and self.is_up() and not self.image_is_current():
             progress("the running cluster's image is older than the sources: recreating it")
             self.down()
-        if self.containers() and self.is_up() and self.clock_mode() != sched.clock:
-            raise ClusterError(
-                f"cluster '{self.name}' runs on the {self.clock_mode()} clock and this run needs the "
-                f"{sched.clock} clock: `harness cluster down --name {self.name}` first, or use another --name"
-            )
+        if self.containers() and self.is_up():
+            check_clock_mode(self.state, self.name, sched.clock)
         if not (self.containers() and self.is_up()):
             self.sched = sched  # the configuration is final before any slurmd starts
         result = self.up(progress=progress)
@@ -261,37 +259,19 @@ class DockerCluster:
         return UpResult(already_up=False, seconds_to_idle=time.monotonic() - start, built_image=built)
 
     def _prepare_state(self, tag: str) -> None:
-        # A fresh cluster each time: no jobs or logs leak from an earlier one.
-        for sub in ("spool", "log", "shared", "db"):
-            path = self.state.root / sub
-            if path.exists():
-                _clear_dir(path)
+        self.state.clear()
         self.state.create()
         self.state.render(self.platform, self.sched)
         if self.sched.clock == "virtual":
-            self._start_virtual_clock()
+            start_clock(self.state)
         atomic_write_text(
             self.state.root / "compose.yaml",
             render_compose(self.platform, self.name, tag, str(self.state.root)),
         )
 
-    def _start_virtual_clock(self) -> None:
-        """The clock page and libfaketime's file, before any daemon starts: the virtual clock
-        reads the real time and goes at its pace until a run sets its speed."""
-        page = self.state.shared / CLOCK_PAGE
-        page.parent.mkdir(parents=True, exist_ok=True)
-        clock = VirtualClock.create(page, start=time.time(), rate=1.0)
-        write_faketime(self.state.shared / FAKETIME_FILE, faketime_line(clock.reading(), time.time()))
-        clock.close()
-
     def virtual_clock(self) -> VirtualClock | None:
         """The cluster's virtual clock, read and moved from this host (None: the wall clock)."""
-        page = self.state.shared / CLOCK_PAGE
-        return VirtualClock(page, writable=True) if self.clock_mode() == "virtual" else None
-
-    def clock_mode(self) -> str:
-        """The clock the cluster's daemons were started on (its rendered configuration says)."""
-        return "virtual" if (self.state.etc / CLOCK_ENV).exists() else "wall"
+        return open_clock(self.state) if clock_mode(self.state) == "virtual" else None
 
     def run_container(
         self, tag: str, name: str, command: list[str], mounts: dict[str, str] | None = None
@@ -411,11 +391,3 @@ class DockerCluster:
         for ctr in containers:
             with contextlib.suppress(docker.errors.NotFound):
                 ctr.remove(force=True)
-
-
-def _clear_dir(path: Path) -> None:
-    for child in path.iterdir():
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)
-        else:
-            child.unlink(missing_ok=True)

@@ -87,6 +87,19 @@ class ClusterState:
             str(self.shared): SHARED,
         }
 
+    def clear(self) -> None:
+        """Empty what a cluster leaves (spool, logs, shared files, database): a fresh cluster
+        each time, so no jobs or logs leak from an earlier one."""
+        for sub in ("spool", "log", "shared", "db"):
+            path = self.root / sub
+            if not path.is_dir():
+                continue
+            for child in path.iterdir():
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child, ignore_errors=True)
+                else:
+                    child.unlink(missing_ok=True)
+
     def create(self) -> None:
         for sub in SUBDIRS:
             (self.root / sub).mkdir(parents=True, exist_ok=True)

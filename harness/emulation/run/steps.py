@@ -124,10 +124,18 @@ def plan_for(spec: WorkloadSpec, platform: Platform) -> tuple[pd.DataFrame, dict
         return shrink_table(plan, spec.shrink), {**manifest, "shrink": spec.shrink}
     # Cleaned for the cluster's machine: jobs wider than the default 96 nodes stay on a bigger one.
     return prepare(
-        source, platform=platform, shrink=spec.shrink, seed=spec.seed, shuffle=spec.shuffle,
-        shuffle_seed=spec.shuffle_seed, first_n=spec.first_n, period=spec.period, window=spec.window,
-        sampling=spec.sampling, **spec.prepare,
-    )  # fmt: skip
+        source,
+        platform=platform,
+        shrink=spec.shrink,
+        seed=spec.seed,
+        shuffle=spec.shuffle,
+        shuffle_seed=spec.shuffle_seed,
+        first_n=spec.first_n,
+        period=spec.period,
+        window=spec.window,
+        sampling=spec.sampling,
+        **spec.prepare,
+    )
 
 
 def bring_up_cluster(ctx: RunContext) -> dict[str, Any]:
@@ -136,12 +144,21 @@ def bring_up_cluster(ctx: RunContext) -> dict[str, Any]:
 
 
 def replay(ctx: RunContext) -> dict[str, Any]:
-    head = HeadRun(ctx.backend, ctx.run_id, ctx.opts.replay, ctx.opts.workload.seed, ctx.uses_agent, ctx.say,
-                   quiet=ctx.opts.quiet, verbose=ctx.opts.verbose)  # fmt: skip
+    head = HeadRun(
+        ctx.backend,
+        ctx.run_id,
+        ctx.opts.replay,
+        ctx.opts.workload.seed,
+        ctx.uses_agent,
+        ctx.say,
+        quiet=ctx.opts.quiet,
+        verbose=ctx.opts.verbose,
+    )
     ctx.backend.put(ctx.run_dir / rundir.PLAN, f"{head.shared}/{rundir.PLAN}")
     plan = ctx.plan()[0]
-    head.observer = RunObserver(ctx.run_dir, plan, ctx.backend.platform, ctx.opts.workload.shrink,
-                                ctx.opts.replay.interim_every)  # fmt: skip
+    head.observer = RunObserver(
+        ctx.run_dir, plan, ctx.backend.platform, ctx.opts.workload.shrink, ctx.opts.replay.interim_every
+    )
     complete, reason = head.run(plan)
     return {"complete": complete, "reason": reason, "fault_events": head.monitor.events}
 
@@ -161,8 +178,9 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     ran = [*submissions, *agent_copies(submissions, records)]  # with the agent's slow-tier copies
     slurm_jobs, source = slurm_records(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, ran)
     results = build_results(ctx.plan()[0], submissions, records, t0, slurm_jobs)
-    collected = Collected(ctx.opts, ctx.backend, ctx.sched, raw, t0, submissions, records, ran,
-                          ctx.run_dir / rundir.SLURM_DIR)  # fmt: skip
+    collected = Collected(
+        ctx.opts, ctx.backend, ctx.sched, raw, t0, submissions, records, ran, ctx.run_dir / rundir.SLURM_DIR
+    )
     for plugin in ctx.plugins:
         results = plugin.enrich(results, collected)
     atomic_write_parquet(ctx.run_dir / rundir.RESULTS, results)
@@ -188,8 +206,12 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     for plugin in ctx.plugins:
         sections.update(plugin.sections(results))
     counts = results["status"].value_counts()
-    return {"t0": t0, "missing": int(counts.get("missing", 0)), "rejected": int(counts.get("rejected", 0)),
-            "sections": sections}  # fmt: skip
+    return {
+        "t0": t0,
+        "missing": int(counts.get("missing", 0)),
+        "rejected": int(counts.get("rejected", 0)),
+        "sections": sections,
+    }
 
 
 def fidelity(ctx: RunContext) -> dict[str, Any]:
@@ -201,11 +223,19 @@ def fidelity(ctx: RunContext) -> dict[str, Any]:
     spec = ctx.opts.workload
     t0 = float(ctx.found("collect").get("t0", 0.0))
     found, simulated = compare_with_both_twins(
-        ctx.plan()[0], ran, twin, ctx.backend.platform, spec.shrink, measured_launch_delay(ran, t0),
-        seed=spec.seed, model=spec.model, minute_limits=not ctx.uses_agent,
-        staged=measured_launch_delay(ran, t0, "stage_in_begin"), staged_start=staged_start_for(ctx.sched),
+        ctx.plan()[0],
+        ran,
+        twin,
+        ctx.backend.platform,
+        spec.shrink,
+        measured_launch_delay(ran, t0),
+        seed=spec.seed,
+        model=spec.model,
+        minute_limits=not ctx.uses_agent,
+        staged=measured_launch_delay(ran, t0, "stage_in_begin"),
+        staged_start=staged_start_for(ctx.sched),
         policy_seed=ctx.opts.replay.policy_seed,
-    )  # fmt: skip
+    )
     (ctx.run_dir / rundir.SIMULATION_DIR).mkdir(exist_ok=True)
     atomic_write_parquet(ctx.run_dir / rundir.SIMULATION_DIR / rundir.RESULTS, simulated)
     tau, wait = found["start_order"]["kendall_tau"], found["metrics"]["mean_wait"]
@@ -226,13 +256,20 @@ def preemption(ctx: RunContext) -> dict[str, Any]:
         return {}
     raw = ctx.run_dir / rundir.RAW_DIR
     section = preemption_section(
-        ctx.run_dir, ctx.plan()[0], pd.read_parquet(ctx.run_dir / rundir.RESULTS),
-        read_jsonl(raw / rundir.SIGSLEEP_LOG), float(ctx.found("collect").get("t0", 0.0)),
-        ctx.backend.platform, ctx.opts.workload.shrink, ctx.sched.preempt_suspend,
-    )  # fmt: skip
+        ctx.run_dir,
+        ctx.plan()[0],
+        pd.read_parquet(ctx.run_dir / rundir.RESULTS),
+        read_jsonl(raw / rundir.SIGSLEEP_LOG),
+        float(ctx.found("collect").get("t0", 0.0)),
+        ctx.backend.platform,
+        ctx.opts.workload.shrink,
+        ctx.sched.preempt_suspend,
+    )
     emu, twin = section["emulated"], section["twin"]
-    ctx.say(f"suspensions: {emu['suspensions']} emulated ({emu['suspended_jobs']} jobs), "
-            f"{twin['suspensions']} predicted by the twin ({twin['suspended_jobs']} jobs)")  # fmt: skip
+    ctx.say(
+        f"suspensions: {emu['suspensions']} emulated ({emu['suspended_jobs']} jobs), "
+        f"{twin['suspensions']} predicted by the twin ({twin['suspended_jobs']} jobs)"
+    )
     return {"preemption": section}
 
 
@@ -279,8 +316,10 @@ def leftover_advice(backend: str, name: str) -> str:
     """How to see and cancel the run user's jobs, from where the user is (the host has no
     Slurm client that talks to the cluster's slurmctld)."""
     if backend == "docker":
-        return (f"see them with `harness cluster status --name {name}`, cancel them with "
-                f"`harness cluster exec --name {name} -- scancel --user {SUBMIT_USER}`")  # fmt: skip
+        return (
+            f"see them with `harness cluster status --name {name}`, cancel them with "
+            f"`harness cluster exec --name {name} -- scancel --user {SUBMIT_USER}`"
+        )
     return f"cancel them on the head node with `scancel --user {SUBMIT_USER}`"
 
 
@@ -309,21 +348,34 @@ def write_manifest(ctx: RunContext, complete: bool, reason: str) -> None:
     """``manifest.json``: every parameter, versions, the input's checksum, completeness."""
     spec, sched, platform = ctx.opts.workload, ctx.sched, ctx.backend.platform
     plan_manifest = ctx.plan()[1] if (ctx.run_dir / rundir.PLAN).exists() else {}
-    write_json(ctx.run_dir / rundir.MANIFEST, {
-        "run_id": ctx.run_id, "policy": ctx.opts.replay.policy, "shrink": spec.shrink,
-        "time_scale": time_scale_of(spec.shrink), "clock": sched.clock,
-        "speedup": ctx.opts.replay.speedup or time_scale_of(spec.shrink),
-        "trace": spec.source.name, "trace_path": str(spec.source),
-        "input_sha256": plan_manifest.get("input", {}).get("sha256"), "seed": spec.seed,
-        "complete": complete, "incomplete_reason": reason, "started_at": ctx.started_at,
-        "finished_at": datetime.now().astimezone().isoformat(timespec="seconds"),
-        "harness_version": __version__, "slurm_version": slurm_version(ctx.backend),
-        "cluster": {"backend": ctx.opts.cluster.backend, "name": ctx.backend.name},
-        "scheduler": asdict(sched) | {"scheduler_parameters": sched.scheduler_parameters},
-        "platform": platform.as_dict(), "options": ctx.opts.as_dict(), "plan": plan_manifest,
-        "steps": list(rundir.done_steps(ctx.run_dir)),
-        **({"t0": ctx.found("collect")["t0"]} if ctx.found("collect") else {}),
-    })  # fmt: skip
+    write_json(
+        ctx.run_dir / rundir.MANIFEST,
+        {
+            "run_id": ctx.run_id,
+            "policy": ctx.opts.replay.policy,
+            "shrink": spec.shrink,
+            "time_scale": time_scale_of(spec.shrink),
+            "clock": sched.clock,
+            "speedup": ctx.opts.replay.speedup or time_scale_of(spec.shrink),
+            "trace": spec.source.name,
+            "trace_path": str(spec.source),
+            "input_sha256": plan_manifest.get("input", {}).get("sha256"),
+            "seed": spec.seed,
+            "complete": complete,
+            "incomplete_reason": reason,
+            "started_at": ctx.started_at,
+            "finished_at": datetime.now().astimezone().isoformat(timespec="seconds"),
+            "harness_version": __version__,
+            "slurm_version": slurm_version(ctx.backend),
+            "cluster": {"backend": ctx.opts.cluster.backend, "name": ctx.backend.name},
+            "scheduler": asdict(sched) | {"scheduler_parameters": sched.scheduler_parameters},
+            "platform": platform.as_dict(),
+            "options": ctx.opts.as_dict(),
+            "plan": plan_manifest,
+            "steps": list(rundir.done_steps(ctx.run_dir)),
+            **({"t0": ctx.found("collect")["t0"]} if ctx.found("collect") else {}),
+        },
+    )
 
 
 def slurm_version(backend: ClusterBackend) -> str:

@@ -1,0 +1,43 @@
+"""A Docker cluster's virtual clock (harness.model.clock): its page and libfaketime's file in
+the cluster's shared directory, made before any daemon starts, and the mode a running cluster
+was started in (its rendered configuration holds the daemons' preload, or not)."""
+
+from __future__ import annotations
+
+import time
+
+from harness.cluster.base import ClusterError
+from harness.cluster.containers.state_dir import ClusterState
+from harness.model.clock import VirtualClock, faketime_line, write_faketime
+from harness.model.rundir import CLOCK_PAGE, FAKETIME_FILE
+from harness.slurm.config import CLOCK_ENV
+
+
+def start_clock(state: ClusterState) -> None:
+    """The clock page and libfaketime's file: the virtual clock reads the real time and goes at
+    its pace until a run sets its speed."""
+    page = state.shared / CLOCK_PAGE
+    page.parent.mkdir(parents=True, exist_ok=True)
+    clock = VirtualClock.create(page, start=time.time(), rate=1.0)
+    write_faketime(state.shared / FAKETIME_FILE, faketime_line(clock.reading(), time.time()))
+    clock.close()
+
+
+def open_clock(state: ClusterState) -> VirtualClock:
+    """The cluster's clock, writable: this host is its controller."""
+    return VirtualClock(state.shared / CLOCK_PAGE, writable=True)
+
+
+def clock_mode(state: ClusterState) -> str:
+    """``virtual`` when the cluster's daemons were started on the virtual clock, else ``wall``."""
+    return "virtual" if (state.etc / CLOCK_ENV).exists() else "wall"
+
+
+def check_clock_mode(state: ClusterState, name: str, wanted: str) -> None:
+    """Refuse to run on a cluster started on the other clock (its daemons' preload is fixed)."""
+    running = clock_mode(state)
+    if running != wanted:
+        raise ClusterError(
+            f"cluster '{name}' runs on the {running} clock and this run needs the {wanted} clock: "
+            f"`harness cluster down --name {name}` first, or use another --name"
+        )
