@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,16 @@ def read_json(path: Path) -> dict[str, Any]:
 def json_line(record: dict[str, Any]) -> str:
     """One line of a JSON-lines file, newline included."""
     return json.dumps(record, default=json_default) + "\n"
+
+
+def append_jsonl(path: Path, record: dict[str, Any]) -> None:
+    """Append one line with a single ``write`` on an O_APPEND file: processes appending to one
+    file at once never interleave their lines."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, json_line(record).encode())
+    finally:
+        os.close(fd)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

@@ -26,7 +26,6 @@ the files), as the simulator's job killed at its walltime loses its drains in fl
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -35,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from harness.emulation.iolive.flows import Flow
+from harness.model.jsonio import append_jsonl
 from harness.model.rundir import DRAIN_RECORDS
 
 DRAIN_COLUMNS = ("drains", "drain_mb", "drain_s", "drain_solo_s")
@@ -106,17 +106,9 @@ def finish_drains(directory: Path, flows_dir: Path, flows: list[Flow], now: floa
             "start": round(flow.start, 6), "end": round(end, 6), "seconds": round(end - flow.start, 6),
             "solo_s": round(flow.total / rate, 6) if rate > 0 else 0.0,
         }  # fmt: skip
-        append_drain_record(directory, record)  # before the removal: a restart may log it twice
+        append_jsonl(directory / DRAIN_RECORDS, record)  # before the removal: a restart may log it twice
         (flows_dir / f"{flow.key}.flow").unlink(missing_ok=True)
     return left
-
-
-def append_drain_record(directory: Path, record: dict) -> None:
-    fd = os.open(directory / DRAIN_RECORDS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, (json.dumps(record) + "\n").encode())
-    finally:
-        os.close(fd)
 
 
 def drains_of(flows: Iterable[Flow], slurm_job: int) -> list[Flow]:

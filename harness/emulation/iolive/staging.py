@@ -54,6 +54,7 @@ from harness.emulation.iolive.flows import read_flows, staging_flow
 from harness.emulation.iolive.transfers import Transfer, active_transfers, register
 from harness.flow import NO_LINK, max_min_rates
 from harness.flow.io_network import MB, IONetwork
+from harness.model.jsonio import append_jsonl
 from harness.model.rundir import SHARED_IO
 from harness.model.rundir import STAGING_RECORDS as RECORDS
 from harness.platform import Machine, load_platform
@@ -170,7 +171,7 @@ def run_transfer(
         "mean_mbps": round(transfer.mb / seconds, 3) if seconds > 0 else 0.0,
         "min_mbps": round(min(rates) / MB, 3) if rates else 0.0, "drain_wait_s": round(end - moved, 6),
     }  # fmt: skip
-    append_record(directory, record)
+    append_jsonl(directory / RECORDS, record)
     return record
 
 
@@ -187,15 +188,6 @@ def _own_rate(transfer: Transfer, active: Iterable[Transfer], machine: Machine, 
     stagings = [staging_flow(t.job, t.kind, t.nodes, t.mb, t.time_scale) for t in [transfer, *others]]
     phases = known_flows(read_flows(directory, report=lambda _: None), machine, report=lambda _: None)
     return float(flow_rates([*stagings, *phases], machine)[0]) * MB
-
-
-def append_record(directory: Path, record: dict) -> None:
-    """One JSON line, written with a single ``write`` on an O_APPEND file (no interleaving)."""
-    fd = os.open(directory / RECORDS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, (json.dumps(record) + "\n").encode())
-    finally:
-        os.close(fd)
 
 
 def read_records(text: str) -> list[dict]:
