@@ -10,14 +10,10 @@ from harness.policies.registry import get_policy
 from harness.policies.state import Allocation, ClusterState, QueuedJob, RunningJob, Topology
 from harness.sim.checks import check_schedule
 from harness.sim.engine import simulate
+from tests.plans import plan
 
 PLATFORM = load_platform()
 TOPO = Topology.from_platform(PLATFORM)
-
-
-def plan(rows: list[tuple[int, float, float, float, int, int]]) -> pd.DataFrame:
-    """Rows of (job_id, submit, runtime, walltime, nodes, bb_per_node_mb)."""
-    return pd.DataFrame(rows, columns=["job_id", "submit", "runtime", "walltime", "nodes", "bb_per_node_mb"])
 
 
 def starts(policy: str, jobs: pd.DataFrame) -> dict[int, float]:

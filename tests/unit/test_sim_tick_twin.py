@@ -8,14 +8,10 @@ import pytest
 from harness.policies.registry import get_policy
 from harness.sim.checks import check_schedule
 from harness.sim.engine import Twin, simulate
+from tests.plans import plan
 from tests.platforms import tiny_machine
 
 TINY = tiny_machine()  # 4 compute nodes, 2 BB nodes of 100 MB
-
-
-def plan(rows: list[tuple[int, float, float, float, int, int]]) -> pd.DataFrame:
-    """Rows of (job_id, submit, runtime, walltime, nodes, bb_per_node_mb)."""
-    return pd.DataFrame(rows, columns=["job_id", "submit", "runtime", "walltime", "nodes", "bb_per_node_mb"])
 
 
 TWO_WIDE = plan([(1, 0.3, 2.5, 10.0, 4, 0), (2, 0.5, 1.0, 10.0, 4, 0)])

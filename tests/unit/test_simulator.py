@@ -14,15 +14,11 @@ from harness.policies.registry import THESIS_POLICIES, get_policy
 from harness.policies.state import Allocation, ClusterState, QueuedJob
 from harness.sim.checks import check_schedule
 from harness.sim.engine import SimulationError, simulate
+from tests.plans import plan
 from tests.platforms import tiny_machine
 
 PLATFORM = load_platform()
 TINY = tiny_machine()
-
-
-def plan(rows: list[tuple[int, float, float, float, int, int]]) -> pd.DataFrame:
-    """Rows of (job_id, submit, runtime, walltime, nodes, bb_per_node_mb)."""
-    return pd.DataFrame(rows, columns=["job_id", "submit", "runtime", "walltime", "nodes", "bb_per_node_mb"])
 
 
 def test_fcfs_schedule_on_a_tiny_machine() -> None:
