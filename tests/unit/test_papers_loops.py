@@ -5,14 +5,13 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+import benchmarks.cerberus as cerberus  # fails, never skips, if it cannot import
+import benchmarks.lackner as lackner
 from harness.model.paths import repo_path
 from harness.platform import load_platform
 from harness.policies.cerberus import CerberusConfig
 from harness.policies.sas import StorageAware
 from harness.policies.tiers import JobIo, TierChooser, TierRates
-
-cerberus = pytest.importorskip("benchmarks.cerberus")
-lackner = pytest.importorskip("benchmarks.lackner")
 
 # Two jobs of 4 nodes x 1,000 MB on 4 nodes: staging 4,000 MB at 5,000 MB/s takes 0.8 s.
 TWO = pd.DataFrame(
