@@ -46,8 +46,8 @@ LOGIN = "debian"
 CLUSTER_NAME = "bbans"
 PLAYBOOK_TIMEOUT_S = 900
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "harness" / "ansible-test"
-SNAPSHOT = ("ansible", "harness", "slurm-templates", "sigsleep/sigsleep.c", "sigsleep/Makefile",
-            "pyproject.toml", "README.md")  # fmt: skip
+SNAPSHOT = ("ansible", "harness", "slurm-templates", "sigsleep/sigsleep.c", "sigsleep/vclock.h",
+            "sigsleep/Makefile", "pyproject.toml", "README.md")  # fmt: skip
 TOOLS = ("ansible-playbook", "ansible-lint", "docker", "ssh", "ssh-keygen")
 RECAP_RE = re.compile(
     r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.MULTILINE
