@@ -28,13 +28,9 @@ import pandas as pd
 from harness import __version__
 from harness.experiments.grid import Cell
 from harness.model.atomic import atomic_write_parquet, atomic_write_text
+from harness.model.expdir import CELLS_DIR, ERROR_FILE, JOBS_FILE, RESULT_FILE
 from harness.model.io_models import ALLOC_ONLY
 from harness.model.jsonio import to_json
-
-CELLS_DIR = "cells"
-JOBS_FILE = "jobs.parquet"
-RESULT_FILE = "result.json"
-ERROR_FILE = "error.txt"
 
 
 @dataclass

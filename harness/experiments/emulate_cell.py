@@ -24,9 +24,8 @@ import pandas as pd
 
 from harness.experiments.grid import Cell
 from harness.model.exitcodes import Terminated
+from harness.model.expdir import RUN_DIR
 from harness.model.io_models import ALLOC_ONLY
-
-RUN_DIR = "run"  # the run directory of an emulated cell, inside the cell's folder
 
 
 class EmulateModeError(ValueError):

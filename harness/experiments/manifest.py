@@ -18,9 +18,9 @@ from typing import Any
 from harness import __version__
 from harness.experiments.spec import ExperimentSpec
 from harness.model.atomic import atomic_write_text
+from harness.model.expdir import MANIFEST_FILE
 from harness.model.jsonio import to_json
 
-MANIFEST_FILE = "manifest.json"
 PACKAGES = ("numpy", "pandas", "pyarrow", "scipy", "numba", "matplotlib", "submitit")
 
 

@@ -18,9 +18,8 @@ import pandas as pd
 from harness.experiments.cells import JOBS_FILE, CellResult, cell_dir, read_cell_result
 from harness.experiments.grid import Cell
 from harness.model.atomic import atomic_write_parquet, atomic_write_text
+from harness.model.expdir import FAILED_FILE, TABLE_FILE
 
-TABLE_FILE = "results.parquet"
-FAILED_FILE = "failed.json"
 RUN_COLUMNS = ("seconds", "host")  # how a cell ran, not what it found
 
 

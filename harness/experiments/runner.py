@@ -31,10 +31,10 @@ from harness.experiments.progress import Progress
 from harness.experiments.results import ResultTable
 from harness.experiments.spec import ExperimentSpec
 from harness.model.atomic import atomic_write_text
+from harness.model.expdir import GRID_FILE
 from harness.model.jsonio import json_default
 
 SPEC_COPY = "experiment.toml"
-GRID_FILE = "cells.jsonl"
 POLL_S = 1.0
 Say = Callable[[str], None]
 
