@@ -89,7 +89,8 @@ def gate(opts: RunOptions, repeat: int, long: dict[str, Any]) -> Prepared | None
     cluster = opts.cluster.backend + (f" ({opts.cluster.name})" if opts.cluster.backend == "docker" else "")
     policies = policies_of(opts.replay.policy)
     est = estimate_plan(plan, opts.workload.shrink, opts.replay.warmup, cluster, policies, repeat,
-                        trace=opts.workload.source.name, speedup=opts.replay.speedup or 1.0)  # fmt: skip
+                        trace=opts.workload.source.name, speedup=opts.replay.speedup or 1.0,
+                        events=opts.replay.events)  # fmt: skip
     block = describe(est)
     if long.get("dry_run"):
         click.echo(block)

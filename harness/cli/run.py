@@ -65,6 +65,12 @@ RUN_POLICY_HELP = (
     "faster than the wall clock, in the trace's own times (minute limits and Slurm's passes stay "
     f"exact; at most x{MAX_SPEEDUP:g}, the highest measured to keep Slurm healthy; docs/virtual-time.md).",
 )  # fmt: skip
+@click.option(
+    "--clock", type=click.Choice(["wall", "events"]), default="wall", show_default=True,
+    help="events: Slurm, the jobs and the replay on a virtual clock that stands still while Slurm works "
+    "and jumps to the next submission or job end when the cluster is quiescent (Slurm's own policies; "
+    "docs/virtual-time.md). With --speedup the virtual clock goes at a fixed rate instead.",
+)  # fmt: skip
 @policy_option("slurm-backfill-1", RUN_POLICY_HELP)
 @click.option(
     "--cluster",
@@ -157,20 +163,26 @@ def _run_options(trace: Path | None, kw: dict[str, Any]) -> Any:
         cluster=ClusterSpec(backend=kw["cluster"], name=kw["cluster_name"], platform=kw["platform_file"]),
         replay=ReplaySpec(policy=kw["policy"], policy_seed=kw["policy_seed"], warmup=kw["warmup"],
                           drift=kw["drift"], timeout=kw["timeout"], keep_jobs=kw["keep_jobs"],
-                          compare_sim=kw["compare_sim"], preempt=kw["preempt"], speedup=kw["speedup"]),
+                          compare_sim=kw["compare_sim"], preempt=kw["preempt"], speedup=kw["speedup"],
+                          events=kw["clock"] == "events"),
         runs_dir=kw["output"], quiet=kw["quiet"] or bool(os.environ.get("CI")), verbose=kw["verbose"],
     )  # fmt: skip
 
 
 def _shrink(kw: dict[str, Any]) -> float:
-    """``--shrink``, or 0 with ``--speedup`` (the virtual clock runs the trace in its own time)."""
-    if kw["speedup"] is None:
+    """``--shrink``, or 0 on the virtual clock (it runs the trace in its own time)."""
+    virtual = (
+        "--speedup" if kw["speedup"] is not None else "--clock events" if kw["clock"] == "events" else ""
+    )
+    if not virtual:
         return float(kw["shrink"])
     given = click.get_current_context().get_parameter_source("shrink") is not ParameterSource.DEFAULT
     if given and kw["shrink"] != 0.0:
         raise click.UsageError(
-            "--speedup runs the trace in its own times: give --speedup or --shrink, not both"
+            f"{virtual} runs the trace in its own times: give {virtual} or --shrink, not both"
         )
+    if kw["speedup"] is not None and kw["clock"] == "events":
+        raise click.UsageError("--clock events moves the clock by events: it takes no --speedup")
     return 0.0
 
 

@@ -140,8 +140,12 @@ class VirtualClock:
         return self.reading().rate
 
     def sleep(self, seconds: float) -> None:
-        """Wait ``seconds`` of virtual time (in real slices, reading the page again after each)."""
-        self.sleep_until(self.now() + seconds)
+        """Wait up to ``seconds`` of virtual time, and never longer than the page's ``poll_s`` of
+        real time: a caller that loops on its own deadline (the replay) checks for a stop in
+        between, even while the clock stands still."""
+        c = self.reading()
+        poll = c.poll_s if c.poll_s > 0 else DEFAULT_POLL_S
+        time.sleep(max(0.0, min(seconds / c.rate if c.rate > 0 else poll, poll)))
 
     def sleep_until(self, instant: float) -> None:
         while True:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.cluster.base import ClusterBackend, Spawned, node_states
+from harness.emulation.head.events import EventDriver, Observation
 from harness.emulation.head.faultlog import FaultMonitor
 from harness.emulation.head.progress import RunObserver
 from harness.emulation.head.watch import Watcher
@@ -66,7 +67,7 @@ class HeadRun:
         self.monitor = FaultMonitor()
         self.resume = False
         # the run's clock as this host reads it: the wall clock, or the cluster's virtual clock
-        virtual = backend.virtual_clock() if spec.speedup is not None else None
+        virtual = backend.virtual_clock() if spec.virtual else None
         self.clock: WallClock | VirtualClock = virtual or WallClock()
 
     @property
@@ -79,6 +80,7 @@ class HeadRun:
         self.resume = self._take_over()
         agent = self.backend.spawn(self.agent_command()) if self.uses_agent else None
         proc = self.backend.spawn(self.replay_command(), user=SUBMIT_USER)
+        driver = self._event_driver(plan)
         complete, reason = False, ""
         try:
             complete, reason = Watcher(self, plan, self.shared, self.quiet, self.verbose).wait(proc, agent)
@@ -86,12 +88,35 @@ class HeadRun:
             reason = str(exc) or INTERRUPTED
             self.say(f"\n{reason}: stopping the replay")
         finally:
+            if driver is not None:
+                driver.stop()
+                self.say(
+                    f"event clock: {driver.moves['jump']} jumps, {driver.moves['creep']} one-second steps"
+                )
             self.stop(proc)
             if agent is not None:
                 self.stop(agent)  # the same STOP file ends the agent
             if not complete:
                 self.cancel_or_keep()
         return complete, reason
+
+    def _event_driver(self, plan: pd.DataFrame) -> EventDriver | None:
+        """With ``--clock events``: the driver of the held clock, started."""
+        if not (self.spec.events and isinstance(self.clock, VirtualClock)):
+            return None
+        driver = EventDriver(self.clock, plan, self._observe, _running_of)
+        driver.start()
+        return driver
+
+    def _observe(self) -> Observation:
+        status = self._status()
+        cmd = ["squeue", "--noheader", f"--user={SUBMIT_USER}", "--format=%T %j %S"]
+        res = self.backend.exec(cmd, timeout=30)
+        lines = [line.split() for line in res.stdout.splitlines() if line.strip()]
+        rows = tuple(_queue_row(fields) for fields in lines) if res.ok else None
+        t0 = float(status["t0"]) if status.get("t0") else None
+        submitted = int(status.get("submitted", 0)) + int(status.get("failed", 0))
+        return Observation(t0, submitted, rows, bool(status.get("done")))
 
     def replay_command(self) -> list[str]:
         cdir = self.backend.shared_path(self.shared)
@@ -101,7 +126,7 @@ class HeadRun:
             "--warmup", f"{self.spec.warmup:g}", "--drift", f"{self.spec.drift:g}",
             "--bb-license", platform.deployment.bb_license, "--partition", platform.compute.partition,
             *(["--resume"] if self.resume else []),
-            *(["--clock", self.backend.shared_path(CLOCK_PAGE)] if self.spec.speedup is not None else []),
+            *(["--clock", self.backend.shared_path(CLOCK_PAGE)] if self.spec.virtual else []),
         ]  # fmt: skip
 
     def agent_command(self) -> list[str]:
@@ -198,6 +223,17 @@ class HeadRun:
         states = [row[0] for row in rows]
         self.running_since = running_since(rows)
         return states.count("PENDING"), states.count("RUNNING") + states.count("COMPLETING")
+
+
+def _queue_row(fields: list[str]) -> tuple[str, str, str]:
+    """(state, name, start) of one squeue row; a pending job's planned start is left out (it
+    moves with every backfill pass and says nothing of the cluster working)."""
+    state, name, start = [*fields, "", "", ""][:3]
+    return state, name, start if state in ("RUNNING", "COMPLETING") else ""
+
+
+def _running_of(obs: Observation) -> dict[int, float]:
+    return running_since([list(row) for row in obs.queue or ()])
 
 
 def running_since(rows: list[list[str]]) -> dict[int, float]:

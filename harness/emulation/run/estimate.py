@@ -20,6 +20,9 @@ import pandas as pd
 from harness.model.durations import human_duration
 from harness.model.timescale import check_shrink, unshrink
 
+# --clock events: real seconds per job (its submission, start and end as events, each with the
+# one-second steps Slurm's passes need), measured on the bundled slice (docs/virtual-time.md)
+EVENT_WALL_S_PER_JOB = 3.0
 OVERHEAD_S = 60.0  # cluster check/bring-up, collection and report of one run (measured 20-40 s)
 DEFAULT_CONFIRM_OVER_S = 2 * 3600.0  # ask (or refuse without --yes) above this expected wall time
 MIN_JOBS = 10  # fewer jobs are no experiment: not suggested as --first-n
@@ -41,6 +44,7 @@ class Estimate:
     repeat: int = 1
     trace: str = ""
     speedup: float = 1.0  # the virtual clock's speed-up (1: the wall clock, times shrunk instead)
+    events: bool = False  # the virtual clock moved by events: the wall time goes by jobs, not span
 
     @property
     def original_span_s(self) -> float:
@@ -52,6 +56,8 @@ class Estimate:
 
     @property
     def per_run_s(self) -> float:
+        if self.events:
+            return OVERHEAD_S + EVENT_WALL_S_PER_JOB * self.jobs
         return OVERHEAD_S + (self.warmup_s + self.shrunk_span_s) / self.speedup
 
     @property
@@ -76,12 +82,13 @@ def shrunk_span(plan: pd.DataFrame) -> float:
 
 def estimate_plan(
     plan: pd.DataFrame, shrink: float, warmup: float, cluster: str, policies: tuple[str, ...],
-    repeat: int = 1, trace: str = "", speedup: float = 1.0,
+    repeat: int = 1, trace: str = "", speedup: float = 1.0, events: bool = False,
 ) -> Estimate:  # fmt: skip
     """The estimate of replaying ``plan`` (already shrunk by ``shrink``) on a clock ``speedup``
     times faster than the wall clock."""
     check_shrink(shrink)
-    return Estimate(len(plan), shrunk_span(plan), shrink, warmup, cluster, policies, repeat, trace, speedup)
+    span = shrunk_span(plan)
+    return Estimate(len(plan), span, shrink, warmup, cluster, policies, repeat, trace, speedup, events)
 
 
 def policies_of(text: str) -> tuple[str, ...]:
@@ -100,6 +107,14 @@ def parse_duration(text: str) -> float:
     return float(match.group(1)) * _UNITS[match.group(2) or "s"]
 
 
+def _clock_line(est: Estimate) -> str:
+    if est.events:
+        return "clock            virtual, moved by events (the trace's own times, unshrunk)"
+    if est.speedup != 1.0:
+        return f"clock            virtual, x{est.speedup:g} (the trace's own times, unshrunk)"
+    return f"shrink           {est.shrink:g} (x{1 / (1 - est.shrink):.4g} faster than real time)"
+
+
 def describe(est: Estimate) -> str:
     """The block printed before a run starts."""
     runs = f" x {est.runs} runs" if est.runs > 1 else ""
@@ -108,9 +123,7 @@ def describe(est: Estimate) -> str:
         f"  trace            {est.trace or '(bundled KTH slice)'}",
         f"  jobs             {est.jobs}",
         f"  original span    {human_duration(est.original_span_s)} ({est.original_span_s:.0f} s)",
-        f"  shrink           {est.shrink:g} (x{1 / (1 - est.shrink):.4g} faster than real time)"
-        if est.speedup == 1.0 else
-        f"  clock            virtual, x{est.speedup:g} (the trace's own times, unshrunk)",
+        f"  {_clock_line(est)}",
         f"  cluster          {est.cluster}",
         f"  policies         {', '.join(est.policies)}" + (f"; each repeated {est.repeat} times"
                                                              if est.repeat > 1 else ""),
@@ -124,6 +137,11 @@ def describe(est: Estimate) -> str:
 
 def suggestions(est: Estimate, plan: pd.DataFrame, limit_s: float) -> list[str]:
     """Options that bring the whole command under ``limit_s`` of wall time."""
+    if est.events:  # the wall time goes by jobs: fewer jobs
+        jobs = int((limit_s / est.runs - OVERHEAD_S) / EVENT_WALL_S_PER_JOB)
+        return (
+            [f"{'--first-n ' + str(jobs):<20} the first {jobs} jobs"] if MIN_JOBS <= jobs < est.jobs else []
+        )
     # plan seconds of replay per run
     budget = (limit_s / est.runs - OVERHEAD_S - est.warmup_s / est.speedup) * est.speedup
     if budget <= 0 or est.shrunk_span_s <= budget:
@@ -144,7 +162,9 @@ def suggestions(est: Estimate, plan: pd.DataFrame, limit_s: float) -> list[str]:
     else:
         found.append(("", f"(no --period or --window fits: the longest job alone runs "
                           f"{human_duration(longest)} at shrink {est.shrink:g})"))  # fmt: skip
-    if est.speedup != 1.0:  # a faster clock is not offered: x{MAX_SPEEDUP} is the measured limit
+    if (
+        est.speedup != 1.0 or est.events
+    ):  # a faster clock is not offered: x{MAX_SPEEDUP} is the measured limit
         return [f"{option:<20} {text}".strip() if option else text for option, text in found]
     shrink = faster_shrink(est.shrink, budget / est.shrunk_span_s)
     caveat = (f"; above {HIGH_SHRINK:g} the 1 s scheduler tick and the submission lag weigh on the "

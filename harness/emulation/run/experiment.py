@@ -47,18 +47,22 @@ def scheduler_for_run(policy: str) -> SchedulerConfig:
 
 
 def clock_for(opts: RunOptions) -> ClockMode:
-    """The clock of the run's Slurm; a speed-up replays the trace in its own time, unshrunk."""
-    if opts.replay.speedup is None:
+    """The clock of the run's Slurm; on the virtual clock the trace is replayed in its own
+    times, unshrunk."""
+    if not opts.replay.virtual:
         return "wall"
+    flag = "--clock events" if opts.replay.events else "--speedup"
     if opts.workload.shrink != 0.0:
-        raise RunError("--speedup replays the trace in its own time: give no --shrink (or --shrink 0)")
+        raise RunError(f"{flag} replays the trace in its own time: give no --shrink (or --shrink 0)")
     if opts.workload.model != ALLOC_ONLY:
-        raise RunError("--speedup: live I/O (--model io-aware) does not run on the virtual clock yet")
+        raise RunError(f"{flag}: live I/O (--model io-aware) does not run on the virtual clock yet")
     if opts.cluster.backend != "docker":
         raise RunError(
-            "--speedup needs the local Docker cluster (--cluster docker): hosts deployed by Ansible "
+            f"{flag} needs the local Docker cluster (--cluster docker): hosts deployed by Ansible "
             "have a clock each and no shared clock page (docs/virtual-time.md)"
         )
+    if opts.replay.events and opts.replay.drift:
+        raise RunError("--clock events: --drift corrects a wall-clock launch delay; it has no meaning here")
     return "virtual"
 
 
@@ -107,6 +111,11 @@ class Experiment:
         for plugin in plugins_for(opts):
             self.sched = plugin.configure(self.sched)
         self.sched = replace(self.sched, clock=clock_for(opts))
+        if opts.replay.events and self.sched.external_ordering:
+            raise RunError(
+                f"--clock events runs Slurm's own policies (slurm-fcfs, slurm-backfill-D); the ordering "
+                f"agent of {opts.replay.policy!r} is not synchronised with the event clock yet"
+            )
         self.sched = with_priorities(self.sched, opts)
         self.backend = make_backend(opts.cluster)
 

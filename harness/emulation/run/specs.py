@@ -69,6 +69,9 @@ class ReplaySpec:
     # in the trace's own time, S times faster than the wall clock. None: the wall clock
     # (times are shrunk instead).
     speedup: float | None = None
+    # The virtual clock moved by events (harness.emulation.head.events): it stands still while
+    # Slurm works and jumps to the next submission or job end when the cluster is quiescent.
+    events: bool = False
 
     def __post_init__(self) -> None:
         if self.preempt not in PREEMPT_MODES:
@@ -80,10 +83,13 @@ class ReplaySpec:
                 "to keep Slurm healthy, docs/virtual-time.md)"
             )
 
+        if self.events and self.speedup is not None:
+            raise ValueError("--clock events moves the clock by events: it takes no --speedup")
+
     @property
-    def clock(self) -> str:
-        """The clock the run's Slurm needs: ``virtual`` with a speed-up, else ``wall``."""
-        return "wall" if self.speedup is None else "virtual"
+    def virtual(self) -> bool:
+        """Whether the run is on the virtual clock (a speed-up, or moved by events)."""
+        return self.speedup is not None or self.events
 
 
 @dataclass(frozen=True)
