@@ -16,6 +16,7 @@ import pandas as pd
 
 from harness.cluster.base import ClusterBackend, Spawned
 from harness.emulation.head.progress import RunObserver
+from harness.emulation.run.estimate import EVENT_WALL_S_PER_JOB
 from harness.model.clock import VirtualClock, WallClock
 from harness.model.durations import clock
 from harness.model.exitcodes import describe_exit
@@ -204,6 +205,8 @@ class Watcher:
         start plus its runtime, any other once started now (or at its submission instant), in
         the run's clock, divided by its speed-up. Zero only when every job has ended: an
         unfinished job counts as ending a second from now at least."""
+        if isinstance(self.clock, VirtualClock) and self.clock.rate == 0:  # moved by events: by jobs left
+            return EVENT_WALL_S_PER_JOB * (self.total - len(self.finished_ids))
         pace = self.clock.rate if self.clock.rate > 0 else 1.0
         t0 = status.get("t0")
         if not t0:
