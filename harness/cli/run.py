@@ -259,7 +259,7 @@ def _still_up(cluster: Any) -> bool | None:
     "--resume", is_flag=True, help="Continue the replay in RUN_DIR (same t0; nothing submitted twice)."
 )
 @click.option(
-    "--clock", "clock_page", type=click.Path(exists=True, dir_okay=False), default=None,
+    "--clock-page", "clock_page", type=click.Path(exists=True, dir_okay=False), default=None,
     help="Pace by the emulation's virtual clock (its page, harness.model.clock); jobs run on it too.",
 )  # fmt: skip
 @user_errors(OSError, ValueError)

@@ -126,7 +126,7 @@ class HeadRun:
             "--warmup", f"{self.spec.warmup:g}", "--drift", f"{self.spec.drift:g}",
             "--bb-license", platform.deployment.bb_license, "--partition", platform.compute.partition,
             *(["--resume"] if self.resume else []),
-            *(["--clock", self.backend.shared_path(CLOCK_PAGE)] if self.spec.virtual else []),
+            *(["--clock-page", self.backend.shared_path(CLOCK_PAGE)] if self.spec.virtual else []),
         ]  # fmt: skip
 
     def agent_command(self) -> list[str]:
