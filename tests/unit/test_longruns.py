@@ -278,3 +278,12 @@ def test_interim_results_cover_the_finished_jobs(tmp_path: Path) -> None:
     assert list(pd.read_parquet(tmp_path / "interim" / "results.parquet")["job_id"]) == [1, 3]
     report = (tmp_path / "interim" / "report.md").read_text()
     assert report.startswith("# INTERIM report") and "2 of 3 jobs finished (66.7%)" in report
+
+
+def test_a_detached_run_finds_the_package_and_not_inside_it() -> None:
+    """The detached process's PYTHONPATH is the folder holding ``harness``: the package folder
+    itself would hide the standard library's ``platform`` behind the harness's."""
+    from harness.emulation.run.detach import _package_root
+
+    root = Path(_package_root())
+    assert (root / "harness" / "__init__.py").is_file() and not (root / "platform").exists()

@@ -22,6 +22,7 @@ from pathlib import Path
 from harness.emulation.run.specs import RunOptions, options_from_dict, run_id_for
 from harness.model import rundir
 from harness.model.jsonio import read_json, write_json
+from harness.model.paths import PACKAGE_ROOT
 from harness.model.rundir import DETACH_LOG
 
 LOG_MAX_BYTES = 5 * 1024 * 1024
@@ -44,7 +45,9 @@ def start_detached(opts: RunOptions, repeat: int = 1) -> Path:
 
 
 def _package_root() -> str:
-    return str(Path(__file__).resolve().parents[2])
+    """The folder that holds the ``harness`` package (never the package itself: its
+    ``platform`` would hide the standard library's)."""
+    return str(PACKAGE_ROOT.parent)
 
 
 class RotatingLog(io.TextIOBase):
