@@ -147,15 +147,6 @@ class VirtualClock:
         poll = c.poll_s if c.poll_s > 0 else DEFAULT_POLL_S
         time.sleep(max(0.0, min(seconds / c.rate if c.rate > 0 else poll, poll)))
 
-    def sleep_until(self, instant: float) -> None:
-        while True:
-            c = self.reading()
-            left = instant - c.at(time.time())
-            if left <= 0:
-                return
-            wait = left / c.rate if c.rate > 0 else c.poll_s
-            time.sleep(min(wait, c.poll_s if c.poll_s > 0 else DEFAULT_POLL_S))
-
     # -- the controller's side ------------------------------------------------------------
     def set(self, instant: float | None, rate: float, poll_s: float | None = None) -> float:
         """From now on the clock reads ``instant`` (None: where it is) and goes at ``rate``;
