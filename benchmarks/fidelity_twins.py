@@ -14,34 +14,36 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import pandas as pd
-
+from harness.analysis.rundata import load_run
 from harness.emulation.collect.fidelity import (
     LaunchDelay,
     compare_with_both_twins,
-    measured_launch_delay,
+    recorded_launch_delays,
     simulator_twin,
 )
 from harness.emulation.collect.results import finished
 from harness.emulation.run.experiment import resume_options
 from harness.model import rundir
-from harness.model.jsonio import read_json
+from harness.model.timescale import TimeScale
 from harness.platform import load_platform
 from harness.slurm.native import is_native
+from harness.workload.plan import load_plan
 
 
 def row(run_dir: Path, metric: str) -> list[str]:
     opts = resume_options(run_dir)
     spec, platform = opts.workload, load_platform(opts.cluster.platform)
-    plan = pd.read_parquet(run_dir / rundir.PLAN)
-    ran = finished(pd.read_parquet(run_dir / rundir.RESULTS))
-    delay = measured_launch_delay(ran, float(read_json(run_dir / rundir.MANIFEST)["t0"]))
+    plan = load_plan(run_dir / rundir.PLAN)[0]
+    results = load_run(run_dir).results
+    assert results is not None, f"{run_dir}: no results"
+    ran = finished(results)
+    delay, _ = recorded_launch_delays(rundir.done_steps(run_dir)["collect"]["info"])
     twin, native = simulator_twin(opts.replay.policy), is_native(opts.replay.policy)
     cells = [opts.replay.policy, f"{delay.seconds:.2f} s"]
     ablations = [(delay, native), (delay, not native), (LaunchDelay(0.0, 0), native)]
     for i, (d, minutes) in enumerate(ablations):
         found, _ = compare_with_both_twins(
-            plan, ran, twin, platform, spec.shrink, d, spec.seed, spec.model, minutes,
+            plan, ran, twin, platform, TimeScale(spec.shrink), d, spec.seed, spec.model, minutes,
             policy_seed=opts.replay.policy_seed,
         )  # fmt: skip
         if i == 0:

@@ -34,18 +34,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.analysis.rundata import load_run
 from harness.emulation.collect.fidelity import (
     compare_with_both_twins,
-    measured_launch_delay,
+    recorded_launch_delays,
     simulator_twin,
     staged_start_for,
 )
 from harness.emulation.collect.results import finished
 from harness.emulation.run.experiment import resume_options, scheduler_for_run
 from harness.model import rundir
-from harness.model.timescale import time_scale_of
+from harness.model.timescale import TimeScale
 from harness.platform import load_platform
 from harness.platform.writing import save_platform
+from harness.workload.plan import load_plan
 
 POLICIES = ("slurm-backfill-1", "backfill-1", "cerberus")
 # one cluster per policy: (name, controller port, first slurmd port); slurmd ports < 32768
@@ -98,21 +100,20 @@ def analyse(run_dir: Path) -> dict[str, Any]:
     """The run's figures beside the current twins' (original seconds)."""
     opts = resume_options(run_dir)
     platform = load_platform(str(run_dir / rundir.SLURM_DIR / "etc" / rundir.PLATFORM_FILE))
-    plan = pd.read_parquet(run_dir / rundir.PLAN)
-    results = pd.read_parquet(run_dir / rundir.RESULTS)
+    plan = load_plan(run_dir / rundir.PLAN)[0]
+    results = load_run(run_dir).results
+    assert results is not None, f"{run_dir}: no results"
     ran = finished(results)
     spec, policy = opts.workload, opts.replay.policy
-    t0 = float(rundir.done_steps(run_dir)["collect"]["info"]["t0"])
+    start, stage = recorded_launch_delays(rundir.done_steps(run_dir)["collect"]["info"])
     found, simulated = compare_with_both_twins(
-        plan, ran, simulator_twin(policy), platform.machine, spec.shrink, measured_launch_delay(ran, t0),
-        seed=spec.seed, model=spec.model, minute_limits=policy.startswith("slurm-"),
-        staged=measured_launch_delay(ran, t0, "stage_in_begin"),
+        plan, ran, simulator_twin(policy), platform.machine, TimeScale(spec.shrink), start,
+        seed=spec.seed, model=spec.model, minute_limits=policy.startswith("slurm-"), staged=stage,
         staged_start=staged_start_for(scheduler_for_run(policy)), policy_seed=opts.replay.policy_seed,
     )  # fmt: skip
-    scale = time_scale_of(spec.shrink)
     emulated = {
         "mean_wait": found["metrics"]["mean_wait"]["emulated"],
-        "mean_io": float(_io(ran).mean() * scale),
+        "mean_io": float(_io(ran).mean()),
         "mean_dilation": float(ran["dilation"].mean()),
     }
     twin = {

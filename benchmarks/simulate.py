@@ -26,7 +26,6 @@ from harness.analysis.io_metrics import io_summary
 from harness.analysis.metrics import summary
 from harness.model.paths import KTH_NAME, kth_trace
 from harness.model.staging_names import STAGINGS
-from harness.model.timescale import time_scale_of
 from harness.platform import load_platform
 from harness.policies import kernels
 from harness.policies.registry import get_policy, parse_policy_list
@@ -66,27 +65,23 @@ def run_one(
     platform = load_platform()
     policy = get_policy(name, seed=seed, time_limit_s=time_limit)
     kernels.warm_up()  # numba compilation is not the policy's decision time
-    shrink = float(manifest.get("shrink", 0.0) or 0.0)
     io_seed = int(manifest.get("seed", 2020))
     cpu_before = time.process_time()
-    result = simulate(
-        plan, policy, platform, model=model, io_seed=io_seed, shrink=shrink, tiers=tiers, staging=staging
-    )
+    result = simulate(plan, policy, platform, model=model, io_seed=io_seed, tiers=tiers, staging=staging)
     cpu = time.process_time() - cpu_before
-    scale = time_scale_of(shrink)
     violations = check_schedule(result.jobs, platform)
     return {
         "policy": name,
         "wall_s": result.wall_time_s,
         # CPU time tells the policy's cost apart from other load on a shared machine
         "cpu_s": cpu,
-        "speedup": result.simulated_span_s * scale / max(result.wall_time_s, 1e-9),
+        "speedup": result.simulated_span_s / max(result.wall_time_s, 1e-9),
         "latency": latency_report(result),
         "model": model + ("+tiers" if tiers or getattr(policy, "tiered", False) else ""),
         "staging": staging,
         "metrics": {
-            **summary(result.jobs, platform, time_scale=scale),
-            **io_summary(result.jobs, platform, result.link_bytes, time_scale=scale),
+            **summary(result.jobs, platform),
+            **io_summary(result.jobs, platform, result.link_bytes),
         },
         "violations": violations[:5],
     }

@@ -81,7 +81,7 @@ def _header_section(run: RunData) -> Section:
         ["Policy", str(m.get("policy", "?"))],
         ["Trace", str(m.get("trace", "?"))],
         ["Shrink", _plain(m.get("shrink"))],
-        ["Speed-up", _speedup(m, run.time_scale)],
+        ["Speed-up", _speedup(m, run.speedup)],
         ["Platform", platform],
         ["Started at", str(m.get("started_at", "?"))],
         ["Slurm version", str(m.get("slurm_version", "?"))],
@@ -96,10 +96,9 @@ def _header_section(run: RunData) -> Section:
     return Section("Run", blocks)
 
 
-def _speedup(manifest: dict, time_scale: float) -> str:
+def _speedup(manifest: dict, speedup: float) -> str:
     clock = "virtual clock; " if manifest.get("clock") == "virtual" else ""
-    speedup = float(manifest.get("speedup") or time_scale)
-    return f"{speedup:.2f}x ({clock}all times below are original trace time)"
+    return f"{speedup:.2f}x ({clock}all times below are the trace's own time)"
 
 
 def status_counts(results: pd.DataFrame) -> dict[str, int]:
@@ -351,7 +350,7 @@ def _manifest_section(run: RunData) -> Section:
         "policy",
         "trace",
         "shrink",
-        "time_scale",
+        "speedup",
         "platform",
         "started_at",
         "slurm_version",

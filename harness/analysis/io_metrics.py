@@ -25,15 +25,13 @@ def io_summary(
     jobs: pd.DataFrame,
     platform: Machine,
     link_bytes: dict[str, float] | None,
-    *,
-    time_scale: float = 1.0,
 ) -> dict[str, Any]:
     """The I/O figures of a schedule (empty for an alloc-only one)."""
     if not all(c in jobs.columns for c in IO_COLUMNS) or jobs.empty:
         return {}
     dilation = jobs["dilation"].to_numpy(np.float64)
     out: dict[str, Any] = {
-        "mean_io_s": float(jobs["io_s"].mean() * time_scale),
+        "mean_io_s": float(jobs["io_s"].mean()),
         "io_tb": float(jobs["io_bytes"].sum() / 1e12),
         "mean_dilation": float(np.nanmean(dilation)),
         "max_dilation": float(np.nanmax(dilation)),
@@ -41,7 +39,7 @@ def io_summary(
         "jobs_contended": float((jobs["contended_s"] > 0).mean()),
         "mean_interference_fraction": float(jobs["interference_fraction"].mean()),
     }
-    span = makespan(jobs, time_scale)
+    span = makespan(jobs)
     if link_bytes and span > 0:
         io = platform.io
         pfs_bps = io.pfs_capacity_mbps(platform.compute_count) * 1e6

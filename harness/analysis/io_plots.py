@@ -23,14 +23,13 @@ def plot_bandwidth(
     capacity_bps: dict[str, float],
     out: Path,
     *,
-    time_scale: float = 1.0,
     title: str = "",
 ) -> Path:
-    """``timeline`` has columns time, pfs_bps, bb_bps (plan time); ``capacity_bps`` the
-    links' totals under the keys ``pfs`` and ``bb`` (per plan second as well)."""
+    """``timeline`` has columns time, pfs_bps, bb_bps (the trace's seconds); ``capacity_bps``
+    the links' totals under the keys ``pfs`` and ``bb`` (per second as well)."""
     fig = Figure(figsize=(12, 6), layout="constrained")
     axes = fig.subplots(2, 1, sharex=True)
-    t = timeline["time"].to_numpy(np.float64) * time_scale / HOUR
+    t = timeline["time"].to_numpy(np.float64) / HOUR
     span = (t[-1] - t[0]) if len(t) > 1 else 0.0
     for ax, (key, label) in zip(axes, (("pfs", "PFS link"), ("bb", "BB-node links")), strict=True):
         level = 100 * timeline[f"{key}_bps"].to_numpy(np.float64) / capacity_bps[key]

@@ -10,8 +10,8 @@ bb_per_node_mb`` (``runtime`` = actual run, ``end - start``):
 * makespan ``max(end) - min(submit)``; compute utilisation
   ``sum(nodes * p) / (M * makespan)``, BB utilisation the same with the BB MB held.
 
-Times of a shrunk plan are multiplied by ``time_scale = 1 / (1 - shrink)`` first, so
-every figure is in the trace's original time.
+Results are in the trace's own time (an emulation converts Slurm's times when it
+collects them), so every figure is too.
 """
 
 from __future__ import annotations
@@ -35,11 +35,11 @@ LETTER_VALUE_QUANTILES: tuple[float, ...] = (
 )  # fmt: skip
 
 
-def job_metrics(df: pd.DataFrame, tau: float = DEFAULT_TAU_S, time_scale: float = 1.0) -> pd.DataFrame:
-    """Per-job ``wait, turnaround, runtime, slowdown, bsld, wslowdown`` in original time."""
-    submit = df["submit"].to_numpy(np.float64) * time_scale
-    start = df["start"].to_numpy(np.float64) * time_scale
-    end = df["end"].to_numpy(np.float64) * time_scale
+def job_metrics(df: pd.DataFrame, tau: float = DEFAULT_TAU_S) -> pd.DataFrame:
+    """Per-job ``wait, turnaround, runtime, slowdown, bsld, wslowdown``."""
+    submit = df["submit"].to_numpy(np.float64)
+    start = df["start"].to_numpy(np.float64)
+    end = df["end"].to_numpy(np.float64)
     runtime = end - start
     wait = start - submit
     turnaround = end - submit
@@ -58,24 +58,24 @@ def job_metrics(df: pd.DataFrame, tau: float = DEFAULT_TAU_S, time_scale: float 
     )
 
 
-def makespan(df: pd.DataFrame, time_scale: float = 1.0) -> float:
+def makespan(df: pd.DataFrame) -> float:
     if df.empty:
         return 0.0
     # the last end of a run or of a BB hold (NaN for a job holding none: LPS in a pool)
     last = df[[c for c in ("end", "bb_end") if c in df.columns]].max().max()
-    return float(last - df["submit"].min()) * time_scale
+    return float(last - df["submit"].min())
 
 
-def utilisation(df: pd.DataFrame, platform: Machine, time_scale: float = 1.0) -> tuple[float, float]:
+def utilisation(df: pd.DataFrame, platform: Machine) -> tuple[float, float]:
     """Compute and BB utilisation over the makespan (Kopański Eq. 1.10)."""
-    span = makespan(df, time_scale)
+    span = makespan(df)
     if span <= 0:
         return 0.0, 0.0
-    run = (df["end"] - df["start"]).to_numpy(np.float64) * time_scale
+    run = (df["end"] - df["start"]).to_numpy(np.float64)
     nodes = df["nodes"].to_numpy(np.float64)
     node_time = float(np.sum(nodes * run))
     if "bb_end" in df.columns:  # staged outside the allocation: the BB is held longer than the nodes
-        run = (df["bb_end"] - df["bb_start"]).to_numpy(np.float64) * time_scale
+        run = (df["bb_end"] - df["bb_start"]).to_numpy(np.float64)
     # nansum: a job on the slow tier in a pool (harness.sim.pool_tiers) has no BB window
     bb_time = float(np.nansum(nodes * df["bb_per_node_mb"].to_numpy(np.float64) * run))
     return node_time / (platform.compute_count * span), bb_time / (platform.bb_total_mb * span)
@@ -86,14 +86,13 @@ def summary(
     platform: Machine | None = None,
     *,
     tau: float = DEFAULT_TAU_S,
-    time_scale: float = 1.0,
     ci: bool = False,
     seed: int = 0,
 ) -> dict[str, Any]:
     """The aggregate figures of one schedule; with ``ci``, bootstrap 95 % intervals of the means."""
     platform = platform or load_platform()
-    m = job_metrics(df, tau=tau, time_scale=time_scale)
-    util_c, util_bb = utilisation(df, platform, time_scale)
+    m = job_metrics(df, tau=tau)
+    util_c, util_bb = utilisation(df, platform)
     out: dict[str, Any] = {
         "jobs": len(m),
         "mean_wait": _mean(m["wait"]),
@@ -107,7 +106,7 @@ def summary(
         "median_bsld": _quantile(m["bsld"], 0.5),
         "max_bsld": _max(m["bsld"]),
         "mean_wslowdown": _mean(m["wslowdown"]),
-        "makespan": makespan(df, time_scale),
+        "makespan": makespan(df),
         "util_compute": util_c,
         "util_bb": util_bb,
     }

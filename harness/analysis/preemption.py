@@ -18,10 +18,10 @@ import pandas as pd
 SPAN_COLUMNS = ("job_id", "start", "end")
 
 
-def suspension_counts(jobs: pd.DataFrame, spans: pd.DataFrame, time_scale: float = 1.0) -> dict[str, Any]:
-    """How many suspensions, of how many jobs, for how long (original seconds)."""
+def suspension_counts(jobs: pd.DataFrame, spans: pd.DataFrame) -> dict[str, Any]:
+    """How many suspensions, of how many jobs, for how long (the trace's seconds)."""
     high = jobs["priority"].fillna(0).to_numpy() > 0 if "priority" in jobs.columns else np.zeros(0)
-    lengths = (spans["end"] - spans["start"]).to_numpy(np.float64) * time_scale
+    lengths = (spans["end"] - spans["start"]).to_numpy(np.float64)
     return {
         "high_priority_jobs": int(high.sum()),
         "suspensions": len(spans),
@@ -59,7 +59,7 @@ def running_spans(jobs: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_suspensions(
-    jobs: pd.DataFrame, spans: pd.DataFrame, compute_nodes: int, out: Path, *, time_scale: float = 1.0,
+    jobs: pd.DataFrame, spans: pd.DataFrame, compute_nodes: int, out: Path, *,
     title: str = "Suspend/resume",
 ) -> Path:  # fmt: skip
     """Nodes busy running, nodes of high-priority jobs and suspended jobs over time."""
@@ -69,7 +69,7 @@ def plot_suspensions(
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    hours = time_scale / 3600.0
+    hours = 1.0 / 3600.0
     running = running_spans(jobs, spans)
     high_ids = set(jobs.loc[jobs.get("priority", pd.Series(0, index=jobs.index)) > 0, "job_id"])
     high = running[running["job_id"].isin(high_ids)]

@@ -10,7 +10,8 @@ from typing import Any
 import pandas as pd
 
 from harness.model import rundir
-from harness.model.timescale import time_scale_of
+from harness.model.columns import EMULATION_TIME_COLUMNS, IO_RESULT_TIME_COLUMNS
+from harness.model.timescale import TimeScale
 
 
 @dataclass
@@ -22,22 +23,19 @@ class RunData:
     notes: list[str] = field(default_factory=list)  # what was missing or unreadable
 
     @property
-    def time_scale(self) -> float:
-        if self.manifest.get("time_scale") is not None:
-            return float(self.manifest["time_scale"])
-        return time_scale_of(float(self.manifest.get("shrink", 0.0)))
+    def speedup(self) -> float:
+        """Trace seconds per second of the run's clock (1: the simulator, or no speed-up)."""
+        return float(self.manifest.get("speedup") or self.manifest.get("time_scale") or 1.0)
 
     @property
     def platform(self) -> dict[str, Any]:
         return self.manifest.get("platform") or {}
 
     def jobs(self) -> pd.DataFrame:
-        """The jobs that ran, with submit/start/end in original seconds since t0."""
+        """The jobs that ran, with submit/start/end in the trace's seconds since t0."""
         if self.results is None:
             return pd.DataFrame(columns=["job_id", "submit", "start", "end", "nodes", "bb_per_node_mb"])
         ran = self.results[self.results["start"].notna() & self.results["end"].notna()].copy()
-        for col in ("submit", "start", "end"):
-            ran[col] = ran[col].astype("float64") * self.time_scale
         return ran.sort_values(["start", "job_id"], kind="stable").reset_index(drop=True)
 
 
@@ -49,10 +47,22 @@ def load_run(run_dir: Path) -> RunData:
     results = None
     path = run_dir / rundir.RESULTS
     if path.exists():
-        results = pd.read_parquet(path)
+        results = in_trace_time(pd.read_parquet(path), manifest)
     else:
         notes.append("results.parquet is missing: no plots")
     return RunData(run_dir, manifest, metrics, results, notes)
+
+
+def in_trace_time(results: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataFrame:
+    """The results of a run; a run written before results kept the trace's time stored Slurm's
+    seconds (its manifest has no ``times``, and a ``time_scale`` or a ``shrink``): converted."""
+    if manifest.get(rundir.TIMES) == rundir.TRACE_TIME:
+        return results
+    if manifest.get("time_scale") is not None:
+        scale = TimeScale.of_speedup(float(manifest["time_scale"]))
+    else:
+        scale = TimeScale(float(manifest.get("shrink") or 0.0))
+    return scale.trace_table(results, (*EMULATION_TIME_COLUMNS, *IO_RESULT_TIME_COLUMNS))
 
 
 def _read_json(path: Path, notes: list[str]) -> dict[str, Any]:

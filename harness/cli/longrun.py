@@ -80,15 +80,16 @@ def gate(opts: RunOptions, repeat: int, long: dict[str, Any]) -> Prepared | None
         policies_of,
         suggestions,
     )
-    from harness.emulation.run.steps import plan_for
+    from harness.emulation.run.specs import plan_for
     from harness.model.durations import human_duration
+    from harness.model.timescale import TimeScale
     from harness.platform import load_platform
 
     prepared = plan_for(opts.workload, load_platform(opts.cluster.platform))
     plan = prepared[0]
     cluster = opts.cluster.backend + (f" ({opts.cluster.name})" if opts.cluster.backend == "docker" else "")
     policies = policies_of(opts.replay.policy)
-    est = estimate_plan(plan, opts.workload.shrink, opts.replay.warmup, cluster, policies, repeat,
+    est = estimate_plan(plan, TimeScale(opts.workload.shrink), opts.replay.warmup, cluster, policies, repeat,
                         trace=opts.workload.source.name, speedup=opts.replay.speedup or 1.0,
                         events=opts.replay.events)  # fmt: skip
     block = describe(est)

@@ -18,7 +18,6 @@ from harness.cli.options import (
     policy_option,
     policy_seed_option,
     priority_options,
-    shrink_option,
     time_limit_option,
 )
 from harness.cli.workload_options import (
@@ -40,18 +39,16 @@ if TYPE_CHECKING:
 TEXT_COLUMNS: tuple[str, ...] = ("jobs", *HEADLINE_METRICS)
 
 
-def _load_workload(
-    path: str, platform: Any, shrink: float | None, opts: dict[str, Any]
-) -> tuple[Any, dict[str, Any]]:
+def _load_workload(path: str, platform: Any, opts: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """A plan as stored, or a trace prepared with the workload options (shared with prepare)."""
     from harness.workload.plan import is_plan_file, load_plan_or_trace, resolve_input
 
     source = resolve_input(path)
     if source.exists() and is_plan_file(source):  # a plan keeps its own; the options set are ignored
         kwargs = {k: opts[k] for k in given(list(opts))}
-        return load_plan_or_trace(source, **({"shrink": shrink} if shrink is not None else {}), **kwargs)
+        return load_plan_or_trace(source, **kwargs)
     kwargs = {**trace_kwargs(opts), **selection_kwargs(opts), "platform": platform}
-    return load_plan_or_trace(source, shrink=shrink or 0.0, **kwargs)
+    return load_plan_or_trace(source, **kwargs)
 
 
 def _text_table(results: dict[str, dict[str, Any]], io: bool = False) -> str:
@@ -107,22 +104,20 @@ def _check_outputs(output: Path | None, names: list[str], workload: str) -> None
         raise click.ClickException(str(exc)) from None
 
 
-def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, scale: float) -> Path:
+def _write_bandwidth(result: Any, platform: Any, jobs_path: Path) -> Path:
     """Beside the per-job results of an io-aware run: the bandwidth timeline and its plot."""
     from harness.analysis.io_plots import plot_bandwidth
     from harness.model.atomic import atomic_write_csv
 
     assert result.bandwidth is not None
     atomic_write_csv(jobs_path.with_suffix(".bandwidth.csv"), result.bandwidth)
-    per_s = 1e6 / scale  # MB/s of original time -> bytes per plan second
+    per_s = 1e6  # MB/s -> bytes per second
     capacity = {
         "pfs": platform.io.pfs_capacity_mbps(platform.compute_count) * per_s,
         "bb": platform.io.bb_node_mbps * platform.bb_count * per_s,
     }
     out = jobs_path.with_suffix(".bandwidth.png")
-    return plot_bandwidth(
-        result.bandwidth, capacity, out, time_scale=scale, title=f"Bandwidth: {result.policy}"
-    )
+    return plot_bandwidth(result.bandwidth, capacity, out, title=f"Bandwidth: {result.policy}")
 
 
 @click.command(
@@ -139,7 +134,6 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, scale: float) 
 @json_option
 @trace_options
 @selection_options
-@shrink_option(None, "A trace only (default: 0, unshrunk); a plan keeps its own.")
 @policy_seed_option
 @time_limit_option(None, "results then depend on the machine's speed (default: none).")
 @click.option("--tau", type=TAU, default=DEFAULT_TAU_S, show_default=True,
@@ -187,7 +181,6 @@ def simulate_command(
     policy: str,
     as_json: bool,
     platform_file: str,
-    shrink: float | None,
     policy_seed: int,
     time_limit: float | None,
     tau: float,
@@ -202,17 +195,16 @@ def simulate_command(
 ) -> None:
     """Run policies on WORKLOAD (a prepared plan or an SWF trace) in the simulator.
 
-    Metrics are in the trace's original time (a shrunk plan is unshrunk).
+    Times and metrics are in the trace's own seconds.
     """  # fmt: skip
     from harness.emulation.run.simulated import SimulatedRun, write_simulated_run
 
     tiers = (opts.pop("priority"), opts.pop("preempt"))
-    names, platform, plan, manifest = _inputs(workload, policy, platform_file, shrink, output, opts)
-    shrink_used = float(manifest.get("shrink") or 0.0)
+    names, platform, plan, manifest = _inputs(workload, policy, platform_file, output, opts)
     io_seed = int(manifest.get("seed", opts["bb_seed"]))
     if tiers != ("none", "none"):
         _check_priority_twin(tiers[0], names, model, tick, launch_delay)
-        row = _simulate_priorities(plan, platform, *tiers, io_seed, shrink_used, tau, output)
+        row = _simulate_priorities(plan, platform, *tiers, io_seed, tau, output)
         return click.echo(json.dumps({names[0]: row}, indent=2) if as_json else _text_table({names[0]: row}))
     results: dict[str, dict[str, Any]] = {}
     settings = {"model": model, "staging": staging, "tick": tick, "launch_delay": launch_delay, "tau": tau,
@@ -223,7 +215,6 @@ def simulate_command(
             plan,
             platform,
             (model, tick, launch_delay, staging),
-            shrink_used,
             io_seed,
             policy_seed,
             time_limit,
@@ -241,7 +232,7 @@ def simulate_command(
 
 
 def _inputs(
-    workload: str, policy: str, platform_file: str, shrink: float | None, output: Path | None, opts: dict
+    workload: str, policy: str, platform_file: str, output: Path | None, opts: dict
 ) -> tuple[list[str], Any, Any, dict]:
     """(policy names, platform, plan, manifest) or a ClickException naming what is wrong."""
     from harness.platform import PlatformError, load_platform
@@ -253,7 +244,7 @@ def _inputs(
         raise click.ClickException(str(exc)) from None
     _check_outputs(output, names, workload)
     try:
-        plan, manifest = _load_workload(workload, platform, shrink, opts)
+        plan, manifest = _load_workload(workload, platform, opts)
     except (OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     return names, platform, plan, manifest
@@ -264,7 +255,6 @@ def _simulate_one(
     plan: Any,
     platform: Any,
     twin: tuple[str, float, float, str],
-    shrink_used: float,
     io_seed: int,
     policy_seed: int,
     time_limit: float | None,
@@ -277,16 +267,14 @@ def _simulate_one(
     """Simulate one policy: its summary row (and per-job file and plot when asked) and its result."""
     from harness.analysis.io_metrics import io_summary
     from harness.analysis.metrics import summary
-    from harness.model.timescale import time_scale_of
     from harness.policies.registry import get_policy
     from harness.sim.checks import check_schedule
     from harness.sim.engine import simulate
 
     model, tick, delay, staging = twin  # the job model, the tick-aware twin's settings, the staging
-    scale = time_scale_of(shrink_used)
     scheduler = get_policy(name, seed=policy_seed, time_limit_s=time_limit)
     try:
-        result = simulate(plan, scheduler, platform, model=model, io_seed=io_seed, shrink=shrink_used,
+        result = simulate(plan, scheduler, platform, model=model, io_seed=io_seed,
                           tick=tick, launch_delay=delay, staging=staging)  # fmt: skip
     except ValueError as exc:
         raise click.ClickException(f"{name}: {exc}") from None
@@ -294,14 +282,14 @@ def _simulate_one(
         problems = check_schedule(result.jobs, platform)
         if problems:
             raise click.ClickException(f"{name}: invalid schedule: {'; '.join(problems[:3])}")
-    row = summary(result.jobs, platform, tau=tau, time_scale=scale, ci=ci)
-    row.update(io_summary(result.jobs, platform, result.link_bytes, time_scale=scale))
+    row = summary(result.jobs, platform, tau=tau, ci=ci)
+    row.update(io_summary(result.jobs, platform, result.link_bytes))
     row["sim_wall_s"] = result.wall_time_s
     if output is not None:
         path = _write_jobs(result.jobs, output, name, several)
         click.echo(f"{name}: per-job results in {path}", err=True)
         if result.bandwidth is not None:
-            plot = _write_bandwidth(result, platform, path, scale)
+            plot = _write_bandwidth(result, platform, path)
             click.echo(f"{name}: bandwidth over time in {plot} (and .csv)", err=True)
     return row, result
 
@@ -317,33 +305,31 @@ def _check_priority_twin(priority: str, names: list[str], model: str, tick: floa
 
 
 def _simulate_priorities(
-    plan: Any, platform: Any, priority: str, preempt: str, seed: int, shrink: float, tau: float,
+    plan: Any, platform: Any, priority: str, preempt: str, seed: int, tau: float,
     output: Path | None,
 ) -> dict[str, Any]:  # fmt: skip
     """The suspend/resume twin: its summary row with the suspension counts (files with --output)."""
     from harness.analysis.metrics import summary
     from harness.analysis.preemption import plot_suspensions, suspension_counts
     from harness.model.atomic import atomic_write_csv
-    from harness.model.timescale import time_scale_of
     from harness.sim.preemption import simulate_preemption
     from harness.workload.priority import assign, parse_priority
 
-    scale = time_scale_of(shrink)
     try:
         result = simulate_preemption(assign(plan, parse_priority(priority), seed), platform,
                                      preempt=preempt == "suspend")  # fmt: skip
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
-    row = summary(result.jobs, platform, tau=tau, time_scale=scale)
+    row = summary(result.jobs, platform, tau=tau)
     row.update({"priority": priority, "preempt": preempt, "sim_wall_s": result.wall_time_s})
-    row.update(suspension_counts(result.jobs, result.suspensions, scale))
+    row.update(suspension_counts(result.jobs, result.suspensions))
     click.echo(f"{priority}, preempt {preempt}: {row['high_priority_jobs']} high-priority jobs, "
                f"{row['suspensions']} suspensions of {row['suspended_jobs']} jobs", err=True)  # fmt: skip
     if output is not None:
         path = _write_jobs(result.jobs, output, "backfill-1", False)
         spans = atomic_write_csv(path.with_suffix(".suspensions.csv"), result.suspensions)
         plot = plot_suspensions(result.jobs, result.suspensions, platform.compute_count,
-                                path.with_suffix(".suspended.png"), time_scale=scale,
+                                path.with_suffix(".suspended.png"),
                                 title=f"Twin: {priority}, preempt {preempt}")  # fmt: skip
         click.echo(f"per-job results in {path}, suspensions in {spans}, figure {plot}", err=True)
     return row

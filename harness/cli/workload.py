@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from harness.cli.generate import generate
-from harness.cli.options import POSITIVE_INT, HarnessGroup, json_option, output_option, shrink_option
+from harness.cli.options import POSITIVE_INT, HarnessGroup, json_option, output_option
 from harness.cli.workload_options import selection_kwargs, selection_options, trace_kwargs, trace_options
 from harness.model.atomic import OutputError, check_target
 from harness.model.jsonio import nulls_for_non_finite, to_json
@@ -54,8 +54,8 @@ def _friendly(func: Callable[..., None]) -> Callable[..., None]:
 def _prepare_kwargs(opts: dict[str, Any]) -> dict[str, Any]:
     """Command-line options -> keyword arguments of ``plan.prepare``."""
     kwargs: dict[str, Any] = {"platform": load_platform(opts["platform_file"]), **trace_kwargs(opts)}
-    if "shrink" in opts:
-        kwargs.update(shrink=opts["shrink"], shuffle=opts["shuffle"], **selection_kwargs(opts))
+    if "shuffle" in opts:  # prepare and split: a selection of the trace
+        kwargs.update(shuffle=opts["shuffle"], **selection_kwargs(opts))
     return kwargs
 
 
@@ -196,7 +196,6 @@ def _bb_lines(bb: dict[str, Any], model: str, seed: int, jobs: int) -> list[str]
 )
 @trace_options
 @selection_options
-@shrink_option(0.0, "A stored plan is usually left unshrunk: `harness run --shrink` shrinks it.")
 @_shuffle_option
 @_friendly
 def prepare(trace: str, output: Path, **opts: Any) -> None:
@@ -207,8 +206,8 @@ def prepare(trace: str, output: Path, **opts: Any) -> None:
     _report_skipped(manifest["input"])
     plan.save_plan(df, manifest, output, inputs=(source,))
     click.echo(
-        f"{output}: {len(df):,} jobs, span {manifest['span_s']:,.0f} s (shrink {manifest['shrink']}, "
-        f"speed-up {manifest['speedup']:g}), seed {manifest['seed']}"
+        f"{output}: {len(df):,} jobs, span {manifest['span_s']:,.0f} s of the trace's time, "
+        f"seed {manifest['seed']}"
     )
 
 
@@ -228,7 +227,6 @@ def prepare(trace: str, output: Path, **opts: Any) -> None:
               help="plan: prepared parquet parts; swf: the trace's own records, uncleaned.")  # fmt: skip
 @trace_options
 @selection_options
-@shrink_option(0.0, "A stored plan is usually left unshrunk: `harness run --shrink` shrinks it.")
 @_shuffle_option
 @_friendly
 def split(trace: str, parts: int, output: Path, fmt: str, **opts: Any) -> None:

@@ -16,6 +16,7 @@ import pandas as pd
 
 from harness.cluster.base import ClusterBackend
 from harness.emulation.run.specs import RunOptions
+from harness.model.timescale import TimeScale
 from harness.platform import Platform
 from harness.slurm.config import SchedulerConfig
 
@@ -33,6 +34,7 @@ class Collected:
     records: list[dict]  # the jobs' own sigsleep records
     ran: list[dict]  # the submissions and the agent's copies of them: one per Slurm job
     slurm_dir: Path
+    scale: TimeScale  # how the trace's seconds map to Slurm's on the run's clock
 
     @property
     def uses_agent(self) -> bool:
@@ -43,6 +45,7 @@ class RunPlugin(Protocol):
     """One concern of a run, called by the run's steps at fixed points."""
 
     name: str
+    time_columns: tuple[str, ...]  # the times it adds to the results (converted to the trace's)
 
     def wanted(self, opts: RunOptions) -> bool:
         """Whether the run with ``opts`` uses this plug-in."""
@@ -53,7 +56,12 @@ class RunPlugin(Protocol):
         ...
 
     def plan(self, plan: pd.DataFrame, opts: RunOptions, platform: Platform) -> tuple[pd.DataFrame, dict]:
-        """The plan with this plug-in's columns, and what to add to its manifest."""
+        """The plan with this plug-in's columns (in the trace's time), and what to add to its
+        manifest."""
+        ...
+
+    def on_clock(self, plan: pd.DataFrame, scale: TimeScale, platform: Platform) -> pd.DataFrame:
+        """The plan in Slurm's seconds with what this plug-in derives from its times."""
         ...
 
     def before_collect(self, backend: ClusterBackend) -> None:
@@ -61,7 +69,7 @@ class RunPlugin(Protocol):
         ...
 
     def enrich(self, results: pd.DataFrame, collected: Collected) -> pd.DataFrame:
-        """The per-job results with this plug-in's columns."""
+        """The per-job results (in Slurm's seconds) with this plug-in's columns."""
         ...
 
     def check(

@@ -4,8 +4,8 @@
 It never raises: a failure comes back as a :class:`CellResult` with the error, and the
 traceback stays in the cell's folder. Its folder ``cells/<key>/`` holds
 
-* ``jobs.parquet``: the per-job results (the schedule, in the plan's time unit: shrunk for
-  an emulated cell, whose ``time_scale`` turns it into original time);
+* ``jobs.parquet``: the per-job results (the schedule, in the trace's time; an emulated cell
+  of an older version kept Slurm's, and its ``time_scale`` turns them into the trace's);
 * ``run/``: an emulated cell's run directory (``harness.experiments.emulate_cell``);
 * ``result.json``: the metrics in original time, written last (its presence = done);
 * ``error.txt``: the traceback of a failed attempt.
@@ -37,8 +37,8 @@ from harness.model.jsonio import to_json
 class CellResult:
     key: str
     ok: bool
-    metrics: dict[str, Any] = field(default_factory=dict)  # summary in original time
-    time_scale: float = 1.0  # multiplies the job table's times into original ones
+    metrics: dict[str, Any] = field(default_factory=dict)  # summary in the trace's time
+    time_scale: float = 1.0  # > 1 only in older emulated cells: their job table is in Slurm's seconds
     seconds: float = 0.0  # wall time of the cell
     host: str = ""
     slurm_job: str = ""  # the Slurm job (array task) that ran the cell, if any
@@ -61,17 +61,15 @@ def run_cell(cell: Cell, exp_dir: str) -> CellResult:
         if cell.params["mode"] == "emulate":  # on Slurm, never silently in the simulator
             from harness.experiments.emulate_cell import emulate
 
-            jobs, metrics, time_scale = emulate(cell, folder)
+            jobs, metrics = emulate(cell, folder)
         else:
-            jobs, metrics, time_scale = _simulate(cell)
+            jobs, metrics = _simulate(cell)
     except Exception as exc:  # a cell's failure is data for the runner, not a crash
         atomic_write_text(folder / ERROR_FILE, traceback.format_exc())
         return CellResult(cell.key, False, seconds=_since(began), host=socket.gethostname(),
                           error=f"{type(exc).__name__}: {exc}")  # fmt: skip
     atomic_write_parquet(folder / JOBS_FILE, jobs)
-    result = CellResult(
-        cell.key, True, metrics, time_scale, _since(began), socket.gethostname(), _slurm_job()
-    )
+    result = CellResult(cell.key, True, metrics, 1.0, _since(began), socket.gethostname(), _slurm_job())
     record = {**result.as_dict(), "params": cell.params, "harness_version": __version__}
     atomic_write_text(folder / RESULT_FILE, to_json(record))
     return result
@@ -88,7 +86,7 @@ def read_cell_result(exp_dir: Path | str, key: str) -> CellResult | None:
     return CellResult(**{k: v for k, v in data.items() if k in fields})
 
 
-def _simulate(cell: Cell) -> tuple[pd.DataFrame, dict[str, Any], float]:
+def _simulate(cell: Cell) -> tuple[pd.DataFrame, dict[str, Any]]:
     from harness.analysis.metrics import summary
     from harness.platform import load_platform
     from harness.policies.registry import get_policy
@@ -108,10 +106,10 @@ def _simulate(cell: Cell) -> tuple[pd.DataFrame, dict[str, Any], float]:
     problems = check_schedule(result.jobs, platform)
     if problems:
         raise RuntimeError(f"invalid schedule: {'; '.join(problems[:3])}")
-    return result.jobs, summary(result.jobs, platform, tau=p["tau"]), 1.0
+    return result.jobs, summary(result.jobs, platform, tau=p["tau"])
 
 
-def _simulate_tiers(cell: Cell, plan: pd.DataFrame, platform: Any) -> tuple[pd.DataFrame, dict, float]:
+def _simulate_tiers(cell: Cell, plan: pd.DataFrame, platform: Any) -> tuple[pd.DataFrame, dict]:
     """A priority model (and suspend/resume) in the twin of Slurm's tiers (harness.sim.preemption)."""
     from harness.analysis.metrics import summary
     from harness.sim.preemption import simulate_preemption
@@ -126,7 +124,7 @@ def _simulate_tiers(cell: Cell, plan: pd.DataFrame, platform: Any) -> tuple[pd.D
     result = simulate_preemption(assign(plan, model, seed=p["bb_seed"]), platform, preempt=preempt)
     metrics = summary(result.jobs, platform, tau=p["tau"])
     metrics["suspensions"] = result.n_suspensions
-    return result.jobs, metrics, 1.0
+    return result.jobs, metrics
 
 
 def _plan(cell: Cell, platform: Any) -> pd.DataFrame:

@@ -2,9 +2,8 @@
 
 The cell's parameters become the options of one run (:class:`harness.emulation.run.specs.RunOptions`)
 at the cell's shrink, under the cell's policy; the run directory is ``cells/<key>/run/``.
-The cell's job table is the run's ``results.parquet`` (shrunk time, so the cell's
-``time_scale`` is :func:`harness.model.timescale.time_scale_of` of its shrink) and its metrics
-are the run's ``metrics.json`` (original time), the summary recomputed with the cell's ``tau``.
+The cell's job table is the run's ``results.parquet`` and its metrics are the run's
+``metrics.json``, the summary recomputed with the cell's ``tau`` (both in the trace's time).
 
 Emulated cells share one cluster, so they run one at a time (:func:`check_executor`).
 """
@@ -74,14 +73,13 @@ def run_options(cell: Cell, folder: Path) -> Any:
                       run_dir=folder / RUN_DIR, run_id=f"cell-{cell.key}-{stamp}", quiet=True)  # fmt: skip
 
 
-def emulate(cell: Cell, folder: Path) -> tuple[pd.DataFrame, dict[str, Any], float]:
-    """Replay the cell; its job table (shrunk time), metrics (original time) and time scale."""
+def emulate(cell: Cell, folder: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Replay the cell; its job table and metrics."""
     from harness.analysis.metrics import summary
     from harness.emulation.collect.results import finished
     from harness.emulation.run.experiment import Experiment
     from harness.model import rundir
     from harness.model.jsonio import read_json
-    from harness.model.timescale import time_scale_of
     from harness.platform import load_platform
 
     run_dir = folder / RUN_DIR
@@ -94,11 +92,10 @@ def emulate(cell: Cell, folder: Path) -> tuple[pd.DataFrame, dict[str, Any], flo
     if not manifest.get("complete"):
         raise RuntimeError(f"the run in {run_dir} is incomplete: {manifest.get('incomplete_reason')}")
     jobs = pd.read_parquet(run_dir / rundir.RESULTS)
-    scale = time_scale_of(opts.workload.shrink)
     metrics = read_json(run_dir / rundir.METRICS)
     platform = load_platform(cell.inputs["platform"])
-    metrics.update(summary(finished(jobs), platform, tau=cell.params["tau"], time_scale=scale))
-    return jobs, metrics, scale
+    metrics.update(summary(finished(jobs), platform, tau=cell.params["tau"]))
+    return jobs, metrics
 
 
 @contextmanager

@@ -80,9 +80,11 @@ class ResultTable:
 
 
 def cell_jobs(exp_dir: Path | str, key: str, tau: float) -> pd.DataFrame:
-    """Per-job metrics (wait, turnaround, slowdown, bsld, ...) of a finished cell, in original
+    """Per-job metrics (wait, turnaround, slowdown, bsld, ...) of a finished cell, in the trace's
     time; jobs that never ran are left out. Empty if the cell left no job table."""
     from harness.analysis.metrics import job_metrics
+    from harness.model.columns import RESULT_TIME_COLUMNS
+    from harness.model.timescale import TimeScale
 
     result = read_cell_result(exp_dir, key)
     path = cell_dir(exp_dir, key) / JOBS_FILE
@@ -90,7 +92,9 @@ def cell_jobs(exp_dir: Path | str, key: str, tau: float) -> pd.DataFrame:
         return pd.DataFrame()
     jobs = pd.read_parquet(path)
     ran = jobs[jobs["start"].notna() & jobs["end"].notna()]
-    return job_metrics(ran, tau=tau, time_scale=result.time_scale)
+    if result.time_scale != 1.0:  # an emulated cell of an older version: Slurm's seconds
+        ran = TimeScale.of_speedup(result.time_scale).trace_table(ran, RESULT_TIME_COLUMNS)
+    return job_metrics(ran, tau=tau)
 
 
 def load_table(exp_dir: Path | str) -> pd.DataFrame:

@@ -25,7 +25,7 @@ import pandas as pd
 
 from harness.analysis.metrics import repetition_stats
 from harness.model.metric_names import HEADLINE_METRICS
-from harness.model.timescale import time_scale_of
+from harness.model.timescale import TimeScale
 
 LIMIT_METRICS: tuple[str, ...] = ("mean_wait", "mean_bsld", "util_compute", "makespan")
 DEFAULT_SHRINKS: tuple[float, ...] = (0.5, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995)
@@ -41,7 +41,7 @@ class ShrinkPoint:
 
     @property
     def speedup(self) -> float:
-        return time_scale_of(self.shrink)
+        return TimeScale(self.shrink).speedup
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,8 @@ class ShrinkLimit:
 
     def as_dict(self) -> dict[str, Any]:
         head = {"reference": self.reference, "tolerance": self.tolerance, "limit": self.limit}
-        return {**head, "speedup": time_scale_of(self.limit), "rows": self.table.to_dict(orient="records")}
+        rows = self.table.to_dict(orient="records")
+        return {**head, "speedup": TimeScale(self.limit).speedup, "rows": rows}
 
 
 def check_shrinks(shrinks: Sequence[float]) -> list[float]:
@@ -138,15 +139,17 @@ def simulator_runner(
     from harness.slurm.native import is_native
     from harness.workload.plan import load_plan_or_trace
 
+    trace_plan, _ = load_plan_or_trace(source, platform=platform, **(prepare or {}))
+
     def run(shrink: float, repeat: int) -> list[dict[str, Any]]:
-        plan, _ = load_plan_or_trace(source, shrink=shrink, platform=platform, **(prepare or {}))
-        if tick > 0 and is_native(policy):
-            plan = with_minute_limits(plan)
+        scale = TimeScale(shrink)
+        plan = with_minute_limits(trace_plan, scale) if tick > 0 and is_native(policy) else trace_plan
+        ticked, delay = float(scale.to_trace(tick)), float(scale.to_trace(launch_delay))
         out = []
         for rep in range(repeat):
             twin = get_policy(simulator_twin(policy), seed=rep)
-            result = simulate(plan, twin, platform, tick=tick, launch_delay=launch_delay)
-            out.append(summary(result.jobs, platform, time_scale=time_scale_of(shrink)))
+            result = simulate(plan, twin, platform, tick=ticked, launch_delay=delay)
+            out.append(summary(result.jobs, platform))
         return out
 
     return run

@@ -6,15 +6,17 @@ from __future__ import annotations
 # What the simulator and the replay need; every plan has these.
 PLAN_COLUMNS: tuple[str, ...] = ("job_id", "submit", "runtime", "walltime", "nodes", "bb_per_node_mb")
 
-# Times a time transform (shrink, rebase) applies to. trace_submit is left alone on
-# purpose: it is the link back to the original trace.
-SHRINK_COLUMNS: tuple[str, ...] = (
+# The times of a plan, converted to Slurm's seconds where the replay submits it
+# (harness.model.timescale). trace_submit is left alone on purpose: it is the link back to
+# the original trace; io_compute_s is Kopański's compute time (live I/O).
+PLAN_TIME_COLUMNS: tuple[str, ...] = (
     "submit",
     "runtime",
     "walltime",
     "wait_trace",
     "cpu_time_avg",
     "think_time",
+    "io_compute_s",
 )
 
 # The per-job results of a schedule, simulated or emulated, in the plan's time unit.
@@ -23,10 +25,21 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "bb_nodes", "status",
 )  # fmt: skip
 
-# Times of a results table (shrunk in an emulation's results).
+# Times of a results table.
 RESULT_TIME_COLUMNS: tuple[str, ...] = ("submit", "start", "end", "runtime")
 
 # What an emulation adds to the results: Slurm's id and nodes, the replay's lag, suspension.
 EMULATION_COLUMNS: tuple[str, ...] = (
     *RESULT_COLUMNS, "slurm_job_id", "nodelist", "submit_intended", "lag", "suspended",
+)  # fmt: skip
+
+# The times of an emulation's results, read in Slurm's seconds and stored in the trace's.
+EMULATION_TIME_COLUMNS: tuple[str, ...] = (
+    *RESULT_TIME_COLUMNS, "walltime", "submit_intended", "lag", "suspended",
+)  # fmt: skip
+
+# The times live I/O adds to an emulation's results (harness.emulation.iolive), likewise.
+IO_RESULT_TIME_COLUMNS: tuple[str, ...] = (
+    "stage_in_begin", "stage_in_s", "stage_in_solo_s", "stage_out_begin", "stage_out_s",
+    "stage_out_solo_s", "drain_s", "drain_solo_s", "compute_s", "checkpoint_s", "io_s", "solo_s",
 )  # fmt: skip

@@ -5,9 +5,10 @@
         steps.json      the steps done so far (plan, cluster, replay, collect, ...) and their findings
         plan.parquet    the replayed plan (+ plan.manifest.json)
         results.parquet, results.csv   per-job results (sigsleep times, Slurm ids)
-        metrics.json    summary in original time (same keys as `harness simulate --json`)
+        metrics.json    summary in the trace's time (same keys as `harness simulate --json`)
         raw/            submissions.jsonl, jobs.jsonl (sigsleep), replay.json, decisions.jsonl;
-                        with live I/O staging.jsonl and drains.jsonl
+                        with live I/O staging.jsonl and drains.jsonl; plan.parquet, the plan as
+                        the head node replays it (in Slurm's seconds: all else is in the trace's)
         slurm/          the rendered Slurm files of the run, daemon logs, jobcomp.log,
                         sacct.json (accounting on), jobs.json (Slurm's record of every job)
         simulation/     results.parquet of the simulator twin (with --compare-sim)
@@ -39,6 +40,11 @@ RESULTS_CSV = "results.csv"
 PLATFORM_FILE = "platform.toml"
 
 RAW_DIR = "raw"
+REPLAY_PLAN = f"{RAW_DIR}/{PLAN}"  # the plan in Slurm's seconds, as the replay submits it
+# manifest.json's key saying results.parquet is in the trace's own time (runs written before
+# kept Slurm's: the report converts those when it reads them)
+TIMES = "times"
+TRACE_TIME = "trace"
 SLURM_DIR = "slurm"
 SIMULATION_DIR = "simulation"
 REPETITIONS_DIR = "repetitions"

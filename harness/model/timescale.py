@@ -1,16 +1,22 @@
-"""Time shrinking (Barberato Section 4.2.4): every time of a replay is multiplied by
-``1 - shrink``; ``time_scale = 1 / (1 - shrink)`` turns shrunk times back into original ones.
+"""The one conversion between the trace's own time and the time Slurm lives in.
 
-The one place that knows the conversion: plans, metrics, reports and the fidelity check
-all go through it.
+Plans, results, metrics and reports are in the trace's seconds. Only where the trace meets
+the cluster's clock is a time converted: the replay's submission instants, sigsleep's
+runtimes, Slurm's time limits and the staging rates (trace to Slurm), and the times read
+back from Slurm and sigsleep (Slurm to trace).
+
+On the wall clock with time shrinking (Barberato Section 4.2.4) a trace second lasts
+``1 - shrink`` Slurm seconds; on a virtual clock Slurm's seconds are the trace's own
+(``TimeScale()``), whatever the clock's speed against real time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from harness.model.columns import SHRINK_COLUMNS
+from harness.model.columns import PLAN_TIME_COLUMNS
 
 
 class ShrinkError(ValueError):
@@ -23,29 +29,52 @@ def check_shrink(shrink: float) -> float:
     return float(shrink)
 
 
-def time_scale_of(shrink: float) -> float:
-    """The factor that turns shrunk times back into original ones (the replay's speed-up)."""
-    return 1.0 / (1.0 - check_shrink(shrink))
+@dataclass(frozen=True)
+class TimeScale:
+    """``shrink``: the fraction of every trace time taken away on Slurm's clock (0: none)."""
 
+    shrink: float = 0.0
 
-def unshrink(value: Any, shrink: float) -> Any:
-    """A shrunk time (number or array) in original seconds."""
-    return value / (1.0 - check_shrink(shrink))
+    def __post_init__(self) -> None:
+        check_shrink(self.shrink)
 
+    @classmethod
+    def of_speedup(cls, speedup: float) -> TimeScale:
+        """The scale of a run whose trace went ``speedup`` times faster than Slurm's clock."""
+        return cls(1.0 - 1.0 / speedup)
 
-def shrink_table(table: Any, shrink: float, columns: Iterable[str] = SHRINK_COLUMNS) -> Any:
-    """A copy of a plan (a pandas DataFrame) with every time multiplied by ``1 - shrink``.
+    @property
+    def speedup(self) -> float:
+        """Trace seconds per Slurm second, ``1 / (1 - shrink)``."""
+        return 1.0 / (1.0 - self.shrink)
 
-    ``trace_submit`` is never among the default columns: it is the link back to the trace.
-    """
-    factor = 1.0 - check_shrink(shrink)
-    return _map_columns(table, columns, lambda col: col * factor)
+    def shrink_for(self, ratio: float) -> float:
+        """The shrink whose Slurm times are ``ratio`` (< 1: shorter) times this one's (not
+        checked: below 0 when the ratio is too large)."""
+        return 1.0 - (1.0 - self.shrink) * ratio
 
+    def to_slurm(self, trace_s: Any) -> Any:
+        """A trace time (number or array) in Slurm's seconds."""
+        return trace_s * (1.0 - self.shrink)
 
-def unshrink_table(table: Any, shrink: float, columns: Iterable[str] = SHRINK_COLUMNS) -> Any:
-    """A copy of a shrunk plan or results table with the given times in original seconds."""
-    factor = 1.0 - check_shrink(shrink)
-    return _map_columns(table, columns, lambda col: col / factor)
+    def to_trace(self, slurm_s: Any) -> Any:
+        """A time of Slurm's clock (number or array) in the trace's seconds."""
+        return slurm_s / (1.0 - self.shrink)
+
+    def slurm_table(self, table: Any, columns: Iterable[str] = PLAN_TIME_COLUMNS) -> Any:
+        """A copy of a pandas table with the given trace times in Slurm's seconds.
+
+        ``trace_submit`` is never among the default columns: it is the link back to the trace.
+        """
+        return _map_columns(table, columns, self.to_slurm)
+
+    def trace_table(self, table: Any, columns: Iterable[str] = PLAN_TIME_COLUMNS) -> Any:
+        """A copy of a pandas table with the given Slurm times in the trace's seconds."""
+        return _map_columns(table, columns, self.to_trace)
+
+    def per_slurm_second(self, per_trace_second: Any) -> Any:
+        """A rate (bytes, work) per trace second as the same rate per Slurm second."""
+        return per_trace_second * self.speedup
 
 
 def _map_columns(table: Any, columns: Iterable[str], change: Callable[[Any], Any]) -> Any:

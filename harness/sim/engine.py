@@ -11,7 +11,7 @@ decision waits for the next multiple of ``tick`` (1 s of emulated time in Slurm 
 and a started job begins ``launch_delay`` later (its resources held meanwhile). With
 ``tick`` 0 and no delay it is the ideal twin. The output is the per-job results
 table the emulation also produces (see :data:`harness.model.columns.RESULT_COLUMNS`),
-in the plan's own time unit (shrunk if the plan was shrunk: unshrink in the metrics).
+in the plan's own time unit, the trace's seconds.
 """
 
 from __future__ import annotations
@@ -99,7 +99,6 @@ def simulate(
     *,
     model: str = ALLOC_ONLY,
     io_seed: int = DEFAULT_IO_SEED,
-    shrink: float = 0.0,
     tick: float = 0.0,
     launch_delay: float = 0.0,
     staging: str = "inside",
@@ -110,9 +109,8 @@ def simulate(
 ) -> SimulationResult:
     """Run ``policy`` on ``plan`` (columns of :data:`PLAN_COLUMNS`) and return the schedule.
 
-    ``io-aware`` takes the plan's I/O columns, or draws them with ``io_seed`` (the
-    plan's ``shrink`` keeps phases and bandwidths in original time). ``tick`` and
-    ``launch_delay`` are in the plan's time unit (see the module's docstring).
+    ``io-aware`` takes the plan's I/O columns, or draws them with ``io_seed``. ``tick``
+    and ``launch_delay`` are in the plan's (the trace's) seconds.
     ``staging`` (io-aware): ``inside`` the allocation, ``outside`` it, or ``pool``
     (outside, striped over every BB node as Slurm's pool; :mod:`harness.sim.staging`);
     off the allocation, ``launch_delay`` is the time from the pass after a job's stage-in
@@ -130,7 +128,7 @@ def simulate(
     tiered = tiers or is_tiered(policy)  # a tier per job: Lackner's (inside) or the live one (pool)
     pool_tiers = tiered and staging == "pool"  # harness.sim.pool_tiers: the live run's I/O
     if tiered:
-        plan, policy = _tier_setup(plan, policy, platform, model, staging, io_seed, shrink)
+        plan, policy = _tier_setup(plan, policy, platform, model, staging, io_seed)
     jobs = _Plan(plan, topology)
     machine = None
     execution: _AllocOnly | IOExecution | TierExecution
@@ -139,14 +137,14 @@ def simulate(
         order = staged_start or ("backfill" if staging == "pool" else "in-order")
         passes = SlurmPasses(tick, stage_delay, launch_delay, order)
         kind = PoolTiers if pool_tiers else OutsideStaging
-        execution, machine = outside_execution(jobs.df, platform, topology, seed=io_seed, shrink=shrink,
+        execution, machine = outside_execution(jobs.df, platform, topology, seed=io_seed,
                                                pool=staging == "pool", passes=passes, kind=kind)  # fmt: skip
         # the execution delays the stage-in and the start itself
         twin = Twin(tick if decision_tick is None else decision_tick, 0.0)
     elif tiered:
         execution = TierExecution(jobs.df, platform, policy)
     else:
-        execution = _execution(model, jobs, platform, topology, io_seed, shrink)
+        execution = _execution(model, jobs, platform, topology, io_seed)
     kernels.warm_up()  # compile before the clock starts: not part of any decision's latency
     began = time.perf_counter()
     sim = _Run(jobs, policy, topology, execution, twin, machine)
@@ -155,7 +153,7 @@ def simulate(
 
 
 def _tier_setup(
-    plan: pd.DataFrame, policy: Policy, platform: Machine, model: str, staging: str, seed: int, shrink: float
+    plan: pd.DataFrame, policy: Policy, platform: Machine, model: str, staging: str, seed: int
 ) -> tuple[pd.DataFrame, Policy]:
     """The plan with the jobs' I/O and the tier policy knowing it: the live run's in a pool,
     Lackner's inside the allocation."""
@@ -164,8 +162,8 @@ def _tier_setup(
             "storage tiers stage inside the allocation or in Slurm's pool: drop --staging outside"
         )
     if staging == "pool":
-        return pool_tier_setup(plan, policy, platform, seed, shrink)
-    return tier_setup(plan, policy, platform, model, seed, shrink)
+        return pool_tier_setup(plan, policy, platform, seed)
+    return tier_setup(plan, policy, platform, model, seed)
 
 
 def _result(sim: _Run, platform: Machine, wall: float, model: str) -> SimulationResult:
@@ -209,11 +207,11 @@ def _check_options(tick: float, launch_delay: float, stage_delay: float, model: 
 
 
 def _execution(
-    model: str, jobs: _Plan, platform: Machine, topology: Topology, seed: int, shrink: float
+    model: str, jobs: _Plan, platform: Machine, topology: Topology, seed: int
 ) -> _AllocOnly | IOExecution:
     if model == ALLOC_ONLY:
         return _AllocOnly(jobs)
-    return io_execution(jobs.df, platform, topology.chassis_of_compute, seed=seed, shrink=shrink)
+    return io_execution(jobs.df, platform, topology.chassis_of_compute, seed=seed)
 
 
 class _AllocOnly(FixedEnds):

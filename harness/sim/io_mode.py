@@ -12,10 +12,10 @@ from harness.workload.io import KopanskiIO
 from harness.workload.io.kopanski import COLUMNS as KOPANSKI_COLUMNS
 
 
-def job_io(plan: pd.DataFrame, seed: int, shrink: float, model: KopanskiIO | None = None) -> JobIO:
+def job_io(plan: pd.DataFrame, seed: int, model: KopanskiIO | None = None) -> JobIO:
     """The plan's I/O columns, drawn by the Kopański model where the plan has none."""
     if not all(c in plan.columns for c in KOPANSKI_COLUMNS):
-        plan = (model or KopanskiIO()).apply(plan, seed=seed, shrink=shrink)
+        plan = (model or KopanskiIO()).apply(plan, seed=seed)
     return JobIO(
         nodes=plan["nodes"].to_numpy(np.int64),
         walltime=plan["walltime"].to_numpy(np.float64),
@@ -29,10 +29,9 @@ def job_io(plan: pd.DataFrame, seed: int, shrink: float, model: KopanskiIO | Non
 
 
 def io_execution(
-    plan: pd.DataFrame, platform: Machine, chassis: tuple[int, ...], *, seed: int, shrink: float
+    plan: pd.DataFrame, platform: Machine, chassis: tuple[int, ...], *, seed: int
 ) -> IOExecution:
-    net = IONetwork.from_platform(platform, time_scale=1.0 / (1.0 - shrink))
-    return IOExecution(net, job_io(plan, seed, shrink), chassis)
+    return IOExecution(IONetwork.from_platform(platform), job_io(plan, seed), chassis)
 
 
 def io_columns(ex: IOExecution, start: np.ndarray, allocs: list) -> dict[str, np.ndarray]:

@@ -35,7 +35,6 @@ import numpy as np
 import pandas as pd
 
 from harness.flow.io_network import MB, IONetwork
-from harness.model.timescale import time_scale_of
 from harness.platform import Machine
 from harness.policies.base import Policy, Start
 from harness.policies.state import Allocation, RunningJob
@@ -49,12 +48,12 @@ PFS_PHASES = ("pfs_in", "pfs_checkpoint", "pfs_out")  # an LPS job's transfers, 
 
 
 def pool_tier_setup(
-    plan: pd.DataFrame, policy: Policy, platform: Machine, seed: int, shrink: float
+    plan: pd.DataFrame, policy: Policy, platform: Machine, seed: int
 ) -> tuple[pd.DataFrame, Policy]:
     """The plan with Kopański's I/O columns, and the tier policy knowing each job's
     declared I/O as the live agent does and the platform's rates (in the plan's seconds)."""
     if not all(c in plan.columns for c in KOPANSKI_COLUMNS):
-        plan = KopanskiIO().apply(plan, seed=seed, shrink=shrink)
+        plan = KopanskiIO().apply(plan, seed=seed)
     if not getattr(policy, "tiered", False):
         return plan, policy
     cols = ("job_id", "nodes", "bb_per_node_mb", "io_stage_in_mb", "io_stage_out_mb", "io_phases",
@@ -63,8 +62,7 @@ def pool_tier_setup(
         int(j): staged_job_io(int(n), int(b), float(i), float(o), int(p), float(c))
         for j, n, b, i, o, p, c in zip(*(plan[c].to_numpy() for c in cols), strict=True)
     }
-    rates = TierRates.of_platform(platform).in_time_scale(time_scale_of(shrink))
-    return plan, policy.with_io(io, rates)  # type: ignore[attr-defined]
+    return plan, policy.with_io(io, TierRates.of_platform(platform))  # type: ignore[attr-defined]
 
 
 class PoolTiers(OutsideStaging):

@@ -339,20 +339,19 @@ def outside_execution(
     topology: Topology,
     *,
     seed: int,
-    shrink: float,
     pool: bool = False,
     passes: SlurmPasses | None = None,
     kind: type[OutsideStaging] = OutsideStaging,
 ) -> tuple[OutsideStaging, StagedMachine]:
     """The execution (a ``kind``) and the machine it shares with the simulator (``plan``
     sorted as simulated)."""
-    net = IONetwork.from_platform(platform, time_scale=1.0 / (1.0 - shrink))
+    net = IONetwork.from_platform(platform)
     machine = StagedMachine(topology)
     ids = plan["job_id"].to_numpy(np.int64)
     chassis = topology.chassis_of_compute
     pool_bb = tuple(chassis_bb_node(platform, ch) for ch in chassis) if pool else None
     passes = passes or SlurmPasses(staged_start="backfill" if pool else "in-order")
-    execution = kind(net, job_io(plan, seed, shrink), chassis, machine, ids, pool_bb, passes)
+    execution = kind(net, job_io(plan, seed), chassis, machine, ids, pool_bb, passes)
     return execution, machine
 
 

@@ -64,15 +64,13 @@ def tier_plan(plan: pd.DataFrame, platform: Machine, seed: int) -> pd.DataFrame:
 
 
 def tier_setup(
-    plan: pd.DataFrame, policy: Policy, platform: Machine, model: str, seed: int, shrink: float
+    plan: pd.DataFrame, policy: Policy, platform: Machine, model: str, seed: int
 ) -> tuple[pd.DataFrame, Policy]:
     """The plan with its jobs' I/O, and a tier policy knowing it (unless it was given its
     own declared I/O, as for Lackner's Figure 5) and the platform's rates."""
     what = f"policy {policy.name} chooses storage tiers" if is_tiered(policy) else "storage tiers"
     if model != IO_AWARE:
         raise ValueError(f"{what}: it needs --model io-aware")
-    if shrink:
-        raise ValueError(f"{what}: a shrunk plan is not supported")
     plan = tier_plan(plan, platform, seed)
     if not is_tiered(policy):
         return plan, policy

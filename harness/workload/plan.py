@@ -8,8 +8,9 @@ ignored (the embedded copy, which those plans have too, is read).
 
 Pipeline order of ``prepare`` (each step documented in its module):
 read (swf) -> table -> clean -> BB requests (drawn by job number) ->
-select (period / window / first N) -> sample -> shuffle -> rebase -> shrink.
-The BB model uses the unshrunk walltime (its 120 s rule is about real jobs).
+select (period / window / first N) -> sample -> shuffle -> rebase.
+A plan is in the trace's own time: the replay alone converts to its clock's
+(harness.model.timescale).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import pandas as pd
 
 from harness import __version__
 from harness.model.columns import PLAN_COLUMNS
-from harness.model.timescale import check_shrink, shrink_table, time_scale_of, unshrink
 from harness.platform import Machine, load_platform
 from harness.workload import bbmodel, transforms
 from harness.workload.cleaning import DEFAULT_WALLTIME_FACTOR, CleaningReport, clean
@@ -145,7 +145,6 @@ def prepare(
     trace_path: str | Path,
     *,
     platform: Machine | None = None,
-    shrink: float = 0.0,
     seed: int = DEFAULT_SEED,
     bb_model: str | bbmodel.BBModel = "lognormal",
     bb_constant_mb: int | None = None,
@@ -166,18 +165,15 @@ def prepare(
     ``window`` is (start, end) in seconds after the first submission (end None: to
     the end); ``period`` is (i, k): the i-th (0-based) of k equal periods. Selection
     runs period, then window, then first_n, all on the cleaned table. Times of the
-    plan start at 0 and are multiplied by 1 - ``shrink``.
+    plan start at 0, in the trace's seconds.
     """
-    check_shrink(shrink)
     model = _model(bb_model, bb_constant_mb, bb_column)
     base = _load_base(
         trace_path, platform=platform, seed=seed, model=model, lenient=lenient, cleaning=cleaning,
         procs_per_node=procs_per_node, walltime_factor=walltime_factor,
     )  # fmt: skip
     selection = {"first_n": first_n, "window": window, "period": period}
-    return _finish(
-        base, selection, sampling=sampling, shuffle=shuffle, shrink=shrink, shuffle_seed=shuffle_seed
-    )
+    return _finish(base, selection, sampling=sampling, shuffle=shuffle, shuffle_seed=shuffle_seed)
 
 
 def prepare_split(
@@ -186,8 +182,6 @@ def prepare_split(
     """``prepare`` for each of ``k`` equal periods, reading the trace once; None for an
     empty period. ``first_n``/``window``/``sampling``/``shuffle`` apply within each part."""
     kw = dict(prepare_kwargs)
-    shrink = float(kw.pop("shrink", 0.0))
-    check_shrink(shrink)
     model = _model(kw.pop("bb_model", "lognormal"), kw.pop("bb_constant_mb", None), kw.pop("bb_column", None))
     base = _load_base(
         trace_path,
@@ -209,7 +203,7 @@ def prepare_split(
             parts.append(None)
             continue
         sel = {**selection, "period": (i, k)}
-        parts.append(_finish(base, sel, sampling=sampling, shuffle=shuffle, shrink=shrink))
+        parts.append(_finish(base, sel, sampling=sampling, shuffle=shuffle))
     return parts
 
 
@@ -224,7 +218,6 @@ def _finish(
     *,
     sampling: Sampling | None,
     shuffle: bool,
-    shrink: float,
     shuffle_seed: int | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     # Repetitions shuffle with their own seeds while the BB requests (seed) stay the same.
@@ -235,11 +228,10 @@ def _finish(
     if shuffle:
         table = transforms.shuffle(table, shuffle_seed)
     table, offset = transforms.rebase(table)
-    plan = to_plan(shrink_table(table, shrink))
+    plan = to_plan(table)
     window, period = selection.get("window"), selection.get("period")
     params = {
         **base.params,
-        "shrink": float(shrink),
         "shuffle": shuffle,
         "shuffle_seed": shuffle_seed if shuffle else None,
         "selection": {
@@ -289,7 +281,6 @@ def to_plan(table: pd.DataFrame) -> pd.DataFrame:
 def _manifest(
     trace: SwfTrace, report: CleaningReport, platform: Machine, plan: pd.DataFrame, params: dict[str, Any]
 ) -> dict[str, Any]:
-    s = params["shrink"]
     return {
         "format": MANIFEST_FORMAT,
         "version": MANIFEST_VERSION,
@@ -309,10 +300,8 @@ def _manifest(
         "platform": platform.as_dict(),
         "cleaning": report.as_dict(),
         **params,
-        "speedup": time_scale_of(s),
         "jobs": len(plan),
         "span_s": float(plan["submit"].max() - plan["submit"].min()) if len(plan) else 0.0,
-        "span_s_unshrunk": float(unshrink(plan["submit"].max(), s)) if len(plan) else 0.0,
         "columns": list(plan.columns),
     }
 
@@ -320,9 +309,7 @@ def _manifest(
 def load_plan_or_trace(path: str | Path, **prepare_kwargs: Any) -> tuple[pd.DataFrame, dict[str, Any]]:
     """A parquet plan as stored, or an SWF trace prepared with ``prepare_kwargs``.
 
-    For a plan the keyword arguments cannot be applied: a ``shrink`` different from
-    the plan's is an error (times would be silently wrong), others are ignored with
-    a warning.
+    For a plan the keyword arguments cannot be applied: they are ignored with a warning.
     """
     p = resolve_input(path)
     if not p.exists():
@@ -330,9 +317,6 @@ def load_plan_or_trace(path: str | Path, **prepare_kwargs: Any) -> tuple[pd.Data
     if not is_plan_file(p):
         return prepare(p, **prepare_kwargs)
     df, manifest = load_plan(p)
-    wanted = prepare_kwargs.pop("shrink", None)
-    if wanted is not None and abs(float(wanted) - float(manifest["shrink"])) > 1e-12:
-        raise PlanError(f"{p}: plan was prepared with shrink {manifest['shrink']}, asked for {wanted}")
     ignored = sorted(k for k, v in prepare_kwargs.items() if v is not None)
     if ignored:
         warnings.warn(f"{p} is a prepared plan; ignoring {', '.join(ignored)}", stacklevel=2)

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 
 from harness.model.atomic import atomic_write
 from harness.model.jsonio import to_json
+from harness.model.timescale import TimeScale
 from harness.workload.schema import validate_plan
 
 MANIFEST_FORMAT = "harness-plan"
@@ -65,7 +66,19 @@ def load_plan(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
         raise PlanError(f"{p}: not a readable parquet plan: {exc}") from None
     df = table.to_pandas()
     validate_plan(df, where=str(p))
-    return df, _read_manifest(p, table)
+    return in_trace_time(df, _read_manifest(p, table))
+
+
+def in_trace_time(df: pd.DataFrame, manifest: dict[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """A plan written shrunk (before plans kept the trace's own time) back in trace time; the
+    manifest says which shrink was taken out (``shrunk_when_written``)."""
+    shrink = float(manifest.get("shrink") or 0.0)
+    manifest = {k: v for k, v in manifest.items() if k not in ("shrink", "speedup", "span_s_unshrunk")}
+    if shrink == 0.0:
+        return df, manifest
+    scale = TimeScale(shrink)
+    manifest["span_s"] = float(scale.to_trace(float(manifest.get("span_s") or 0.0)))
+    return scale.trace_table(df), {**manifest, "shrunk_when_written": shrink}
 
 
 def _read_manifest(p: Path, table: pa.Table) -> dict[str, Any]:
@@ -81,12 +94,8 @@ def _read_manifest(p: Path, table: pa.Table) -> dict[str, Any]:
         raise PlanError(f"{p}: no manifest embedded in the parquet metadata (not a harness plan)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise PlanError(f"{p}: embedded manifest is not valid JSON: {exc}") from None
-    if (
-        not isinstance(manifest, dict)
-        or manifest.get("format") != MANIFEST_FORMAT
-        or "shrink" not in manifest
-    ):
-        raise PlanError(f"{p}: not a harness plan manifest (format/shrink missing)")
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
+        raise PlanError(f"{p}: not a harness plan manifest (format missing)")
     return manifest
 
 

@@ -124,10 +124,10 @@ def test_prepare_full_disk_is_one_line_and_keeps_the_old_plan(tmp_path, monkeypa
 def test_new_plan_beside_a_stale_sidecar_is_not_doubled(tmp_path):
     """A plan written over an old one left its old sidecar manifest winning on load."""
     target = tmp_path / "p.parquet"
-    assert cli("workload", "prepare", str(SMALL), "-o", str(target), "--shrink", "0.5").exit_code == 0
+    assert cli("workload", "prepare", str(SMALL), "-o", str(target), "--bb-seed", "5").exit_code == 0
     manifest = wp.load_plan(target)[1]
-    (tmp_path / "p.manifest.json").write_text(json.dumps({**manifest, "shrink": 0.0}))
-    assert wp.load_plan(target)[1]["shrink"] == 0.5
+    (tmp_path / "p.manifest.json").write_text(json.dumps({**manifest, "seed": 0}))
+    assert wp.load_plan(target)[1]["seed"] == 5
 
 
 # -- simulate, compare --------------------------------------------------------------------

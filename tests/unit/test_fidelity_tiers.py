@@ -24,11 +24,11 @@ PLAN = pd.DataFrame({"job_id": [1, 2], "submit": [0.0, 1.0], "runtime": [10.0, 2
 
 @pytest.mark.parametrize("policy", ["sas-hps", "sas-lps"])
 def test_sas_twin_runs_the_pool_tiers_with_the_slurm_delays(policy: str) -> None:
-    emulated = PLAN.assign(start=PLAN["submit"], end=PLAN["submit"] + PLAN["runtime"], status="completed")
-    _, sim = compare_with_simulation(PLAN, emulated, policy, load_platform(), 0.9, seed=1, model="io-aware",
-                                     launch_delay=0.1, stage_delay=0.1)  # fmt: skip
-    # the same as the pool simulation of the unshrunk plan, delays unshrunk (x 10)
     plan = PLAN.assign(**{c: PLAN[c] * 10 for c in ("submit", "runtime", "walltime")})
+    emulated = plan.assign(start=plan["submit"], end=plan["submit"] + plan["runtime"], status="completed")
+    _, sim = compare_with_simulation(plan, emulated, policy, load_platform(), seed=1, model="io-aware",
+                                     launch_delay=1.0, stage_delay=1.0)  # fmt: skip
+    # the same as the pool simulation of the plan with the same delays
     direct = simulate(plan, get_policy(policy, seed=1), load_platform(), model="io-aware", io_seed=1,
                       staging="pool", launch_delay=1.0, stage_delay=1.0).jobs  # fmt: skip
     pd.testing.assert_frame_equal(sim, direct)
@@ -65,7 +65,7 @@ def test_a_randomised_policys_twin_draws_with_the_runs_policy_seed_not_the_workl
     emulated = plan.assign(start=plan["submit"], end=plan["runtime"], status="completed")
     tiers: dict[int, pd.Series] = {}
     for policy_seed in (3, 4):
-        _, sim = compare_with_simulation(plan, emulated, "sas-random-0.5", load_platform(), 0.9, seed=2020,
+        _, sim = compare_with_simulation(plan, emulated, "sas-random-0.5", load_platform(), seed=2020,
                                          model="io-aware", policy_seed=policy_seed)  # fmt: skip
         tiers[policy_seed] = sim.set_index("job_id")["tier"]
     # the agent's draw for each job: HPS when stable_uniform(policy seed, job) < p

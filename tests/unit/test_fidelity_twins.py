@@ -13,6 +13,7 @@ from harness.emulation.collect.fidelity import (
     staged_start_for,
     with_minute_limits,
 )
+from harness.model.timescale import TimeScale
 from harness.policies.registry import get_policy
 from harness.sim.engine import simulate
 from harness.slurm.config import SchedulerConfig
@@ -54,12 +55,14 @@ def test_staged_jobs_get_nodes_as_the_runs_slurm_gives_them() -> None:
 
 
 def test_both_twins_in_original_time() -> None:
-    # The "emulation" is the tick-aware schedule itself (shrunk): starts 1.25 and 4.25.
-    # Original time (x2): tick 2 s, delay 0.5 s; submits 0.6 and 1.0. Ideal twin: 0.6 and
-    # 5.6 -> mean wait (0 + 4.6) / 2 = 2.3; emulated: (1.9 + 7.5) / 2 = 4.7.
-    emulated = simulate(TWO_WIDE, get_policy("fcfs"), TINY, tick=1.0, launch_delay=0.25).jobs
+    # At shrink 0.5 Slurm's 1 s pass and a 0.25 s delay are 2 s and 0.5 s of the trace; the
+    # "emulation" is the tick-aware schedule itself, in the trace's time: submits 0.6 and 1.0,
+    # starts 2.5 and 8.5. Ideal twin: 0.6 and 5.6 -> mean wait (0 + 4.6) / 2 = 2.3; emulated:
+    # (1.9 + 7.5) / 2 = 4.7.
+    plan = TimeScale(0.5).trace_table(TWO_WIDE)
+    emulated = simulate(plan, get_policy("fcfs"), TINY, tick=2.0, launch_delay=0.5).jobs
     delay = LaunchDelay(0.25, 2)
-    found, ideal = compare_with_both_twins(TWO_WIDE, emulated, "fcfs", TINY, 0.5, delay)
+    found, ideal = compare_with_both_twins(plan, emulated, "fcfs", TINY, TimeScale(0.5), delay)
     assert ideal["start"].tolist() == pytest.approx([0.6, 5.6])
     wait = found["metrics"]["mean_wait"]
     assert (wait["emulated"], wait["simulated"]) == (pytest.approx(4.7), pytest.approx(2.3))
@@ -105,7 +108,7 @@ def test_slurm_plans_with_whole_minutes() -> None:
     emulated = simulate(jobs, get_policy("backfill-1"), TINY).jobs
     assert emulated["start"].tolist() == [0.0, 26.0, 1.0]  # job 3 backfilled (the ideal twin)
     found, _ = compare_with_both_twins(
-        jobs, emulated, "backfill-1", TINY, 0.0, LaunchDelay(0.0, 0), minute_limits=True
+        jobs, emulated, "backfill-1", TINY, TimeScale(), LaunchDelay(0.0, 0), minute_limits=True
     )
     # tick 1 s, minute limits: job 1 at 0 (to 10), job 2 planned at 60 would block job 3
     # (planned 1..61) -> job 3 waits; at 10 job 1 ends, job 2 starts 10 (to 15), job 3 at 15
@@ -116,5 +119,8 @@ def test_slurm_plans_with_whole_minutes() -> None:
 
 def test_minute_limits_round_up_to_whole_minutes() -> None:
     jobs = pd.DataFrame({"job_id": [1, 2, 3, 4], "walltime": [0.5, 60.0, 61.0, 125.3]})
-    assert with_minute_limits(jobs)["walltime"].tolist() == [60.0, 60.0, 120.0, 180.0]
+    assert with_minute_limits(jobs, TimeScale())["walltime"].tolist() == [60.0, 60.0, 120.0, 180.0]
     assert jobs["walltime"].tolist() == [0.5, 60.0, 61.0, 125.3]  # a copy
+    # at shrink 0.5 Slurm sees 0.25, 30, 30.5 and 62.65 s: 1, 1, 1 and 2 minutes, 120 s of
+    # the trace each
+    assert with_minute_limits(jobs, TimeScale(0.5))["walltime"].tolist() == [120.0, 120.0, 120.0, 240.0]

@@ -28,6 +28,7 @@ from harness.emulation.run.estimate import (
 from harness.emulation.run.specs import ReplaySpec, RunOptions, WorkloadSpec, options_from_dict
 from harness.emulation.run.state import COMPLETE, INCOMPLETE, RUNNING, list_runs, run_state
 from harness.model.durations import human_duration
+from harness.model.timescale import TimeScale
 from harness.workload.plan import Sampling
 
 SMALL = Path(__file__).parents[1] / "data" / "small.swf"  # 6 jobs kept; 3090 s first submission to last end
@@ -41,20 +42,20 @@ def plan_of(submits: list[float], runtimes: list[float]) -> pd.DataFrame:
 
 
 def test_estimate_arithmetic() -> None:
-    # shrunk plan: the last job can end at max(0+100, 10+5, 20+50) = 100 s; shrink 0.9: 1000 s original
-    est = estimate_plan(plan_of([0, 10, 20], [100, 5, 50]), 0.9, 2.0, "docker", ("a", "b"), repeat=3)
+    # the last job can end at max(0+1000, 100+50, 200+500) = 1000 s of the trace; shrink 0.9: 100 s
+    plan = plan_of([0, 100, 200], [1000, 50, 500])
+    est = estimate_plan(plan, TimeScale(0.9), 2.0, "docker", ("a", "b"), repeat=3)
     assert OVERHEAD_S == 60.0
     assert est.jobs == 3
-    assert est.shrunk_span_s == 100.0
-    assert est.original_span_s == pytest.approx(1000.0)
+    assert est.span_s == 1000.0
     assert est.runs == 6
-    assert est.per_run_s == 162.0  # 60 overhead + 2 warm-up + 100 replay
-    assert est.wall_s == 972.0
-    assert est.as_dict()["expected_wall_s"] == 972.0
+    assert est.per_run_s == pytest.approx(162.0)  # 60 overhead + 2 warm-up + 100 replay
+    assert est.wall_s == pytest.approx(972.0)
+    assert est.as_dict()["expected_wall_s"] == pytest.approx(972.0)
 
 
 def test_span_is_measured_from_the_first_submission() -> None:
-    assert estimate_plan(plan_of([50, 60], [10, 100]), 0.5, 0.0, "local", ("x",)).shrunk_span_s == 110.0
+    assert estimate_plan(plan_of([50, 60], [10, 100]), TimeScale(0.5), 0.0, "local", ("x",)).span_s == 110.0
 
 
 def test_durations() -> None:
@@ -68,33 +69,35 @@ def test_durations() -> None:
 
 
 def test_suggestions_when_the_longest_job_alone_is_too_long() -> None:
-    # 11 jobs of 5 s every 10 s, then one of 400 s at 110 s: span 510 s; budget 260 - 60 = 200 s
-    plan = plan_of([10.0 * i for i in range(12)], [5.0] * 11 + [400.0])
-    est = estimate_plan(plan, 0.5, 0.0, "docker", ("p",))
+    # 11 jobs of 10 s every 20 s, then one of 800 s at 220 s: span 1020 s of the trace, 510 s at
+    # shrink 0.5; budget 260 - 60 = 200 s, 400 s of the trace
+    plan = plan_of([20.0 * i for i in range(12)], [10.0] * 11 + [800.0])
+    est = estimate_plan(plan, TimeScale(0.5), 0.0, "docker", ("p",))
     lines = suggestions(est, plan, 260.0)
     assert lines[0].split() == ["--first-n", "11", "the", "first", "11", "jobs"]
     assert "no --period or --window fits" in lines[1] and "6 min 40 s" in lines[1]
-    # 1 - 0.5 * 200 / 510 = 0.80392..., rounded up to 4 decimals (shorter, not longer)
+    # 1 - 0.5 * 400 / 1020 = 0.80392..., rounded up to 4 decimals (shorter, not longer)
     assert lines[2].startswith("--shrink 0.804 ")
     assert len(lines) == 3
 
 
 def test_suggestions_of_period_window_and_shrink() -> None:
-    # 12 jobs of 5 s every 10 s: span 115 s; budget 120 - 60 = 60 s, 55 s of submissions
-    plan = plan_of([10.0 * i for i in range(12)], [5.0] * 12)
-    est = estimate_plan(plan, 0.5, 0.0, "docker", ("p",))
+    # 12 jobs of 10 s every 20 s: span 230 s of the trace (115 s at shrink 0.5); budget
+    # 120 - 60 = 60 s, 120 s of the trace, 110 s of submissions
+    plan = plan_of([20.0 * i for i in range(12)], [10.0] * 12)
+    est = estimate_plan(plan, TimeScale(0.5), 0.0, "docker", ("p",))
     lines = suggestions(est, plan, 120.0)
     assert [line.split()[:2] for line in lines] == [
-        ["--period", "1/2"],  # ceil(110 / 55)
-        ["--window", "0:110"],  # 55 shrunk seconds at shrink 0.5 (first-n 6 < 10 jobs: not offered)
-        ["--shrink", "0.7392"],  # 1 - 0.5 * 60 / 115 = 0.73913...
+        ["--period", "1/2"],  # ceil(220 / 110)
+        ["--window", "0:110"],  # 110 s of the trace (first-n 6 < 10 jobs: not offered)
+        ["--shrink", "0.7392"],  # 1 - 0.5 * 120 / 230 = 0.73913...
     ]
     assert suggestions(est, plan, 10_000.0) == []  # it fits: nothing to suggest
 
 
 def test_faster_shrink_stays_below_one() -> None:
-    assert faster_shrink(0.9, 0.5) == 0.95
-    assert faster_shrink(0.9, 0.0006) == 0.99994
+    assert faster_shrink(TimeScale(0.9), 0.5) == 0.95
+    assert faster_shrink(TimeScale(0.9), 0.0006) == 0.99994
 
 
 def test_threshold_and_yes_without_a_terminal() -> None:
@@ -270,9 +273,10 @@ def test_interim_results_cover_the_finished_jobs(tmp_path: Path) -> None:
         {"job_id": 1, "start": t0 + 0.5, "end": t0 + 5.5, "running": 5.0, "reason": "completed"},
         {"job_id": 3, "start": t0 + 2.5, "end": t0 + 7.5, "running": 5.0, "reason": "completed"},
     ]
-    metrics = write_interim(tmp_path, plan, subs, records, t0, load_platform(), 0.5)
+    metrics = write_interim(tmp_path, plan, subs, records, t0, load_platform(), TimeScale(0.5))
     assert metrics["jobs"] == 2
-    assert metrics["mean_wait"] == 1.0  # 0.5 s and 0.5 s of shrunk wait, x2 in original time
+    assert metrics["mean_wait"] == 1.0  # 0.5 s and 0.5 s of Slurm's seconds, x2 in the trace's time
+    assert metrics["makespan"] == 15.0  # 0 to 7.5 Slurm seconds
     stored = json.loads((tmp_path / "interim" / "metrics.json").read_text())
     assert stored.pop("interim")["finished"] == 2 and stored == pytest.approx(metrics)
     assert list(pd.read_parquet(tmp_path / "interim" / "results.parquet")["job_id"]) == [1, 3]

@@ -17,7 +17,6 @@ from harness.analysis.metrics import (
     summary,
     utilisation,
 )
-from harness.model.timescale import time_scale_of
 from harness.platform import load_platform
 
 PLATFORM = load_platform()
@@ -54,11 +53,9 @@ def test_bounded_slowdown_threshold() -> None:
     assert job_metrics(TABLE, tau=60.0)["bsld"].tolist() == pytest.approx([4 / 3, 2.0, 1.0])
 
 
-def test_time_scale_unshrinks() -> None:
-    assert time_scale_of(0.0) == 1.0 and time_scale_of(0.5) == 2.0
-    with pytest.raises(ValueError):
-        time_scale_of(1.0)
-    m = job_metrics(TABLE, time_scale=2.0)
+def test_metrics_take_the_times_as_given() -> None:
+    doubled = TABLE.assign(**{c: TABLE[c] * 2.0 for c in ("submit", "start", "end")})
+    m = job_metrics(doubled)
     assert m["wait"].tolist() == [200.0, 2000.0, 0.0]
     # job 1 now runs 600 s: bsld = 800 / 600
     assert m["bsld"].tolist() == pytest.approx([800 / 600, 2.0, 1.0])

@@ -67,9 +67,9 @@ def test_counts_levels_and_running_intervals() -> None:
     spans = pd.DataFrame({"job_id": [1, 2, 1], "start": [2.0, 3.0, 8.0], "end": [5.0, 5.0, 9.0]})
     jobs = pd.DataFrame({"job_id": [1, 2, 3], "start": [0.0, 1.0, 2.0], "end": [12.0, 9.0, 5.0],
                          "nodes": [2, 1, 3], "priority": [0, 0, 1]})  # fmt: skip
-    counts = suspension_counts(jobs, spans, time_scale=100.0)
+    counts = suspension_counts(jobs, spans)
     assert counts == {"high_priority_jobs": 1, "suspensions": 3, "suspended_jobs": 2,
-                      "suspended_s_total": 600.0, "suspended_s_mean": 200.0,  # (3 + 2 + 1) x 100
+                      "suspended_s_total": 6.0, "suspended_s_mean": 2.0,  # 3 + 2 + 1
                       "max_suspended_at_once": 2}  # fmt: skip
     t, level = step_count(spans)
     assert t.tolist() == [2.0, 3.0, 5.0, 5.0, 8.0, 9.0] and level.tolist() == [1, 2, 1, 0, 1, 0]
@@ -81,7 +81,7 @@ def test_the_figure_is_written(tmp_path: Path) -> None:
     spans = pd.DataFrame({"job_id": [1], "start": [2.0], "end": [5.0]})
     jobs = pd.DataFrame({"job_id": [1, 2], "start": [0.0, 2.0], "end": [9.0, 5.0], "nodes": [2, 2],
                          "priority": [0, 1]})  # fmt: skip
-    out = plot_suspensions(jobs, spans, 4, tmp_path / "s.png", time_scale=100.0)
+    out = plot_suspensions(jobs, spans, 4, tmp_path / "s.png")
     assert out.stat().st_size > 1000
 
 
@@ -93,7 +93,7 @@ def test_simulate_runs_the_twin_and_names_bad_options(tmp_path: Path) -> None:
     from harness.cli import main
 
     run = CliRunner()
-    args = ["simulate", "bundled", "--shrink", "0.99", "--priority", "size:8",
+    args = ["simulate", "bundled", "--priority", "size:8",
             "--preempt", "suspend", "--json", "--output", str(tmp_path / "j.csv")]  # fmt: skip
     out = run.invoke(main, args)
     assert out.exit_code == 0, out.output

@@ -13,9 +13,10 @@ import pytest
 
 from harness.analysis import metrics as hm
 from harness.analysis.report import write_report
-from harness.analysis.rundata import RunData, load_run
+from harness.analysis.rundata import RunData, in_trace_time, load_run
 from harness.analysis.series import gantt_layout, node_rows, queue_series, step_series, usage_series
-from harness.model.timescale import time_scale_of
+from harness.model.columns import RESULT_TIME_COLUMNS
+from harness.model.timescale import TimeScale
 from harness.platform import Platform, load_platform
 
 # 4 compute nodes, 1 BB node of 40 000 MB.
@@ -68,10 +69,11 @@ def make_run(
     results = results_frame(nodelists)
     results.to_parquet(run_dir / "results.parquet", index=False)
     ran = results[results["start"].notna()]
-    metrics = hm.summary(ran, PLATFORM, time_scale=time_scale_of(SHRINK)) | (extra_metrics or {})
+    in_trace = TimeScale(SHRINK).trace_table(ran, RESULT_TIME_COLUMNS)
+    metrics = hm.summary(in_trace, PLATFORM) | (extra_metrics or {})
     (run_dir / "metrics.json").write_text(json.dumps(metrics))
     manifest = {
-        "run_id": "run-1", "policy": "fcfs", "shrink": SHRINK, "time_scale": time_scale_of(SHRINK),
+        "run_id": "run-1", "policy": "fcfs", "shrink": SHRINK, "time_scale": TimeScale(SHRINK).speedup,
         "complete": complete, "trace": "tiny.swf", "platform": PLATFORM.as_dict(),
         "started_at": "2025-01-01T00:00:00+00:00", "slurm_version": "slurm 24.11.0",
         "harness_version": "0.1.0", "seed": 7, "options": {"timeout": None},
@@ -94,7 +96,7 @@ def md_metric_cells(md: str) -> dict[str, str]:
 
 def test_hand_metrics_match_the_summary() -> None:
     """Guards the fixture itself: the hand figures are the metrics module's."""
-    got = hm.summary(results_frame().iloc[:3], PLATFORM, time_scale=2.0)
+    got = hm.summary(TimeScale(SHRINK).trace_table(results_frame().iloc[:3], RESULT_TIME_COLUMNS), PLATFORM)
     for key, value in HAND.items():
         assert got[key] == pytest.approx(value), key
 
@@ -283,7 +285,8 @@ def test_usage_and_queue_series_by_hand() -> None:
 
 def load_jobs(nodelists: bool) -> pd.DataFrame:
     """The jobs that ran, in original time, as the plots see them."""
-    return RunData(Path("."), {"shrink": SHRINK}, {}, results_frame(nodelists)).jobs()
+    results = in_trace_time(results_frame(nodelists), {"shrink": SHRINK})
+    return RunData(Path("."), {"shrink": SHRINK}, {}, results).jobs()
 
 
 def test_load_run_reads_time_scale_from_shrink_when_absent(tmp_path: Path) -> None:
@@ -292,7 +295,21 @@ def test_load_run_reads_time_scale_from_shrink_when_absent(tmp_path: Path) -> No
     del manifest["time_scale"]
     manifest["shrink"] = 0.75
     (run_dir / "manifest.json").write_text(json.dumps(manifest))
-    assert load_run(run_dir).time_scale == 4.0
+    stored = results_frame(True)
+    loaded = load_run(run_dir).results
+    assert loaded is not None
+    assert loaded["start"].dropna().tolist() == (4.0 * stored["start"].dropna()).tolist()
+    assert loaded["nodes"].tolist() == stored["nodes"].tolist()  # not a time
+
+
+def test_results_in_trace_time_are_read_as_stored(tmp_path: Path) -> None:
+    run_dir = make_run(tmp_path)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest["times"] = "trace"
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    loaded = load_run(run_dir).results
+    assert loaded is not None
+    assert loaded["end"].dropna().tolist() == results_frame(True)["end"].dropna().tolist()
 
 
 def test_agent_and_fidelity_sections(tmp_path: Path) -> None:

@@ -124,6 +124,7 @@ def test_live_io_is_the_plugin_of_an_io_aware_run_and_gives_the_plan_its_columns
     an alloc-only run has no plug-in and keeps the license."""
     from harness.emulation.iolive.phases import PLAN_COLUMN as PHASES_COLUMN
     from harness.emulation.iolive.plugin import LiveIO
+    from harness.emulation.run.slurm_time import plan_on_clock
     from harness.emulation.run.steps import make_plan, plugins_for
     from harness.model.io_models import IO_AWARE
     from harness.workload.io.kopanski import COLUMNS as KOPANSKI_COLUMNS
@@ -146,8 +147,15 @@ def test_live_io_is_the_plugin_of_an_io_aware_run_and_gives_the_plan_its_columns
     make_plan(ctx)
     plan, manifest = ctx.plan()
     assert manifest["model"] == IO_AWARE
-    assert (plan["io_time_scale"] == 2.0).all()  # 1 / (1 - 0.5)
-    assert set(KOPANSKI_COLUMNS) <= set(plan.columns) and plan[PHASES_COLUMN].str.len().gt(0).all()
+    assert set(KOPANSKI_COLUMNS) <= set(plan.columns)
+    # the head node's copy is in Slurm's seconds, with the time scale and sigsleep's phases
+    target = run_dir / rundir.REPLAY_PLAN
+    replayed = plan_on_clock(plan, manifest, ctx.scale, [plugin], Backend.platform, target)
+    pd.testing.assert_frame_equal(ctx.replayed_plan(), replayed)
+    assert (replayed["io_time_scale"] == 2.0).all()  # 1 / (1 - 0.5)
+    assert replayed["io_compute_s"].tolist() == pytest.approx((plan["io_compute_s"] / 2).tolist())
+    assert replayed["submit"].tolist() == pytest.approx((plan["submit"] / 2).tolist())
+    assert replayed[PHASES_COLUMN].str.len().gt(0).all() and PHASES_COLUMN not in plan.columns
 
 
 def test_the_plan_step_takes_the_plan_the_estimate_prepared(

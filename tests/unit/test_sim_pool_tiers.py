@@ -107,7 +107,7 @@ def test_an_lps_job_killed_at_its_walltime_writes_nothing_after() -> None:
 
 def test_the_policy_gets_the_io_the_live_agent_reads_from_the_replays_comment() -> None:
     plan = io_plan([job(1, **STAGED)])
-    plan, policy = pool_tier_setup(plan, get_policy("sas"), tiny(1, 2, 100), seed=0, shrink=0.0)
+    plan, policy = pool_tier_setup(plan, get_policy("sas"), tiny(1, 2, 100), seed=0)
     expected = JobIo(input_mb=100.0, output_mb=100.0, data_mb=50.0, storage_mb=50)
     assert policy.io == {1: expected}  # type: ignore[attr-defined]
     words = parse_comment("walltime=1000 bb_per_node=25" + io_volume_words(plan.iloc[0].to_dict()))

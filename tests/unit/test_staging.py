@@ -232,9 +232,9 @@ def test_staging_agreement_in_original_seconds_and_the_io_aware_twin() -> None:
 
     from harness.emulation.collect.fidelity import simulator_twin, staging_agreement
 
-    emu = pd.DataFrame({"stage_in_s": [1.0, 3.0], "stage_out_s": [0.5, 0.5]})  # shrink 0.9: x10
+    emu = pd.DataFrame({"stage_in_s": [10.0, 30.0], "stage_out_s": [5.0, 5.0]})
     sim = pd.DataFrame({"stage_in_s": [16.0, 24.0], "stage_out_s": [5.0, 5.0]})
-    got = staging_agreement(emu, sim, 10.0)
+    got = staging_agreement(emu, sim)
     assert got["mean_stage_in_s"] == {"emulated": 20.0, "simulated": 20.0, "rel_diff": 0.0}
     assert got["mean_stage_out_s"]["rel_diff"] == 0.0
     assert simulator_twin("slurm-backfill-io-aware-1") == "io-easy"

@@ -41,7 +41,6 @@ def cli(*args: str):
         (["simulate", SMALL, "--tau", "nan"], "--tau"),
         (["simulate", SMALL, "--time-limit", "0"], "--time-limit"),
         (["simulate", SMALL, "--time-limit", "-1"], "--time-limit"),
-        (["simulate", SMALL, "--shrink", "nan"], "--shrink"),
         (["workload", "prepare", SMALL, "-o", "x.parquet", "--sample", "su", "--sample-window", "nan"],
          "--sample-window"),
         (["workload", "prepare", SMALL, "-o", "x.parquet", "--sample", "ordered", "--sample-ratio", "0.5"],

@@ -29,10 +29,17 @@ def test_kopanski_shortens_computation_and_splits_it_into_phases() -> None:
     assert out["io_stage_out_mb"].tolist() == out["io_stage_in_mb"].tolist()
 
 
-def test_kopanski_on_a_shrunk_plan_keeps_the_phases() -> None:
-    out = KopanskiIO().apply(jobs([(1, 5000.0, 4, 5000)]), seed=1, shrink=0.5)
-    assert out["io_phases"].tolist() == [3]
+def test_kopanski_on_a_shrunk_replay_keeps_the_phases() -> None:
+    from harness.emulation.iolive.plugin import LiveIO
+    from harness.model.timescale import TimeScale
+    from harness.platform import load_platform
+
+    plan = KopanskiIO().apply(jobs([(1, 10000.0, 4, 5000)]), seed=1)
+    out = LiveIO().on_clock(TimeScale(0.5).slurm_table(plan), TimeScale(0.5), load_platform())
+    assert out["io_phases"].tolist() == [3]  # drawn on the trace's 9840 s
     assert out["io_compute_s"].tolist() == [4920.0]  # 9840 s shrunk by half
+    assert out["runtime"].tolist() == [5000.0] and out["io_time_scale"].tolist() == [2.0]
+    assert out["io_sigsleep_phases"].iloc[0].startswith("compute:1640.000000,checkpoint:")
 
 
 def test_kopanski_theta_depends_on_the_job_number_only() -> None:

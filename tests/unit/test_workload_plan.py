@@ -22,18 +22,18 @@ THREE = DATA / "three_jobs.swf"
 
 @pytest.fixture(scope="module")
 def three():
-    return wp.prepare(THREE, shrink=0.9, bb_model="constant", bb_constant_mb=500)
+    return wp.prepare(THREE, bb_model="constant", bb_constant_mb=500)
 
 
 def test_prepare_three_jobs_by_hand(three):
     df, _ = three
     assert tuple(df.columns[: len(PLAN_COLUMNS)]) == PLAN_COLUMNS
-    # submits 100 200 400 -> rebased 0 100 300 -> x 0.1
-    assert df["submit"].tolist() == pytest.approx([0.0, 10.0, 30.0], rel=1e-12)
-    assert df["runtime"].tolist() == pytest.approx([5.0, 1.0, 100.0], rel=1e-12)
-    assert df["walltime"].tolist() == pytest.approx([6.0, 10.0, 200.0], rel=1e-12)
+    # submits 100 200 400 -> rebased 0 100 300, in the trace's seconds
+    assert df["submit"].tolist() == [0.0, 100.0, 300.0]
+    assert df["runtime"].tolist() == [50.0, 10.0, 1000.0]
+    assert df["walltime"].tolist() == [60.0, 100.0, 2000.0]
     assert df["nodes"].tolist() == [1, 2, 4]
-    # walltimes 60 and 100 s (unshrunk) are <= 120 s: 10 MB
+    # walltimes 60 and 100 s are <= 120 s: 10 MB
     assert df["bb_per_node_mb"].tolist() == [10, 10, 500]
     assert df["bb_total_mb"].tolist() == [10, 20, 2000]
     assert df["trace_submit"].tolist() == [100.0, 200.0, 400.0]
@@ -41,8 +41,8 @@ def test_prepare_three_jobs_by_hand(three):
 
 def test_manifest_records_parameters_and_checksum(three):
     _, m = three
-    assert (m["shrink"], m["seed"], m["rebase_offset_s"]) == (0.9, wp.DEFAULT_SEED, 100.0)
-    assert m["speedup"] == pytest.approx(10.0)
+    assert (m["seed"], m["rebase_offset_s"]) == (wp.DEFAULT_SEED, 100.0)
+    assert "shrink" not in m and "speedup" not in m  # a plan knows no clock
     assert m["input"]["sha256"] == hashlib.sha256(THREE.read_bytes()).hexdigest()
     assert m["input"]["records"] == 3
     assert m["input"]["unix_start_time"] == 1000000000
@@ -50,8 +50,7 @@ def test_manifest_records_parameters_and_checksum(three):
     assert m["bb_model"]["kind"] == "constant"
     assert m["bb_model"]["constant_mb"] == 500
     assert m["jobs"] == 3
-    assert m["span_s"] == pytest.approx(30.0)
-    assert m["span_s_unshrunk"] == pytest.approx(300.0)
+    assert m["span_s"] == 300.0
     assert m["platform"]["compute_count"] == 96
 
 
@@ -76,8 +75,8 @@ def test_stale_sidecar_of_an_old_plan_is_ignored_and_removed(three, tmp_path):
     target = tmp_path / "plan.parquet"
     side = tmp_path / "plan.manifest.json"
     wp.save_plan(df, m, target)
-    side.write_text(json.dumps({**m, "shrink": 0.5}))  # an old plan's sidecar, now stale
-    assert wp.load_plan(target)[1]["shrink"] == 0.9  # the embedded manifest is the one read
+    side.write_text(json.dumps({**m, "seed": 1}))  # an old plan's sidecar, now stale
+    assert wp.load_plan(target)[1]["seed"] == wp.DEFAULT_SEED  # the embedded manifest is the one read
     wp.save_plan(df, m, target)
     assert not side.exists()
 
@@ -108,19 +107,31 @@ def test_load_plan_or_trace_accepts_both(three, tmp_path):
     target = tmp_path / "plan.parquet"
     wp.save_plan(df, m, target)
     from_plan, m1 = wp.load_plan_or_trace(target)
-    from_trace, m2 = wp.load_plan_or_trace(THREE, shrink=0.9, bb_model="constant", bb_constant_mb=500)
+    from_trace, m2 = wp.load_plan_or_trace(THREE, bb_model="constant", bb_constant_mb=500)
     pd.testing.assert_frame_equal(from_plan, from_trace)
-    assert m1["shrink"] == m2["shrink"] == 0.9
+    assert m1["span_s"] == m2["span_s"] == 300.0
 
 
-def test_load_plan_or_trace_checks_shrink_and_warns(three, tmp_path):
+def test_a_plan_written_shrunk_loads_in_trace_time(three, tmp_path):
+    """Plans of earlier versions could be stored shrunk: they load back in the trace's time."""
+    df, m = three
+    target = tmp_path / "old.parquet"
+    shrunk = df.assign(submit=df["submit"] * 0.1, runtime=df["runtime"] * 0.1, walltime=df["walltime"] * 0.1)
+    wp.save_plan(shrunk, {**m, "shrink": 0.9, "speedup": 10.0, "span_s": 30.0}, target)
+    loaded, manifest = wp.load_plan(target)
+    assert loaded["submit"].tolist() == pytest.approx([0.0, 100.0, 300.0])
+    assert loaded["walltime"].tolist() == pytest.approx([60.0, 100.0, 2000.0])
+    assert loaded["trace_submit"].tolist() == [100.0, 200.0, 400.0]  # never shrunk
+    assert manifest["shrunk_when_written"] == 0.9 and "shrink" not in manifest
+    assert manifest["span_s"] == pytest.approx(300.0)
+
+
+def test_load_plan_or_trace_warns(three, tmp_path):
     df, m = three
     target = tmp_path / "plan.parquet"
     wp.save_plan(df, m, target)
-    with pytest.raises(wp.PlanError, match=r"prepared with shrink 0\.9, asked for 0\.5"):
-        wp.load_plan_or_trace(target, shrink=0.5)
     with pytest.warns(UserWarning, match="ignoring seed"):
-        wp.load_plan_or_trace(target, shrink=0.9, seed=3)
+        wp.load_plan_or_trace(target, seed=3)
     with pytest.raises(wp.PlanError, match="no such plan or trace"):
         wp.load_plan_or_trace(tmp_path / "nothing")
 
@@ -175,18 +186,18 @@ def test_bundled_slice_jobs_get_the_same_bb_requests_as_in_full_kth():
     assert (merged["bb_per_node_mb"] == merged["bb_per_node_mb_full"]).all()
 
 
-def test_prepare_bundled_at_shrink_099():
-    df, m = wp.prepare(wp.BUNDLED, shrink=0.99)
+def test_prepare_bundled_slice():
+    df, m = wp.prepare(wp.BUNDLED)
     assert len(df) == 200
     assert df["submit"].iloc[0] == 0.0
-    # the slice's submissions span 26,064 trace seconds: 260.64 s at speed-up 100
-    assert m["span_s"] == pytest.approx(260.64)
+    # the slice's submissions span 26,064 trace seconds
+    assert m["span_s"] == pytest.approx(26064.0)
     assert m["input"]["path"].endswith("kth-slice.swf")
 
 
 @needs_kth
 def test_prepare_split_16_on_kth():
-    parts = wp.prepare_split(KTH, 16, shrink=0.5)
+    parts = wp.prepare_split(KTH, 16)
     assert all(p is not None for p in parts)
     assert sum(len(p[0]) for p in parts) == 28453
     assert [p[1]["selection"]["period"] for p in parts[:2]] == [[0, 16], [1, 16]]

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.model.timescale import ShrinkError, shrink_table, time_scale_of, unshrink
+from harness.model.timescale import ShrinkError, TimeScale
 from harness.platform import load_platform
 from harness.workload import transforms as tf
 from harness.workload.cleaning import clean
@@ -61,7 +61,7 @@ def ten_jobs() -> pd.DataFrame:
 
 
 def test_shrink_09_on_three_jobs():
-    out = shrink_table(three_jobs(), 0.9)
+    out = TimeScale(0.9).slurm_table(three_jobs())
     assert out["submit"].tolist() == pytest.approx([10.0, 20.0, 40.0], rel=1e-12)
     assert out["runtime"].tolist() == pytest.approx([5.0, 1.0, 100.0], rel=1e-12)
     assert out["walltime"].tolist() == pytest.approx([6.0, 10.0, 200.0], rel=1e-12)
@@ -69,17 +69,26 @@ def test_shrink_09_on_three_jobs():
     assert out["nodes"].tolist() == [1, 2, 4]
 
 
-def test_speedup_and_unshrink():
-    assert time_scale_of(0.9) == pytest.approx(10.0)
-    assert time_scale_of(0.99) == pytest.approx(100.0)
-    assert unshrink(6.0, 0.9) == pytest.approx(60.0)
-    assert time_scale_of(0.0) == 1.0
+def test_speedup_and_back_to_trace_time():
+    assert TimeScale(0.9).speedup == pytest.approx(10.0)
+    assert TimeScale(0.99).speedup == pytest.approx(100.0)
+    assert TimeScale(0.9).to_trace(6.0) == pytest.approx(60.0)
+    assert TimeScale(0.9).to_slurm(60.0) == pytest.approx(6.0)
+    assert TimeScale().speedup == 1.0 and TimeScale().to_slurm(7.5) == 7.5
+    assert TimeScale.of_speedup(4.0) == TimeScale(0.75)
+    assert TimeScale(0.9).shrink_for(0.5) == pytest.approx(0.95)  # Slurm times halved again
+
+
+def test_trace_table_undoes_slurm_table():
+    back = TimeScale(0.75).trace_table(TimeScale(0.75).slurm_table(three_jobs()))
+    assert back["submit"].tolist() == three_jobs()["submit"].tolist()
+    assert back["walltime"].tolist() == three_jobs()["walltime"].tolist()
 
 
 @pytest.mark.parametrize("s", [1.0, -0.1, 1.5])
 def test_shrink_factor_out_of_range(s):
     with pytest.raises(ShrinkError, match=r"shrink factor must be in \[0, 1\)"):
-        shrink_table(three_jobs(), s)
+        TimeScale(s)
 
 
 def test_rebase_returns_offset():

@@ -1,11 +1,11 @@
 """How far an emulation is from the simulation of the same plan under the same policy.
 
-Both sides are compared in original (unshrunk) time: the start order of the jobs both ran
+Both sides are compared in the trace's time: the start order of the jobs both ran
 (Kendall's tau of their start times) and every headline metric (emulated, simulated,
 relative difference). Two twins: the *ideal* one (the policy sees every event at once) and
 the *tick-aware* one (:func:`harness.sim.engine.simulate` with ``tick`` = Slurm's one-second
-pass and ``launch_delay`` = the start latency measured in the run, both turned into original
-time by the run's time scale). What the tick-aware twin still misses is the unexplained gap.
+pass and ``launch_delay`` = the start latency measured in the run, both turned into the
+trace's time by the run's time scale). What the tick-aware twin still misses is the unexplained gap.
 """
 
 from __future__ import annotations
@@ -20,10 +20,9 @@ from scipy import stats
 from harness.analysis.metrics import summary
 from harness.emulation.head.agent import DEFAULT_POLL_S
 from harness.emulation.head.replay import slurm_limit_minutes
-from harness.model.columns import RESULT_TIME_COLUMNS
 from harness.model.io_models import ALLOC_ONLY, IO_AWARE
 from harness.model.metric_names import HEADLINE_METRICS
-from harness.model.timescale import time_scale_of, unshrink, unshrink_table
+from harness.model.timescale import TimeScale
 from harness.platform import Machine
 from harness.policies.registry import get_policy
 from harness.policies.tiers import HPS, LPS
@@ -48,7 +47,6 @@ def compare_with_simulation(
     emulated: pd.DataFrame,
     policy: str,
     platform: Machine,
-    shrink: float,
     seed: int = 0,
     model: str = ALLOC_ONLY,
     tick: float = 0.0,
@@ -56,20 +54,21 @@ def compare_with_simulation(
     stage_delay: float = 0.0,
     staged_start: str | None = None,
     policy_seed: int = 0,
+    decision_tick: float | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
-    """(fidelity figures, simulated per-job table); ``emulated`` in shrunk time since t0.
+    """(fidelity figures, simulated per-job table); ``plan`` and ``emulated`` in the trace's
+    seconds since t0.
     ``seed`` is the workload's (the I/O volumes), ``policy_seed`` the run's policy's (a
     randomised policy, e.g. ``sas-random-P``, draws as the ordering agent did).
 
-    ``tick`` and ``launch_delay`` (emulated seconds, both 0: the ideal twin) select the
-    tick-aware twin; they are unshrunk with the run's time scale, as the simulation runs
-    on the unshrunk plan. ``io-aware``: the IO-Aware twin redraws the plan's I/O columns
-    from the same seed (a job's volumes depend only on the seed and its number) and stages
-    as Slurm's ``burst_buffer/lua`` pool does (``staging="pool"``: outside the allocation,
-    striped over every BB node; ``staged_start``: how Slurm gives staged-in jobs nodes,
-    :func:`staged_start_for`); a tier-choosing policy's twin runs the live jobs' tiers in
-    that pool (:mod:`harness.sim.pool_tiers`: the volumes the agent reads, HPS staged by the
-    pool, LPS on the PFS with no BB), with the same Slurm delays.
+    ``tick`` and ``launch_delay`` (trace seconds, both 0: the ideal twin) select the tick-aware
+    twin; ``decision_tick`` how often the ordering agent decides. ``io-aware``: the IO-Aware
+    twin redraws the plan's I/O columns from the same seed (a job's volumes depend only on the
+    seed and its number) and stages as Slurm's ``burst_buffer/lua`` pool does
+    (``staging="pool"``: outside the allocation, striped over every BB node; ``staged_start``:
+    how Slurm gives staged-in jobs nodes, :func:`staged_start_for`); a tier-choosing policy's
+    twin runs the live jobs' tiers in that pool (:mod:`harness.sim.pool_tiers`: the volumes the
+    agent reads, HPS staged by the pool, LPS on the PFS with no BB), with the same Slurm delays.
     """
     staging, twin = "inside", get_policy(policy, seed=policy_seed)
     if model == IO_AWARE:
@@ -77,13 +76,11 @@ def compare_with_simulation(
         staging = "pool"
     order = staged_start if staging == "pool" else None
     sim = simulate(
-        unshrink_table(plan, shrink), twin, platform, model=model, io_seed=seed,
-        tick=float(unshrink(tick, shrink)), launch_delay=float(unshrink(launch_delay, shrink)),
-        staging=staging, stage_delay=float(unshrink(stage_delay, shrink)), staged_start=order,
-        decision_tick=float(unshrink(AGENT_POLL_S, shrink)) if tick and order == "reserved" else None,
+        plan, twin, platform, model=model, io_seed=seed, tick=tick, launch_delay=launch_delay,
+        staging=staging, stage_delay=stage_delay, staged_start=order,
+        decision_tick=decision_tick if tick and order == "reserved" else None,
     ).jobs  # fmt: skip
-    emu_orig = unshrink_table(emulated, shrink, RESULT_TIME_COLUMNS)
-    emu_metrics = summary(emulated, platform, time_scale=time_scale_of(shrink))
+    emu_metrics = summary(emulated, platform)
     sim_metrics = summary(sim, platform)
     metrics = {}
     for key in HEADLINE_METRICS:
@@ -92,14 +89,14 @@ def compare_with_simulation(
         metrics[key] = {"emulated": e, "simulated": s, "rel_diff": rel}
     fidelity = {
         "simulator_policy": policy,
-        "start_order": start_order_agreement(emu_orig, sim),
+        "start_order": start_order_agreement(emulated, sim),
         "metrics": metrics,
         "mean_abs_start_shift_s": float(np.nanmean(np.abs(
-            emu_orig.set_index("job_id")["start"] - sim.set_index("job_id")["start"]
+            emulated.set_index("job_id")["start"] - sim.set_index("job_id")["start"]
         ))),
     }  # fmt: skip
     if model == IO_AWARE:
-        fidelity["staging"] = staging_agreement(emulated, sim, time_scale_of(shrink))
+        fidelity["staging"] = staging_agreement(emulated, sim)
     if "tier" in emulated.columns and "tier" in sim.columns:
         fidelity["tiers"] = tier_agreement(emulated, sim)
     return fidelity, sim
@@ -110,7 +107,7 @@ def compare_with_both_twins(
     emulated: pd.DataFrame,
     policy: str,
     platform: Machine,
-    shrink: float,
+    scale: TimeScale,
     delay: LaunchDelay,
     seed: int = 0,
     model: str = ALLOC_ONLY,
@@ -120,30 +117,32 @@ def compare_with_both_twins(
     policy_seed: int = 0,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """The ideal twin's figures, with the tick-aware twin's under ``"tick_aware"``: Slurm's
-    pass every :data:`SLURM_PASS_S`, the measured ``delay`` after it and, with
-    ``minute_limits`` (Slurm's own scheduler), the time limits Slurm plans with: the
-    walltimes rounded up to whole emulated minutes, as the replay submits them (the jobs
+    pass every :data:`SLURM_PASS_S`, the measured ``delay`` after it (both Slurm seconds,
+    turned into the trace's by ``scale``) and, with ``minute_limits`` (Slurm's own
+    scheduler), the time limits Slurm plans with: the walltimes rounded up to whole minutes
+    of Slurm's clock, as the replay submits them (the jobs
     still end at their exact limit). ``io-aware`` (Slurm's staging, ``staged`` given): a
     staged-in job starts on the pass after its stage-in, ``delay`` later, and a stage-in
     begins ``staged`` after the pass that picked the job; both twins give staged-in jobs
     nodes as ``staged_start`` says. Returns the ideal twin's schedule."""
     found, simulated = compare_with_simulation(
-        plan, emulated, policy, platform, shrink, seed, model,
-        staged_start=staged_start, policy_seed=policy_seed,
-    )  # fmt: skip
+        plan, emulated, policy, platform, seed, model, staged_start=staged_start, policy_seed=policy_seed
+    )
     launch = delay.seconds
     stage = staged.seconds if staged is not None and model == IO_AWARE else 0.0
-    seen = with_minute_limits(plan) if minute_limits else plan
+    seen = with_minute_limits(plan, scale) if minute_limits else plan
+    tick, launch_s, stage_s = (float(scale.to_trace(s)) for s in (SLURM_PASS_S, launch, stage))
     ticked, _ = compare_with_simulation(
-        seen, emulated, policy, platform, shrink, seed, model, tick=SLURM_PASS_S, launch_delay=launch,
-        stage_delay=stage, staged_start=staged_start, policy_seed=policy_seed,
+        seen, emulated, policy, platform, seed, model, tick=tick, launch_delay=launch_s,
+        stage_delay=stage_s, staged_start=staged_start, policy_seed=policy_seed,
+        decision_tick=float(scale.to_trace(AGENT_POLL_S)),
     )  # fmt: skip
     found["tick_aware"] = {
-        "tick_s": float(unshrink(SLURM_PASS_S, shrink)),
-        "launch_delay_s": float(unshrink(launch, shrink)),
+        "tick_s": tick,
+        "launch_delay_s": launch_s,
         "launch_delay_emulated_s": launch,
         "launch_delay_jobs": delay.jobs,
-        "stage_delay_s": float(unshrink(stage, shrink)),
+        "stage_delay_s": stage_s,
         "stage_delay_emulated_s": stage,
         "minute_limits": minute_limits,
         "staged_start": staged_start,
@@ -162,10 +161,11 @@ def staged_start_for(sched: SchedulerConfig) -> str:
     return "backfill" if sched.mode == "backfill" else "in-order"
 
 
-def with_minute_limits(plan: pd.DataFrame) -> pd.DataFrame:
-    """The plan (shrunk) with the walltimes Slurm's own scheduler plans with: rounded up to
-    whole minutes, as the replay submits them (``--time``)."""
-    return plan.assign(walltime=plan["walltime"].map(lambda w: 60.0 * slurm_limit_minutes(w)))
+def with_minute_limits(plan: pd.DataFrame, scale: TimeScale) -> pd.DataFrame:
+    """The plan with the walltimes Slurm's own scheduler plans with: rounded up to whole
+    minutes of Slurm's clock, as the replay submits them (``--time``)."""
+    minutes = plan["walltime"].map(lambda w: slurm_limit_minutes(float(scale.to_slurm(w))))
+    return plan.assign(walltime=scale.to_trace(60.0 * minutes.astype(float)))
 
 
 AGENT_POLL_S = DEFAULT_POLL_S  # the ordering agent decides on its poll, not on Slurm's pass
@@ -196,16 +196,29 @@ def measured_launch_delay(results: pd.DataFrame, t0: float, column: str = "start
     return LaunchDelay(float(np.median(starts)) if len(starts) else 0.0, len(starts))
 
 
-def staging_agreement(emulated: pd.DataFrame, simulated: pd.DataFrame, time_scale: float) -> dict[str, Any]:
-    """Mean stage-in and stage-out times in original seconds, emulated beside the IO-Aware
+def measured_launch_delays(results: pd.DataFrame, t0: float) -> dict[str, dict[str, Any]]:
+    """The start and the stage-in delays of a run's results in Slurm's seconds, as recorded."""
+    return {key: vars(measured_launch_delay(results, t0, key)) for key in ("start", "stage_in_begin")}
+
+
+def recorded_launch_delays(collected: dict[str, Any]) -> tuple[LaunchDelay, LaunchDelay]:
+    """The start and stage-in delays the collect step measured on Slurm's clock (what it
+    recorded under ``launch_delays``; none: 0 s on 0 jobs)."""
+    found = collected.get("launch_delays") or {}
+    start, stage = (LaunchDelay(**found[key]) if key in found else LaunchDelay(0.0, 0)
+                    for key in ("start", "stage_in_begin"))  # fmt: skip
+    return start, stage
+
+
+def staging_agreement(emulated: pd.DataFrame, simulated: pd.DataFrame) -> dict[str, Any]:
+    """Mean stage-in and stage-out times in the trace's seconds, emulated beside the IO-Aware
     twin's (both outside the allocation, striped over the pool); with sigsleep's phases
     also the compute, checkpoint and I/O times and the dilation (no unit)."""
     out: dict[str, Any] = {}
     for col in ("stage_in_s", "stage_out_s", "compute_s", "checkpoint_s", "io_s", "dilation"):
         if col not in emulated.columns or col not in simulated.columns:
             continue
-        scale = 1.0 if col == "dilation" else time_scale
-        e, s = float(emulated[col].mean() * scale), float(simulated[col].mean())
+        e, s = float(emulated[col].mean()), float(simulated[col].mean())
         out[f"mean_{col}"] = {"emulated": e, "simulated": s, "rel_diff": (e - s) / s if s else float("nan")}
     return out
 

@@ -19,8 +19,9 @@ from harness.analysis.formatting import format_metric
 from harness.analysis.metrics import summary
 from harness.emulation.collect.results import build_results, finished
 from harness.model import rundir
+from harness.model.columns import EMULATION_TIME_COLUMNS
 from harness.model.jsonio import write_json
-from harness.model.timescale import time_scale_of
+from harness.model.timescale import TimeScale
 from harness.platform.machine import Machine
 
 PROGRESS_EVERY_S = 5.0
@@ -35,13 +36,13 @@ class RunObserver:
         run_dir: Path,
         plan: pd.DataFrame,
         platform: Machine,
-        shrink: float,
+        scale: TimeScale,
         interim_every_s: float = DEFAULT_INTERIM_EVERY_S,
     ) -> None:
         self.run_dir = run_dir
         self.plan = plan
         self.platform = platform
-        self.shrink = shrink
+        self.scale = scale  # the plan is the replay's, in Slurm's seconds
         self.interim_every_s = interim_every_s
         self.started = time.monotonic()
         self._progress_at = -PROGRESS_EVERY_S
@@ -60,7 +61,7 @@ class RunObserver:
             t0 = status.get("t0")
             if t0 and len(records) != self._interim_count:
                 self._interim_count = len(records)
-                write_interim(self.run_dir, self.plan, subs, records, float(t0), self.platform, self.shrink)
+                write_interim(self.run_dir, self.plan, subs, records, float(t0), self.platform, self.scale)
 
     def write_progress(
         self, subs: list[dict], records: list[dict], queue: tuple[int, int], eta_s: float
@@ -87,13 +88,14 @@ def write_interim(
     records: list[dict],
     t0: float,
     platform: Machine,
-    shrink: float,
+    scale: TimeScale,
 ) -> dict[str, Any]:
-    """``interim/``: the metrics (original time) of the jobs finished so far, their results, a report."""
+    """``interim/``: the metrics of the jobs finished so far, their results (in the trace's time:
+    ``plan`` and the records are in Slurm's seconds), a report."""
     folder = run_dir / rundir.INTERIM_DIR
     folder.mkdir(exist_ok=True)
-    ran = finished(build_results(plan, subs, records, t0))
-    metrics = summary(ran, platform, time_scale=time_scale_of(shrink)) if len(ran) else {}
+    ran = scale.trace_table(finished(build_results(plan, subs, records, t0)), EMULATION_TIME_COLUMNS)
+    metrics = summary(ran, platform) if len(ran) else {}
     stamp = datetime.now().astimezone().isoformat(timespec="seconds")
     about = {"finished": len(ran), "total": len(plan), "submitted": len(subs), "written_at": stamp}
     tmp = folder / f".{rundir.RESULTS}.tmp"

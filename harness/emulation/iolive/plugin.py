@@ -24,10 +24,11 @@ from harness.emulation.iolive.staging_results import add_staging, staging_stats,
 from harness.emulation.iolive.tiers import add_tiers
 from harness.emulation.plugin import Collected
 from harness.emulation.run.specs import RunOptions
+from harness.model.columns import IO_RESULT_TIME_COLUMNS
 from harness.model.io_models import IO_AWARE
 from harness.model.jsonio import read_jsonl
 from harness.model.rundir import SHARED
-from harness.model.timescale import time_scale_of
+from harness.model.timescale import TimeScale
 from harness.platform import Platform
 from harness.policies.registry import get_policy
 from harness.slurm.config import SchedulerConfig
@@ -38,6 +39,7 @@ class LiveIO:
     """Stage-in/out, checkpoints and phases of every job run live on the emulated cluster."""
 
     name = "iolive"
+    time_columns = IO_RESULT_TIME_COLUMNS
 
     def wanted(self, opts: RunOptions) -> bool:
         return opts.workload.model == IO_AWARE
@@ -47,8 +49,14 @@ class LiveIO:
 
     def plan(self, plan: pd.DataFrame, opts: RunOptions, platform: Platform) -> tuple[pd.DataFrame, dict]:
         spec = opts.workload
-        planned = with_phase_lists(with_io_columns(plan, spec.seed, spec.shrink), platform)
-        return planned, {"model": spec.model}
+        return KopanskiIO().apply(plan, seed=spec.seed), {"model": spec.model}
+
+    def on_clock(self, plan: pd.DataFrame, scale: TimeScale, platform: Platform) -> pd.DataFrame:
+        """sigsleep's phase lists and the scale the staging command applies to the platform's
+        bandwidths (a Slurm second moves ``scale.speedup`` trace seconds' worth of bytes)."""
+        out = plan.copy()
+        out["io_time_scale"] = scale.speedup
+        return with_phase_lists(out, platform)
 
     def before_collect(self, backend: ClusterBackend) -> None:
         wait_for_stage_outs(backend, SUBMIT_USER)  # a job's own record comes before its stage-out ends
@@ -62,10 +70,10 @@ class LiveIO:
         collected.backend.get(f"{staging}/{DRAIN_RECORDS}", raw / DRAIN_RECORDS)
         drained = read_jsonl(raw / DRAIN_RECORDS)  # the checkpoints' background drains
         out = add_drains(out, drained, t0)
-        scale = time_scale_of(collected.opts.workload.shrink)
         out = add_phases(
-            out, collected.records, collected.backend.platform, scale, drain_records(drained, t0)
-        )
+            out, collected.records, collected.backend.platform, collected.scale.speedup,
+            drain_records(drained, t0),
+        )  # fmt: skip
         if collected.uses_agent and getattr(get_policy(collected.opts.replay.policy), "tiered", False):
             out = add_tiers(out, collected.submissions)
         return out
@@ -80,11 +88,3 @@ class LiveIO:
 
     def sections(self, results: pd.DataFrame) -> dict[str, Any]:
         return {"staging": {**staging_stats(results), **phase_stats(results), **drain_stats(results)}}
-
-
-def with_io_columns(plan: pd.DataFrame, seed: int, shrink: float) -> pd.DataFrame:
-    """Kopański's I/O columns (drawn as the simulator draws them) and the run's time scale,
-    which the staging command applies to the platform's bandwidths."""
-    out = KopanskiIO().apply(plan, seed=seed, shrink=shrink)
-    out["io_time_scale"] = time_scale_of(shrink)
-    return out

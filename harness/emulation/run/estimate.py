@@ -1,8 +1,8 @@
-"""What a run is about to do, before anything starts: jobs, original span, shrink, the
+"""What a run is about to do, before anything starts: jobs, the trace's span, the clock, the
 expected wall time, the cluster and the policies; and whether to go ahead.
 
-The expected wall time of one replay is its shrunk span (from the first submission to the
-earliest instant the last job can have ended: ``max(submit + runtime)``) plus the warm-up
+The expected wall time of one replay is its span (from the first submission to the earliest
+instant the last job can have ended: ``max(submit + runtime)``) on the run's clock, plus the warm-up
 and a fixed overhead for bringing the cluster up and collecting (:data:`OVERHEAD_S`). It is
 a floor: jobs that wait in the queue end later. Runs of several policies and repetitions go
 one after the other, so their times add up.
@@ -18,7 +18,7 @@ from enum import Enum
 import pandas as pd
 
 from harness.model.durations import human_duration
-from harness.model.timescale import check_shrink, unshrink
+from harness.model.timescale import TimeScale
 
 # --clock events: real seconds per job (its submission, start and end as events, each with the
 # one-second steps Slurm's passes need), measured on the bundled slice (docs/virtual-time.md)
@@ -36,8 +36,8 @@ class Estimate:
     """The estimate of one ``harness run`` command (all its policies and repetitions)."""
 
     jobs: int
-    shrunk_span_s: float  # first submission to the earliest end of the last job, shrunk
-    shrink: float
+    span_s: float  # first submission to the earliest end of the last job, the trace's seconds
+    scale: TimeScale  # shrinking on the wall clock (none on a virtual clock)
     warmup_s: float
     cluster: str
     policies: tuple[str, ...]
@@ -47,8 +47,13 @@ class Estimate:
     events: bool = False  # the virtual clock moved by events: the wall time goes by jobs, not span
 
     @property
-    def original_span_s(self) -> float:
-        return float(unshrink(self.shrunk_span_s, self.shrink))
+    def shrink(self) -> float:
+        return self.scale.shrink
+
+    @property
+    def trace_s_per_real_s(self) -> float:
+        """How fast the trace goes: shrunk on the wall clock, or on a faster virtual clock."""
+        return self.scale.speedup * self.speedup
 
     @property
     def runs(self) -> int:
@@ -58,7 +63,7 @@ class Estimate:
     def per_run_s(self) -> float:
         if self.events:
             return OVERHEAD_S + EVENT_WALL_S_PER_JOB * self.jobs
-        return OVERHEAD_S + (self.warmup_s + self.shrunk_span_s) / self.speedup
+        return OVERHEAD_S + self.warmup_s / self.speedup + self.span_s / self.trace_s_per_real_s
 
     @property
     def wall_s(self) -> float:
@@ -66,14 +71,14 @@ class Estimate:
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "trace": self.trace, "jobs": self.jobs, "original_span_s": self.original_span_s,
+            "trace": self.trace, "jobs": self.jobs, "original_span_s": self.span_s,
             "shrink": self.shrink, "speedup": self.speedup, "policies": list(self.policies),
             "repeat": self.repeat, "runs": self.runs,
             "cluster": self.cluster, "per_run_s": self.per_run_s, "expected_wall_s": self.wall_s,
         }  # fmt: skip
 
 
-def shrunk_span(plan: pd.DataFrame) -> float:
+def plan_span(plan: pd.DataFrame) -> float:
     """Seconds from the first submission to the earliest end of the last job (plan times)."""
     if plan.empty:
         return 0.0
@@ -81,14 +86,13 @@ def shrunk_span(plan: pd.DataFrame) -> float:
 
 
 def estimate_plan(
-    plan: pd.DataFrame, shrink: float, warmup: float, cluster: str, policies: tuple[str, ...],
+    plan: pd.DataFrame, scale: TimeScale, warmup: float, cluster: str, policies: tuple[str, ...],
     repeat: int = 1, trace: str = "", speedup: float = 1.0, events: bool = False,
 ) -> Estimate:  # fmt: skip
-    """The estimate of replaying ``plan`` (already shrunk by ``shrink``) on a clock ``speedup``
-    times faster than the wall clock."""
-    check_shrink(shrink)
-    span = shrunk_span(plan)
-    return Estimate(len(plan), span, shrink, warmup, cluster, policies, repeat, trace, speedup, events)
+    """The estimate of replaying ``plan`` (the trace's time) shrunk by ``scale`` on the wall
+    clock, or on a virtual clock ``speedup`` times faster than it."""
+    span = plan_span(plan)
+    return Estimate(len(plan), span, scale, warmup, cluster, policies, repeat, trace, speedup, events)
 
 
 def policies_of(text: str) -> tuple[str, ...]:
@@ -112,7 +116,7 @@ def _clock_line(est: Estimate) -> str:
         return "clock            virtual, moved by events (the trace's own times, unshrunk)"
     if est.speedup != 1.0:
         return f"clock            virtual, x{est.speedup:g} (the trace's own times, unshrunk)"
-    return f"shrink           {est.shrink:g} (x{1 / (1 - est.shrink):.4g} faster than real time)"
+    return f"shrink           {est.shrink:g} (x{est.scale.speedup:.4g} faster than real time)"
 
 
 def describe(est: Estimate) -> str:
@@ -122,7 +126,7 @@ def describe(est: Estimate) -> str:
         "harness run: what is about to start",
         f"  trace            {est.trace or '(bundled KTH slice)'}",
         f"  jobs             {est.jobs}",
-        f"  original span    {human_duration(est.original_span_s)} ({est.original_span_s:.0f} s)",
+        f"  original span    {human_duration(est.span_s)} ({est.span_s:.0f} s)",
         f"  {_clock_line(est)}",
         f"  cluster          {est.cluster}",
         f"  policies         {', '.join(est.policies)}" + (f"; each repeated {est.repeat} times"
@@ -142,9 +146,9 @@ def suggestions(est: Estimate, plan: pd.DataFrame, limit_s: float) -> list[str]:
         return (
             [f"{'--first-n ' + str(jobs):<20} the first {jobs} jobs"] if MIN_JOBS <= jobs < est.jobs else []
         )
-    # plan seconds of replay per run
-    budget = (limit_s / est.runs - OVERHEAD_S - est.warmup_s / est.speedup) * est.speedup
-    if budget <= 0 or est.shrunk_span_s <= budget:
+    # trace seconds of replay per run
+    budget = (limit_s / est.runs - OVERHEAD_S - est.warmup_s / est.speedup) * est.trace_s_per_real_s
+    if budget <= 0 or est.span_s <= budget:
         return []
     first = plan["submit"].min()
     ends = (plan["submit"] + plan["runtime"]).cummax() - first
@@ -156,27 +160,28 @@ def suggestions(est: Estimate, plan: pd.DataFrame, limit_s: float) -> list[str]:
     if budget > longest:  # a selection by submission instants fits if its longest job does
         submits = float(plan["submit"].max() - first)
         k = math.ceil(submits / (budget - longest))
-        window = float(unshrink(budget - longest, est.shrink))
+        window = budget - longest
         found.append((f"--period 1/{k}", f"one of {k} equal periods of the trace (any I/{k})"))
         found.append((f"--window 0:{window:.0f}", f"the jobs of the trace's first {human_duration(window)}"))
     else:
+        alone = human_duration(longest / est.trace_s_per_real_s)
         found.append(("", f"(no --period or --window fits: the longest job alone runs "
-                          f"{human_duration(longest)} at shrink {est.shrink:g})"))  # fmt: skip
+                          f"{alone} at shrink {est.shrink:g})"))  # fmt: skip
     if (
         est.speedup != 1.0 or est.events
     ):  # a faster clock is not offered: x{MAX_SPEEDUP} is the measured limit
         return [f"{option:<20} {text}".strip() if option else text for option, text in found]
-    shrink = faster_shrink(est.shrink, budget / est.shrunk_span_s)
+    shrink = faster_shrink(est.scale, budget / est.span_s)
     caveat = (f"; above {HIGH_SHRINK:g} the 1 s scheduler tick and the submission lag weigh on the "
               "results (docs/run.md)" if shrink > HIGH_SHRINK else "")  # fmt: skip
     found.append((f"--shrink {shrink:g}", f"the whole selection, faster{caveat}"))
     return [f"{option:<20} {text}".strip() if option else text for option, text in found]
 
 
-def faster_shrink(shrink: float, ratio: float) -> float:
-    """The shrink whose times are ``ratio`` times those of ``shrink``, rounded up (shorter) to the
+def faster_shrink(scale: TimeScale, ratio: float) -> float:
+    """The shrink whose times are ``ratio`` times those of ``scale``, rounded up (shorter) to the
     fewest decimals (at least 4) that stay below 1."""
-    exact = 1 - (1 - shrink) * ratio
+    exact = scale.shrink_for(ratio)
     digits = 4
     while math.ceil(exact * 10**digits) >= 10**digits:
         digits += 1

@@ -22,7 +22,6 @@ from harness.model import rundir
 from harness.model.atomic import atomic_write_csv, atomic_write_parquet
 from harness.model.jsonio import write_json
 from harness.model.rundir import SIMULATOR
-from harness.model.timescale import time_scale_of
 from harness.platform import Machine
 from harness.workload.plan import save_plan
 
@@ -69,7 +68,6 @@ def write_simulated_run(run_dir: Path, run: SimulatedRun, report: bool = True) -
     the report and its plots); returns ``run_dir``."""
     check_run_dir(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    shrink = float(run.plan_manifest.get("shrink") or 0.0)
     save_plan(run.plan, run.plan_manifest, run_dir / rundir.PLAN)
     results = with_status(run.jobs)
     atomic_write_parquet(run_dir / rundir.RESULTS, results)
@@ -77,8 +75,8 @@ def write_simulated_run(run_dir: Path, run: SimulatedRun, report: bool = True) -
     write_json(run_dir / rundir.METRICS, run.metrics)
     trace = run.plan_manifest.get("input", {}).get("path") or run.plan_manifest.get("trace") or ""
     write_json(run_dir / rundir.MANIFEST, {
-        "run_id": run_dir.name, "executor": SIMULATOR, "policy": run.policy, "shrink": shrink,
-        "time_scale": time_scale_of(shrink), "trace": Path(str(trace)).name, "trace_path": str(trace),
+        "run_id": run_dir.name, "executor": SIMULATOR, "policy": run.policy,
+        rundir.TIMES: rundir.TRACE_TIME, "trace": Path(str(trace)).name, "trace_path": str(trace),
         "input_sha256": run.plan_manifest.get("input", {}).get("sha256"), "complete": True,
         "incomplete_reason": "", "finished_at": datetime.now().astimezone().isoformat(timespec="seconds"),
         "harness_version": __version__, "platform": run.platform.as_dict(), "settings": run.settings,

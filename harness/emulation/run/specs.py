@@ -10,10 +10,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from harness.model.clock import MAX_SPEEDUP
 from harness.model.io_models import ALLOC_ONLY, MODELS
+from harness.platform import Platform
 from harness.slurm.config import PREEMPT_MODES
-from harness.workload.plan import DEFAULT_SEED, Sampling, bundled_slice_path
+from harness.workload.plan import DEFAULT_SEED, Sampling, bundled_slice_path, is_plan_file, load_plan, prepare
 from harness.workload.priority import parse_priority
 
 
@@ -136,3 +139,23 @@ def run_id_for(opts: RunOptions, now: datetime | None = None) -> str:
 def _flat_paths(data: dict[str, Any]) -> dict[str, Any]:
     return {k: (_flat_paths(v) if isinstance(v, dict) else str(v) if isinstance(v, Path) else v)
             for k, v in data.items()}  # fmt: skip
+
+
+def plan_for(spec: WorkloadSpec, platform: Platform) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The plan of ``spec`` and its manifest (also what ``harness run`` estimates from)."""
+    source = spec.source
+    if is_plan_file(source):
+        return load_plan(source)
+    # Cleaned for the cluster's machine: jobs wider than the default 96 nodes stay on a bigger one.
+    return prepare(
+        source,
+        platform=platform,
+        seed=spec.seed,
+        shuffle=spec.shuffle,
+        shuffle_seed=spec.shuffle_seed,
+        first_n=spec.first_n,
+        period=spec.period,
+        window=spec.window,
+        sampling=spec.sampling,
+        **spec.prepare,
+    )

@@ -19,7 +19,7 @@ from harness.analysis.metrics import summary
 from harness.cluster.base import ClusterBackend, ClusterError
 from harness.emulation.collect.fidelity import (
     compare_with_both_twins,
-    measured_launch_delay,
+    measured_launch_delays,
     simulator_twin,
     staged_start_for,
 )
@@ -39,15 +39,20 @@ from harness.emulation.head.launch import SUBMIT_USER, HeadRun
 from harness.emulation.head.progress import RunObserver
 from harness.emulation.iolive.plugin import LiveIO
 from harness.emulation.plugin import Collected, RunPlugin
-from harness.emulation.run.specs import RunOptions, WorkloadSpec
+from harness.emulation.run.slurm_time import (
+    collected_delays,
+    collected_results,
+    plan_on_clock,
+    results_in_trace_time,
+)
+from harness.emulation.run.specs import RunOptions, plan_for
 from harness.model import rundir
 from harness.model.atomic import atomic_write_csv, atomic_write_parquet
 from harness.model.jsonio import read_json, read_jsonl, write_json
-from harness.model.timescale import shrink_table, time_scale_of
-from harness.platform import Platform
+from harness.model.timescale import TimeScale
 from harness.slurm.config import SchedulerConfig
 from harness.workload.io import HerbeinIO
-from harness.workload.plan import PlanError, is_plan_file, load_plan, prepare, save_plan
+from harness.workload.plan import load_plan, save_plan
 from harness.workload.priority import assign, parse_priority
 
 Progress = Callable[[str], None]
@@ -75,8 +80,22 @@ class RunContext:
     def plugins(self) -> list[RunPlugin]:
         return plugins_for(self.opts)
 
+    @property
+    def scale(self) -> TimeScale:
+        """How the trace's seconds map to Slurm's on this run's clock (identity on a virtual one)."""
+        return TimeScale(self.opts.workload.shrink)
+
     def plan(self) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """The run's plan, in the trace's time."""
         return load_plan(self.run_dir / rundir.PLAN)
+
+    def results(self) -> pd.DataFrame:
+        """``results.parquet``, in the trace's time."""
+        return collected_results(self.run_dir, self.found("collect"), self.scale, self.plugins)
+
+    def replayed_plan(self) -> pd.DataFrame:
+        """The plan as the head node replays it, in Slurm's seconds."""
+        return load_plan(self.run_dir / rundir.REPLAY_PLAN)[0]
 
     def found(self, step: str) -> dict[str, Any]:
         """What a completed step recorded ({} if it has not run)."""
@@ -97,7 +116,7 @@ class RunContext:
 
 
 def make_plan(ctx: RunContext) -> dict[str, Any]:
-    """The plan to replay: a trace prepared now, or a stored unshrunk plan shrunk now."""
+    """The plan to replay (in the trace's time): a trace prepared now, or a stored plan."""
     spec = ctx.opts.workload
     plan, manifest = ctx.prepared or plan_for(spec, ctx.backend.platform)
     for plugin in ctx.plugins:
@@ -112,30 +131,6 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
     ctx.say(f"run {ctx.run_id}: {len(plan)} jobs, shrink {spec.shrink:g}, policy {ctx.opts.replay.policy}")
     # what `harness run --resume` needs to take the run up again
     return {"jobs": len(plan), "run_id": ctx.run_id, "options": ctx.opts.as_dict()}
-
-
-def plan_for(spec: WorkloadSpec, platform: Platform) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The shrunk plan of ``spec`` and its manifest (also what ``harness run`` estimates from)."""
-    source = spec.source
-    if is_plan_file(source):
-        plan, manifest = load_plan(source)
-        if float(manifest.get("shrink", 0.0)) != 0.0:
-            raise PlanError(f"{source}: give an unshrunk plan; --shrink applies the shrink")
-        return shrink_table(plan, spec.shrink), {**manifest, "shrink": spec.shrink}
-    # Cleaned for the cluster's machine: jobs wider than the default 96 nodes stay on a bigger one.
-    return prepare(
-        source,
-        platform=platform,
-        shrink=spec.shrink,
-        seed=spec.seed,
-        shuffle=spec.shuffle,
-        shuffle_seed=spec.shuffle_seed,
-        first_n=spec.first_n,
-        period=spec.period,
-        window=spec.window,
-        sampling=spec.sampling,
-        **spec.prepare,
-    )
 
 
 def bring_up_cluster(ctx: RunContext) -> dict[str, Any]:
@@ -154,17 +149,19 @@ def replay(ctx: RunContext) -> dict[str, Any]:
         quiet=ctx.opts.quiet,
         verbose=ctx.opts.verbose,
     )
-    ctx.backend.put(ctx.run_dir / rundir.PLAN, f"{head.shared}/{rundir.PLAN}")
-    plan = ctx.plan()[0]
+    path = ctx.run_dir / rundir.REPLAY_PLAN
+    plan = plan_on_clock(*ctx.plan(), ctx.scale, ctx.plugins, ctx.backend.platform, path)
+    ctx.backend.put(ctx.run_dir / rundir.REPLAY_PLAN, f"{head.shared}/{rundir.PLAN}")
     head.observer = RunObserver(
-        ctx.run_dir, plan, ctx.backend.platform, ctx.opts.workload.shrink, ctx.opts.replay.interim_every
+        ctx.run_dir, plan, ctx.backend.platform, ctx.scale, ctx.opts.replay.interim_every
     )
     complete, reason = head.run(plan)
     return {"complete": complete, "reason": reason, "fault_events": head.monitor.events}
 
 
 def collect(ctx: RunContext) -> dict[str, Any]:
-    """Copy what the head node wrote; build the per-job results and cross-check them with Slurm."""
+    """Copy what the head node wrote; build the per-job results, cross-check them with Slurm (in
+    Slurm's seconds), and store them in the trace's time."""
     raw, shared = ctx.run_dir / rundir.RAW_DIR, f"{rundir.SHARED_RUNS}/{ctx.run_id}"
     raw.mkdir(exist_ok=True)
     for plugin in ctx.plugins:
@@ -177,14 +174,13 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     records = read_jsonl(raw / rundir.SIGSLEEP_LOG)
     ran = [*submissions, *agent_copies(submissions, records)]  # with the agent's slow-tier copies
     slurm_jobs, source = slurm_records(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, ran)
-    results = build_results(ctx.plan()[0], submissions, records, t0, slurm_jobs)
+    results = build_results(ctx.replayed_plan(), submissions, records, t0, slurm_jobs)
     collected = Collected(
-        ctx.opts, ctx.backend, ctx.sched, raw, t0, submissions, records, ran, ctx.run_dir / rundir.SLURM_DIR
-    )
+        ctx.opts, ctx.backend, ctx.sched, raw, t0, submissions, records, ran, ctx.run_dir / rundir.SLURM_DIR,
+        ctx.scale,
+    )  # fmt: skip
     for plugin in ctx.plugins:
         results = plugin.enrich(results, collected)
-    atomic_write_parquet(ctx.run_dir / rundir.RESULTS, results)
-    atomic_write_csv(ctx.run_dir / rundir.RESULTS_CSV, results)
     bb_license = ctx.backend.platform.deployment.bb_license
     staged = ctx.sched.burst_buffer == "lua"  # Slurm holds the pool, not a license
     tolerance = AGREEMENT_S * (ctx.opts.replay.speedup or 1.0)  # a real launch delay, on the run's clock
@@ -203,11 +199,17 @@ def collect(ctx: RunContext) -> dict[str, Any]:
         sections["faults"] = faults
     if ctx.uses_agent:
         sections["agent"] = decision_stats(read_jsonl(raw / rundir.DECISIONS))
+    delays = measured_launch_delays(finished(results), t0)  # on Slurm's clock
+    results = results_in_trace_time(results, ctx.scale, ctx.plugins)
+    atomic_write_parquet(ctx.run_dir / rundir.RESULTS, results)
+    atomic_write_csv(ctx.run_dir / rundir.RESULTS_CSV, results)
     for plugin in ctx.plugins:
         sections.update(plugin.sections(results))
     counts = results["status"].value_counts()
     return {
         "t0": t0,
+        "launch_delays": delays,
+        rundir.TIMES: rundir.TRACE_TIME,
         "missing": int(counts.get("missing", 0)),
         "rejected": int(counts.get("rejected", 0)),
         "sections": sections,
@@ -216,23 +218,23 @@ def collect(ctx: RunContext) -> dict[str, Any]:
 
 def fidelity(ctx: RunContext) -> dict[str, Any]:
     """With ``--compare-sim``: the same plan in the simulator under the policy's twin."""
-    ran = finished(pd.read_parquet(ctx.run_dir / rundir.RESULTS))
+    ran = finished(ctx.results())
     if not (ctx.opts.replay.compare_sim and len(ran)):
         return {}
     twin = simulator_twin(ctx.opts.replay.policy)
     spec = ctx.opts.workload
-    t0 = float(ctx.found("collect").get("t0", 0.0))
+    start_delay, stage_delay = collected_delays(ctx.run_dir, ctx.found("collect"))
     found, simulated = compare_with_both_twins(
         ctx.plan()[0],
         ran,
         twin,
         ctx.backend.platform,
-        spec.shrink,
-        measured_launch_delay(ran, t0),
+        ctx.scale,
+        start_delay,
         seed=spec.seed,
         model=spec.model,
         minute_limits=not ctx.uses_agent,
-        staged=measured_launch_delay(ran, t0, "stage_in_begin"),
+        staged=stage_delay,
         staged_start=staged_start_for(ctx.sched),
         policy_seed=ctx.opts.replay.policy_seed,
     )
@@ -258,11 +260,11 @@ def preemption(ctx: RunContext) -> dict[str, Any]:
     section = preemption_section(
         ctx.run_dir,
         ctx.plan()[0],
-        pd.read_parquet(ctx.run_dir / rundir.RESULTS),
+        ctx.results(),
         read_jsonl(raw / rundir.SIGSLEEP_LOG),
         float(ctx.found("collect").get("t0", 0.0)),
         ctx.backend.platform,
-        ctx.opts.workload.shrink,
+        ctx.scale,
         ctx.sched.preempt_suspend,
     )
     emu, twin = section["emulated"], section["twin"]
@@ -274,10 +276,9 @@ def preemption(ctx: RunContext) -> dict[str, Any]:
 
 
 def measure(ctx: RunContext) -> dict[str, Any]:
-    """``metrics.json``: the summary in original time and the sections of collect and fidelity."""
-    ran = finished(pd.read_parquet(ctx.run_dir / rundir.RESULTS))
-    scale = time_scale_of(ctx.opts.workload.shrink)
-    metrics = summary(ran, ctx.backend.platform, time_scale=scale) if len(ran) else {}
+    """``metrics.json``: the summary (the trace's time) and the sections of collect and fidelity."""
+    ran = finished(ctx.results())
+    metrics = summary(ran, ctx.backend.platform) if len(ran) else {}
     metrics.update(ctx.found("collect").get("sections", {}))
     metrics.update(ctx.found("fidelity"))
     metrics.update(ctx.found("preemption"))
@@ -354,9 +355,9 @@ def write_manifest(ctx: RunContext, complete: bool, reason: str) -> None:
             "run_id": ctx.run_id,
             "policy": ctx.opts.replay.policy,
             "shrink": spec.shrink,
-            "time_scale": time_scale_of(spec.shrink),
+            rundir.TIMES: rundir.TRACE_TIME,
             "clock": sched.clock,
-            "speedup": ctx.opts.replay.speedup or time_scale_of(spec.shrink),
+            "speedup": ctx.opts.replay.speedup or ctx.scale.speedup,
             "trace": spec.source.name,
             "trace_path": str(spec.source),
             "input_sha256": plan_manifest.get("input", {}).get("sha256"),

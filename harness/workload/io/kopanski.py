@@ -80,21 +80,20 @@ class KopanskiIO:
             np.int64
         )
 
-    def apply(self, table: pd.DataFrame, seed: int, shrink: float = 0.0) -> pd.DataFrame:
+    def apply(self, table: pd.DataFrame, seed: int) -> pd.DataFrame:
         """The job table with the :data:`COLUMNS` added (trace columns of these names win)."""
         missing = [c for c in ("job_id", "runtime", "bb_per_node_mb") if c not in table.columns]
         if missing:
             raise IOModelError(f"the Kopański I/O model needs column(s) {missing}")
-        keep = 1.0 - shrink
         bb = table["bb_per_node_mb"].to_numpy(np.float64)
-        compute = self.compute_s(table["runtime"].to_numpy(np.float64) / keep, bb)
+        compute = self.compute_s(table["runtime"].to_numpy(np.float64), bb)
         theta = self.theta_mean_mb * (
             1
             + self.theta_rel_sd
             * job_standard_normals(table["job_id"].to_numpy(), seed, KOPANSKI_STREAM)[:, 0]
         )
         out = table.copy()
-        out["io_compute_s"] = keep_given(table, "io_compute_s", compute * keep)
+        out["io_compute_s"] = keep_given(table, "io_compute_s", compute)
         out["io_phases"] = keep_given(table, "io_phases", self.phases(compute)).astype(np.int64)
         out["io_comm_mb"] = keep_given(table, "io_comm_mb", np.maximum(theta, 0.0))
         out["io_checkpoint_mb"] = keep_given(table, "io_checkpoint_mb", self.checkpoint_factor * bb)
