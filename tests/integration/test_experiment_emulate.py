@@ -71,7 +71,7 @@ def test_emulate_grid_replays_each_cell_on_slurm(tmp_path: Path) -> None:
     assert set(table["shrink"]) == {0.99}
     for key in set(table["key"]):
         result = read_cell_result(out, key)
-        assert result is not None and result.ok and result.time_scale == pytest.approx(100.0)
+        assert result is not None and result.ok and result.time_scale == 1.0  # jobs in the trace's time
         run = out / "cells" / key / RUN_DIR
         assert (run / rundir.METRICS).exists() and (run / rundir.RESULTS).exists()
         makespan = float(table[(table["key"] == key) & (table["metric"] == "makespan")]["value"].iloc[0])

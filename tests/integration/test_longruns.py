@@ -24,7 +24,6 @@ import pytest
 
 from harness.analysis.metrics import summary
 from harness.cluster.containers.backend import DockerCluster
-from harness.model.timescale import time_scale_of
 from harness.platform import Platform, load_platform
 from harness.platform.writing import save_platform
 
@@ -129,7 +128,7 @@ def test_detached_run_completes_watched_with_interim_results(long_env: dict) -> 
     assert interim.pop("interim")["finished"] == len(covered) < JOBS
     final = pd.read_parquet(run_dir / "results.parquet")
     final = final[final["job_id"].isin(covered["job_id"])]
-    again = summary(final, long_env["platform"], time_scale=time_scale_of(SHRINK))
+    again = summary(final, long_env["platform"])
     assert again == pytest.approx(interim)
     assert "INTERIM" in (snapshot / "report.md").read_text()
 

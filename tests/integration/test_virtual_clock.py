@@ -77,7 +77,7 @@ def test_a_replay_at_x50_completes_in_trace_time_and_slurm_agrees(vclock_run) ->
     run_dir, _ = vclock_run
     manifest = read_json(run_dir / rundir.MANIFEST)
     assert manifest["complete"] is True, manifest.get("incomplete_reason")
-    assert (manifest["clock"], manifest["speedup"], manifest["time_scale"]) == ("virtual", SPEEDUP, 1.0)
+    assert (manifest["clock"], manifest["speedup"], manifest["times"]) == ("virtual", SPEEDUP, "trace")
     results = pd.read_parquet(run_dir / rundir.RESULTS)
     assert len(results) == JOBS and (results["status"] == "completed").all(), results["status"].tolist()
     # every job ran its trace runtime in virtual seconds (sigsleep on the clock page)
