@@ -10,6 +10,7 @@ from matplotlib.figure import Figure
 from harness.experiments.report import axis_label
 from harness.experiments.shrink_limit import ShrinkLimit
 from harness.model.jsonio import write_json
+from harness.model.timescale import TimeScale
 
 JSON_NAME, CSV_NAME, PLOT_NAME = "shrink-limit.json", "shrink-limit.csv", "shrink-limit.png"
 
@@ -28,7 +29,9 @@ def plot_limit(result: ShrinkLimit, out: Path, title: str = "") -> Path:
         colors = ["tab:blue" if h else "tab:red" for h in rows["holds"]]
         ax.errorbar(rows["speedup"], rows["mean"], yerr=errors, fmt="-", color="0.4", capsize=3)
         ax.scatter(rows["speedup"], rows["mean"], c=colors, zorder=3)
-        ax.axvline(1.0 / (1.0 - result.limit), color="tab:green", ls="--", label=f"limit {result.limit:g}")
+        ax.axvline(
+            TimeScale(result.limit).speedup, color="tab:green", ls="--", label=f"limit {result.limit:g}"
+        )
         ax.set_xscale("log")
         ax.set_xlabel("speed-up 1 / (1 - shrink)")
         ax.set_ylabel(axis_label(metric))
@@ -52,7 +55,7 @@ def text_table(result: ShrinkLimit) -> str:
         lines.append(
             f"shrink {shrink:g} (x{first['speedup']:.0f}, {first['wall_s']:.0f} s): " + "; ".join(cells)
         )
-    lines.append(f"limit: shrink {result.limit:g} (speed-up x{1 / (1 - result.limit):.0f})")
+    lines.append(f"limit: shrink {result.limit:g} (speed-up x{TimeScale(result.limit).speedup:.0f})")
     return "\n".join(lines)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.flow import Network
+from harness.model.timescale import TRACE_TIME, TimeScale
 from harness.platform import Machine
 
 MB = 1e6
@@ -31,10 +32,11 @@ class IONetwork:
     bb_chassis: tuple[int, ...]
 
     @classmethod
-    def from_platform(cls, platform: Machine, time_scale: float = 1.0) -> IONetwork:
-        """``time_scale`` = 1 / (1 - shrink): a shrunk plan's second moves that many bytes."""
+    def from_platform(cls, platform: Machine, scale: TimeScale = TRACE_TIME) -> IONetwork:
+        """The links in bytes per second of the clock ``scale`` maps the trace to (a Slurm second
+        at shrink s moves the bytes of ``1 / (1 - s)`` trace seconds)."""
         io = platform.io
-        per_s = MB * time_scale
+        per_s = scale.per_slurm_second(MB)
         links = [(platform.bb.name(b + 1), io.bb_node_mbps * per_s) for b in range(platform.bb_count)]
         links.append(("pfs", io.pfs_capacity_mbps(platform.compute_count) * per_s))
         h = io.hierarchy

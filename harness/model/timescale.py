@@ -77,6 +77,9 @@ class TimeScale:
         return per_trace_second * self.speedup
 
 
+TRACE_TIME = TimeScale()  # Slurm's seconds are the trace's: a virtual clock, or no shrink
+
+
 def _map_columns(table: Any, columns: Iterable[str], change: Callable[[Any], Any]) -> Any:
     out = table.copy()
     for name in columns:

@@ -23,6 +23,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from harness.model.timescale import TimeScale
 from harness.platform import Machine
 from harness.policies.base import Start
 
@@ -63,10 +64,11 @@ class TierRates:
         t = platform.io.tiers
         return cls.lackner(t.lps_mbps, t.hps_ratio, t.stage_ratio)
 
-    def in_time_scale(self, scale: float) -> TierRates:
-        """The same rates for a policy planning in seconds shrunk ``scale`` times (the live
-        agent: MB per shrunk second, and the shortest run shrunk too)."""
-        return TierRates(self.lps * scale, self.hps * scale, self.stage * scale, self.min_run_s / scale)
+    def on_clock(self, scale: TimeScale) -> TierRates:
+        """The same rates for a policy planning in Slurm's seconds (the live agent: MB per
+        Slurm second, and the shortest run in Slurm's seconds too)."""
+        lps, hps, stage = (scale.per_slurm_second(r) for r in (self.lps, self.hps, self.stage))
+        return TierRates(lps, hps, stage, scale.to_slurm(self.min_run_s))
 
     def __post_init__(self) -> None:
         if min(self.lps, self.hps, self.stage) <= 0:

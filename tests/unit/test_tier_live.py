@@ -107,11 +107,11 @@ def _platform_with_tiers():  # type: ignore[no-untyped-def]
 
 
 def test_tier_rates_in_a_time_scale() -> None:
+    from harness.model.timescale import TimeScale
     from harness.policies.tiers import TierRates
 
-    assert TierRates(200.0, 400.0, 250.0).in_time_scale(200.0) == TierRates(
-        40_000.0, 80_000.0, 50_000.0, 0.005
-    )
+    # shrink 0.75: a Slurm second is 4 trace seconds, so 4 times the MB; the 1 s shortest run is 0.25 s
+    assert TierRates(200.0, 400.0, 250.0).on_clock(TimeScale(0.75)) == TierRates(800.0, 1600.0, 1000.0, 0.25)
 
 
 def test_tier_rates_of_a_platform() -> None:

@@ -28,6 +28,7 @@ from typing import Any
 
 from harness.emulation.iolive.tiers import move_to_slow_tier
 from harness.model.hostlist import compress_hostlist, expand_hostlist
+from harness.model.timescale import TimeScale
 from harness.platform import Machine
 from harness.policies import kernels
 from harness.policies.base import Decision, Policy
@@ -101,9 +102,10 @@ class Agent:
         policy = self.policy
         if getattr(policy, "tiered", False):  # SAS: the tier choice needs each job's I/O and the rates
             io = {q.job_id: self.io.get(q.job_id, JobIo()) for q in queue}
-            # it plans in the run's shrunk seconds (the comments' walltimes): MB per shrunk second
-            scale = max(_time_scale(self.comments.get(q.job_id, {})) for q in queue)
-            rates, traced = self.tier_rates.in_time_scale(scale), self._trace_ids(queue)
+            # it plans in Slurm's seconds (the comments' walltimes): MB per Slurm second
+            speedup = max(_time_scale(self.comments.get(q.job_id, {})) for q in queue)
+            rates = self.tier_rates.on_clock(TimeScale.of_speedup(speedup))
+            traced = self._trace_ids(queue)
             policy = policy.with_io(io, rates, traced)  # type: ignore[attr-defined]
         decision = policy.decide(state, JobQueue.of(queue), now)
         latency = time.perf_counter() - began

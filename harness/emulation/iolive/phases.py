@@ -33,6 +33,7 @@ from harness.emulation.iolive.drains import outside_s
 from harness.emulation.iolive.flows import Flow
 from harness.flow.io_network import MB
 from harness.model.hostlist import expand_hostlist
+from harness.model.timescale import TimeScale
 from harness.platform import Machine
 
 PHASE_COLUMNS = ("compute_s", "checkpoint_s", "io_s", "io_bytes", "solo_s", "dilation")
@@ -54,8 +55,8 @@ def phase_list(job: dict, compute_link_mbps: float) -> str | None:
     if not all(c in job for c in _PLAN_COLUMNS):
         return None
     p, nodes = int(job["io_phases"]), int(job["nodes"])
-    scale = float(job.get("io_time_scale", 1.0))
-    comm = float(job["io_comm_mb"]) * (nodes - 1) / (compute_link_mbps * scale)
+    scale = TimeScale.of_speedup(float(job.get("io_time_scale", 1.0)))
+    comm = scale.to_slurm(float(job["io_comm_mb"]) * (nodes - 1) / compute_link_mbps)
     each = max(float(job["io_compute_s"]) / p, comm)
     checkpoint = nodes * float(job["io_checkpoint_mb"])
     parts = [f"compute:{each:.6f}"]

@@ -57,6 +57,7 @@ from harness.flow.io_network import MB, IONetwork
 from harness.model.jsonio import append_jsonl
 from harness.model.rundir import SHARED_IO
 from harness.model.rundir import STAGING_RECORDS as RECORDS
+from harness.model.timescale import TimeScale
 from harness.platform import Machine, load_platform
 
 DIRECTIVE = "#HARNESS_IO"
@@ -116,7 +117,7 @@ def transfer_rates(transfers: list[Transfer], machine: Machine, time_scale: floa
     """Bytes per (real) second of each transfer, all sharing ``machine``'s staging links."""
     if not transfers:
         return np.zeros(0)
-    net = IONetwork.from_platform(machine, time_scale=time_scale)
+    net = IONetwork.from_platform(machine, TimeScale.of_speedup(time_scale))
     stripes = len(net.bb_links)
     routes = [net.staging(b) for b in range(stripes)]
     width = max(len(r) for r in routes)
