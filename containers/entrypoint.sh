@@ -80,6 +80,8 @@ run_clock_ticker() {
 run_nodes() {
   local nodes="$1" clock=()
   [[ -f "$CLOCK_ENV" ]] && clock=(--env-file "$CLOCK_ENV")
+  # an own-node deployment: each slurmd reads nodes/slurm-<node>.conf, its own node only
+  clock+=(--conf-dir /etc/slurm/nodes)
   # One malloc arena per slurmd: ~100 daemons on one host otherwise each reserve several.
   export MALLOC_ARENA_MAX=1
   # slurmd reads the CPU topology through hwloc, which dlopens every plugin of

@@ -10,6 +10,9 @@ from harness.platform.machine import PlatformError
 
 MAX_PORT = 65535
 DEFAULT_DBD_PORT = 6819
+# What each slurmd reads: the whole slurm.conf ("shared"), or one listing its own node only
+# ("own-node"; its memory then stays the same whatever the cluster's size, docs/cluster.md)
+SLURMD_CONFS = ("shared", "own-node")
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,13 @@ class Deployment:
     # sbatch fails after about this long and the replay retries it
     message_timeout: int = 30
     accounting: Accounting = field(default_factory=Accounting)
+    slurmd_conf: str = "shared"  # one of SLURMD_CONFS
+
+    def __post_init__(self) -> None:
+        if self.slurmd_conf not in SLURMD_CONFS:
+            raise PlatformError(
+                f"deployment.slurmd_conf must be one of {', '.join(SLURMD_CONFS)}, got {self.slurmd_conf!r}"
+            )
 
     def check_ports(self, node_count: int) -> None:
         """The controller's port must not fall in the nodes' range, which must end by 65535."""

@@ -11,7 +11,8 @@ The format (``harness/platform/default.toml`` is the study's machine)::
     [machine.io]            bandwidths and storage tiers (optional; see platform/bandwidths.py)
     [deployment]            controller_host, controller_port, slurmd_base_port,
                             node_containers, bb_license, slurmd_timeout (s, default
-                            300), message_timeout (s, default 30)
+                            300), message_timeout (s, default 30), slurmd_conf
+                            ("shared" or "own-node": each slurmd reads only its node)
     [deployment.accounting] enabled (default false), dbd_port (6819), account ("harness"):
                             slurmdbd + MariaDB and sacct (docs/accounting.md)
 
@@ -151,6 +152,7 @@ def _deployment(table: dict[str, Any]) -> Deployment:
         slurmd_timeout=_require({"slurmd_timeout": 300} | table, "slurmd_timeout", int, "deployment"),
         message_timeout=_require({"message_timeout": 30} | table, "message_timeout", int, "deployment"),
         accounting=_accounting(table.get("accounting", {})),
+        slurmd_conf=_require({"slurmd_conf": "shared"} | table, "slurmd_conf", str, "deployment"),
     )
 
 

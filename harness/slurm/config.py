@@ -6,6 +6,7 @@ they need. The same rendering feeds the Docker cluster, compose users and Ansibl
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,8 @@ PREEMPT_MODES = ("none", "suspend")
 
 SchedulerMode = Literal["builtin", "backfill"]
 ClockMode = Literal["wall", "virtual"]
+OWN_NODE_DIR = "nodes"  # own-node confs: nodes/slurm-<node>.conf, with the extra files slurmd reads
+NODE_EXTRA_FILES = ("gres.conf", "cgroup.conf")  # what slurmd reads beside its slurm.conf
 CLOCK_ENV = "clock.env"  # with the virtual clock: the environment that preloads the daemons
 CRED_EXPIRE_VIRTUAL_S = 100_000  # a launch credential outlives any jump of the virtual clock
 BurstBufferMode = Literal["licenses", "lua"]
@@ -203,6 +206,7 @@ def template_context(
         "urgent_partition": URGENT_PARTITION,
         "pfs_mbps": int(platform.io.pfs_capacity_mbps(platform.compute_count)),
         "cred_expire_s": CRED_EXPIRE_VIRTUAL_S,
+        "own_node": "",  # the one node of a slurmd's own slurm.conf (own-node deployments)
     }
 
 
@@ -225,13 +229,36 @@ def render_slurm_files(
     if sched.clock == "virtual":
         preload = preload_env(f"{SHARED}/{FAKETIME_FILE}")
         files[CLOCK_ENV] = "".join(f"{key}={value}\n" for key, value in preload.items())
+    if platform.deployment.slurmd_conf == "own-node":
+        files.update(own_node_files(env.get_template("slurm.conf.j2"), ctx, files, addresses=node_addresses))
     return files
 
 
+def own_node_files(
+    template: jinja2.Template, ctx: dict, files: dict[str, str], addresses: Mapping[str, str] | None
+) -> dict[str, str]:
+    """``nodes/slurm-<node>.conf`` for every node (its own NodeName line, no partitions) and the
+    files slurmd reads beside it: what each slurmd of an ``own-node`` deployment reads."""
+    platform: Platform = ctx["platform"]
+    ports = platform.ports()
+    out = {f"{OWN_NODE_DIR}/{name}": files[name] for name in NODE_EXTRA_FILES}
+    for kind, nodes in (("compute_nodes", platform.compute_nodes()), ("bb_nodes", platform.bb_nodes())):
+        for node in nodes:
+            own = {"compute_nodes": [], "bb_nodes": [], "own_node": node}
+            own[kind] = node_lines([node], ports, addresses or {})
+            out[f"{OWN_NODE_DIR}/slurm-{node}.conf"] = template.render({**ctx, **own})
+    return out
+
+
 def write_slurm_files(directory: Path, files: dict[str, str]) -> list[Path]:
+    """Write ``files`` under ``directory``; own-node confs of an earlier deployment are removed
+    (a slurmd would otherwise go on reading one)."""
     directory.mkdir(parents=True, exist_ok=True)
+    if (directory / OWN_NODE_DIR).is_dir():
+        shutil.rmtree(directory / OWN_NODE_DIR)
     written = []
     for name, text in files.items():
+        (directory / name).parent.mkdir(parents=True, exist_ok=True)
         path = atomic_write_text(directory / name, text)
         path.chmod(0o644)
         written.append(path)

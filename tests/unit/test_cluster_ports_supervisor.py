@@ -80,3 +80,22 @@ def test_supervisor_starts_every_node_restarts_a_crash_and_stops_on_sigterm(tmp_
     assert proc.returncode == 0
     assert "n1 exited (status 768); restart 1 in 1 s" in out
     assert "all daemons stopped" in out
+
+
+def test_a_node_with_its_own_conf_gets_it_and_the_others_the_shared_one(tmp_path: Path) -> None:
+    from harness.cluster.node.supervisor import Supervisor
+
+    args = tmp_path / "args"
+    fake = tmp_path / "slurmd"
+    fake.write_text(f'#!/bin/sh\necho "$*" >> {args}\n')
+    fake.chmod(0o755)
+    confs = tmp_path / "nodes"
+    confs.mkdir()
+    (confs / "slurm-n1.conf").write_text("NodeName=n1\n")
+    sup = Supervisor(["n1", "n2"], str(fake), spool=None, conf_dir=confs)
+    for node in ("n1", "n2"):
+        sup.start(node)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (not args.exists() or len(args.read_text().splitlines()) < 2):
+        time.sleep(0.05)
+    assert sorted(args.read_text().splitlines()) == [f"-D -N n1 -f {confs / 'slurm-n1.conf'}", "-D -N n2"]

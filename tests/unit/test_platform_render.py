@@ -215,3 +215,62 @@ def test_missing_table_named(tmp_path: Path) -> None:
     path.write_text(SMALL.replace("[deploy]\nnode_containers = 2\n", ""))
     with pytest.raises(PlatformError, match=r"missing table \[deploy\]"):
         load_platform(path)
+
+
+def _own_node(platform_text: str) -> str:
+    """The platform with ``slurmd_conf = "own-node"`` in its [deployment]."""
+    return platform_text.replace("[deployment]\n", '[deployment]\nslurmd_conf = "own-node"\n')
+
+
+def test_own_node_confs_give_each_slurmd_its_own_node_only(tmp_path: Path) -> None:
+    from harness.platform.writing import save_platform
+    from tests.platforms import platform_toml
+
+    text = _own_node(platform_toml(name="own", controller_port=6900, slurmd_base_port=17001))
+    (tmp_path / "own.toml").write_text(text)
+    platform = load_platform(tmp_path / "own.toml")
+    files = render_slurm_files(platform)
+    shared = files["slurm.conf"]
+    assert "TreeWidth=65533" in shared and "DebugFlags=NO_CONF_HASH" in shared
+    assert len(re.findall(r"^NodeName=", shared, re.M)) >= 2  # the controller's lists every node
+    nodes = [*platform.compute_nodes(), *platform.bb_nodes()]
+    assert sorted(k for k in files if k.startswith("nodes/slurm-")) == sorted(
+        f"nodes/slurm-{n}.conf" for n in nodes
+    )
+    assert (
+        files["nodes/gres.conf"] == files["gres.conf"] and files["nodes/cgroup.conf"] == files["cgroup.conf"]
+    )
+    for node in nodes:
+        own = files[f"nodes/slurm-{node}.conf"]
+        lines = re.findall(r"^NodeName=\S+ .* Port=(\d+)", own, re.M)
+        assert re.findall(r"^NodeName=(\S+)", own, re.M) == [node]
+        assert lines == [str(platform.node_port(node))]
+        assert "PartitionName=" not in own
+    # 8 compute nodes s01..s08 from port 17001, then the BB node sbb1 at 17009
+    assert (
+        "NodeName=sbb1 " in files["nodes/slurm-sbb1.conf"] and "Port=17009" in files["nodes/slurm-sbb1.conf"]
+    )
+    save_platform(platform, tmp_path / "again.toml")
+    assert load_platform(tmp_path / "again.toml").deployment.slurmd_conf == "own-node"
+
+
+def test_a_shared_deployment_has_no_own_node_files_and_writing_removes_stale_ones(tmp_path: Path) -> None:
+    from harness.slurm.config import write_slurm_files
+
+    files = render_slurm_files(load_platform())
+    assert not any(k.startswith("nodes/") for k in files) and "TreeWidth" not in files["slurm.conf"]
+    stale = tmp_path / "nodes" / "slurm-c001.conf"
+    stale.parent.mkdir()
+    stale.write_text("old\n")
+    write_slurm_files(tmp_path, files)
+    assert not (tmp_path / "nodes").exists() and (tmp_path / "slurm.conf").exists()
+
+
+def test_an_unknown_slurmd_conf_mode_is_refused() -> None:
+    from tests.platforms import platform_toml
+
+    text = platform_toml(name="x", controller_port=6900, slurmd_base_port=17001).replace(
+        "[deployment]\n", '[deployment]\nslurmd_conf = "mine"\n'
+    )
+    with pytest.raises(PlatformError, match=r"slurmd_conf must be one of shared, own-node, got 'mine'"):
+        platform_from_dict(__import__("tomllib").loads(text), "<test>")

@@ -5,10 +5,11 @@ It replaces a shell loop per daemon (1,134 bash processes at the scale platform'
 one Python process waits on all its children. Run by the image's entrypoint::
 
     python -m harness.cluster.node.supervisor c0001,c0002,...   [--command /usr/sbin/slurmd]
-        [--env-file /etc/slurm/clock.env]
+        [--env-file /etc/slurm/clock.env] [--conf-dir /etc/slurm/nodes]
 
 ``--env-file`` adds its ``KEY=VALUE`` lines to the daemons' environment only (the virtual
-clock's preload: the supervisor itself stays on the real clock).
+clock's preload: the supervisor itself stays on the real clock). With ``--conf-dir``, a node
+whose ``slurm-<node>.conf`` is there reads it (``-f``) instead of the whole cluster's slurm.conf.
 
 SIGTERM or SIGINT stops every daemon (SIGTERM, SIGKILL after a grace period) and exits.
 Imports nothing of the harness: it runs in the node containers.
@@ -44,8 +45,10 @@ class Supervisor:
         command: str = SLURMD,
         spool: Path | None = SPOOL,
         env: dict[str, str] | None = None,
+        conf_dir: Path | None = None,
     ) -> None:
         self.nodes = nodes
+        self.conf_dir = conf_dir
         self.command = command
         self.spool = spool
         self.env = {**os.environ, **env} if env else None  # None: the supervisor's own
@@ -57,6 +60,9 @@ class Supervisor:
         if self.spool is not None:
             (self.spool / node).mkdir(parents=True, exist_ok=True)
         argv = [self.command, "-D", "-N", node]
+        own = self.conf_dir / f"slurm-{node}.conf" if self.conf_dir is not None else None
+        if own is not None and own.is_file():
+            argv += ["-f", str(own)]
         hold = HOLD_DIR / f"hold-{node}"
         if hold.exists():  # a crashed node (harness.cluster.containers.faults) stays down until released
             argv = ["/bin/sh", "-c", 'while [ -f "$0" ]; do sleep 0.2; done; exec "$@"', str(hold), *argv]
@@ -112,12 +118,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--command", default=SLURMD, help="the daemon, run as COMMAND -D -N NODE")
     parser.add_argument("--spool", default=str(SPOOL), help="parent of each node's spool folder")
     parser.add_argument("--env-file", type=Path, help="KEY=VALUE lines added to the daemons' environment")
+    parser.add_argument(
+        "--conf-dir", type=Path, help="where slurm-<node>.conf, a node's own slurm.conf, may be"
+    )
     args = parser.parse_args(argv)
     nodes = [n for n in args.nodes.split(",") if n]
     if not nodes:
         parser.error("no node names given")
     env = read_env_file(args.env_file) if args.env_file else None
-    return Supervisor(nodes, args.command, Path(args.spool), env).run()
+    return Supervisor(nodes, args.command, Path(args.spool), env, args.conf_dir).run()
 
 
 def read_env_file(path: Path) -> dict[str, str]:
