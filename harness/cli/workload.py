@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from harness.cli.generate import generate
-from harness.cli.options import POSITIVE_INT, HarnessGroup, json_option, output_option, shrink_option
+from harness.cli.options import PARTS, HarnessGroup, json_option, output_option, shrink_option
 from harness.cli.workload_options import selection_kwargs, selection_options, trace_kwargs, trace_options
 from harness.model.atomic import OutputError, check_target
 from harness.model.jsonio import nulls_for_non_finite, to_json
@@ -221,7 +221,7 @@ def prepare(trace: str, output: Path, **opts: Any) -> None:
               "harness workload split kth.swf -o parts/ --format swf"],
 )  # fmt: skip
 @click.argument("trace")
-@click.option("-k", "--parts", type=POSITIVE_INT, default=16, show_default=True,
+@click.option("-k", "--parts", type=PARTS, default=16, show_default=True,
               help="Number of equal periods K (of duration, not of jobs).")  # fmt: skip
 @output_option("Directory to write the parts to (created).", required=True, file_okay=False)
 @click.option("--format", "fmt", type=click.Choice(["plan", "swf"]), default="plan", show_default=True,
