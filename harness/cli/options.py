@@ -137,8 +137,8 @@ class PeriodType(click.ParamType):
             i, k = (int(x) for x in str(value).split("/"))
         except ValueError:
             self.fail(f"expected I/K such as 3/16, got {value!r}", param, ctx)
-        if k < 1:
-            self.fail(f"K must be >= 1, got {value!r}", param, ctx)
+        if not 1 <= k <= checks.MAX_PARTS:
+            self.fail(f"K must be in 1..{checks.MAX_PARTS}, got {value!r}", param, ctx)
         if not 1 <= i <= k:
             first_last = f"the first period is 1/{k}, the last {k}/{k}"
             self.fail(f"period I must be in 1..K, counted from 1 ({first_last}); got {value!r}", param, ctx)

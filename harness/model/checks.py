@@ -26,6 +26,7 @@ MAX_INT32 = 2**31 - 1  # Slurm keeps counts, CPUs and memory (MB) in 32-bit fiel
 MAX_JOBS = 1_000_000  # jobs a generator may make (KTH-SP2 has 28,000; its Python loop: minutes)
 MAX_REPETITIONS = 1_000  # repetitions of one job (Feitelson's model) or of one experiment cell
 MAX_PARTS = 10_000  # equal periods of a trace (Kopanski: 16)
+MAX_TRACE_BYTES = 2**31  # a trace once decompressed (the largest archive traces are far smaller)
 MAX_NAME = 128
 # A name that becomes a file or directory name, a container name or a word of a Slurm file.
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
@@ -149,6 +150,27 @@ def readable_file(path: str | Path, where: str) -> Path:
     if not os.access(target, os.R_OK):
         raise InputError(f"{target}: cannot read (permission denied)", where=where)
     return target
+
+
+def read_input(path: str | Path, where: str, limit: int = MAX_TRACE_BYTES) -> bytes:
+    """The bytes of an input file or pipe (``<(zcat t.swf.gz)``), at most ``limit``. A named
+    FIFO nobody writes to reads as empty instead of blocking for ever; a directory or a
+    device (``/dev/zero`` never ends) is refused."""
+    target = Path(path)
+    try:
+        mode = target.stat().st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+            kind = "a directory" if stat.S_ISDIR(mode) else "a device or special file"
+            raise InputError(f"{target}: is {kind}, not a file", where=where)
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK)  # opening a FIFO would wait for a writer
+    except OSError as exc:
+        raise InputError(f"{target}: cannot read ({exc.strerror or exc})", where=where) from None
+    os.set_blocking(fd, True)  # now a pipe's reads wait for its writer, and end when it closes
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(f"{target}: larger than {limit:,} bytes", where=where)
+    return data
 
 
 def did_you_mean(word: str, known: Iterable[str]) -> str:
