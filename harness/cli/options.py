@@ -167,8 +167,8 @@ class NumberType(click.ParamType):
         return self.range.describe()
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        try:
-            parsed = value if isinstance(value, int | float) else float(value)
+        try:  # text in ASCII only: float() also reads other scripts' digits
+            parsed = value if isinstance(value, int | float) else float(str(value).encode("ascii"))
         except (TypeError, ValueError):
             parsed = value  # refused below, as written
         try:
@@ -198,6 +198,25 @@ class IntegerType(click.ParamType):
             self.fail(f"expected {rule}{f' ({self.why})' if self.why else ''}, got {value!r}", param, ctx)
 
 
+class NameType(click.ParamType):
+    """A safe name (:func:`harness.model.checks.safe_name`): it becomes a file, a container
+    or a word of a Slurm file, so no path separator, ``..``, space or newline."""
+
+    name = "NAME"
+
+    def __init__(self, label: bool = False) -> None:
+        self.label = label  # a name only written into files may hold '+' (checks.LABEL)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        pattern, rule = (
+            (checks.LABEL, checks.LABEL_RULE) if self.label else (checks.SAFE_NAME, checks.SAFE_NAME_RULE)
+        )
+        try:
+            return checks.safe_name(value, "", pattern, rule)
+        except checks.InputError as exc:
+            self.fail(str(exc), param, ctx)
+
+
 # The shared types: every option of one kind is checked the same way, naming the option.
 PROBABILITY = NumberType("probability", 0.0, 1.0)
 RATIO = NumberType("ratio", 1.0)  # a sampling ratio s_p = N_orig / N_work: >= 1
@@ -223,6 +242,9 @@ MEGABYTES = IntegerType(0, checks.MAX_INT32, "Slurm counts MB in 32 bits")
 JOB_COUNT = IntegerType(1, checks.MAX_JOBS, "a generated workload")
 NODE_COUNT = IntegerType(1, checks.MAX_INT32, "Slurm counts in 32 bits")
 PARTS = IntegerType(1, checks.MAX_PARTS)
+SLURM_COUNT = IntegerType(0, checks.MAX_INT32, "Slurm counts in 32 bits")
+WORKERS = IntegerType(1, 1024, "processes or workers at once")
+MINUTES = IntegerType(1, 525_600, "a year")
 
 
 def platform_option(func: F) -> F:
@@ -294,7 +316,7 @@ def time_limit_option(default: float | None, help_extra: str) -> Callable[[F], F
 def first_n_option(func: F) -> F:
     return click.option(
         "--first-n",
-        type=click.IntRange(min=1),
+        type=POSITIVE_INT,
         default=None,
         help="Only the first N jobs of the trace (default: all).",
     )(func)

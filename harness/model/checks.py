@@ -28,9 +28,13 @@ MAX_REPETITIONS = 1_000  # repetitions of one job (Feitelson's model) or of one 
 MAX_PARTS = 10_000  # equal periods of a trace (Kopanski: 16)
 MAX_TRACE_BYTES = 2**31  # a trace once decompressed (the largest archive traces are far smaller)
 MAX_NAME = 128
-# A name that becomes a file or directory name, a container name or a word of a Slurm file.
-SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
-SAFE_NAME_RULE = "a letter or digit, then letters, digits, '.', '_', '+' or '-' (no '/', '..' or spaces)"
+# A name that becomes a file or directory name, a container name or a word of a Slurm file
+# (Docker's rule for container names).
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+SAFE_NAME_RULE = "a letter or digit, then letters, digits, '.', '_' or '-' (no '/', '..' or spaces)"
+# A name that is only written into files (a platform's, in slurm.conf's comment): '+' too.
+LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+LABEL_RULE = "a letter or digit, then letters, digits, '.', '_', '+' or '-' (no '/', '..' or spaces)"
 
 
 class InputError(ValueError):

@@ -107,7 +107,7 @@ def platform_from_dict(data: dict[str, Any], source: str = "<dict>") -> Platform
     try:
         _known_keys(data, machine_data)
         machine = Machine(
-            name=_checked(checks.safe_name, _require(meta, "name", str, "platform"), "platform.name"),
+            name=_checked(_label, _require(meta, "name", str, "platform"), "platform.name"),
             description=_checked(checks.one_line, meta.get("description", ""), "platform.description"),
             groups=_require(topo, "groups", int, "machine.topology"),
             chassis_per_group=_require(topo, "chassis_per_group", int, "machine.topology"),
@@ -155,6 +155,11 @@ def _known_keys(data: dict[str, Any], machine: dict[str, Any]) -> None:
             checks.known_keys(table, _KEYS[where].split(), where or "top level")
         except InputError as exc:
             raise PlatformError(str(exc)) from None
+
+
+def _label(value: Any, where: str) -> str:
+    """A platform's name: a safe name, '+' allowed (``small-8+1``)."""
+    return checks.safe_name(value, where, checks.LABEL, checks.LABEL_RULE)
 
 
 def _checked(check: Callable[[Any, str], Any], value: Any, where: str) -> Any:
