@@ -12,8 +12,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from harness.cli.options import (
+    NON_NEGATIVE_INT,
+    POSITIVE_SECONDS,
+    SLURM_COUNT,
+    WORKERS,
     F,
     HarnessGroup,
+    NameType,
     json_option,
     output_option,
     platform_option,
@@ -29,7 +34,7 @@ from harness.slurm.config import SchedulerConfig, SchedulerMode
 if TYPE_CHECKING:
     from harness.cluster.containers.backend import DockerCluster
 
-name_option = click.option("--name", default="bbemu", show_default=True,
+name_option = click.option("--name", type=NameType(), default="bbemu", show_default=True,
                            help="Docker cluster name (containers NAME-ctld, NAME-nodesK).")  # fmt: skip
 SCHEDULER_HELP = "Slurm's scheduler: backfill (sched/backfill) or builtin (sched/builtin, FCFS)."
 
@@ -67,7 +72,7 @@ def cluster() -> None:
 @name_option
 @platform_option
 @scheduler_option
-@click.option("--reserve-depth", type=int, default=None,
+@click.option("--reserve-depth", type=SLURM_COUNT, default=None,
               help="Jobs backfill reserves ahead, bf_job_part_count_reserve (default: Slurm's).")  # fmt: skip
 @click.option("--no-bf-licenses", is_flag=True, help="Backfill without reserving burst-buffer licenses.")
 @click.option("--rebuild", is_flag=True, help="Rebuild the image even if it exists.")
@@ -141,7 +146,9 @@ def status(name: str, as_json: bool) -> None:
     examples=["harness cluster exec -- scancel --user emu", "harness cluster exec --name bbemu -- sinfo -R"],
 )
 @name_option
-@click.option("--timeout", type=float, default=60.0, show_default=True, help="Seconds before giving up.")
+@click.option(
+    "--timeout", type=POSITIVE_SECONDS, default=60.0, show_default=True, help="Seconds before giving up."
+)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def exec_command(name: str, timeout: float, command: tuple[str, ...]) -> None:
     """Run COMMAND (e.g. a Slurm client: scancel, squeue, sacct) beside slurmctld; its exit status.
@@ -160,7 +167,7 @@ def exec_command(name: str, timeout: float, command: tuple[str, ...]) -> None:
 @cluster.command(examples=["harness cluster logs -f", "harness cluster logs --daemon c001 -n 50"])
 @name_option
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new lines.")
-@click.option("-n", "--lines", type=click.IntRange(min=0), default=20, show_default=True,
+@click.option("-n", "--lines", type=NON_NEGATIVE_INT, default=20, show_default=True,
               help="Last lines shown per log file.")  # fmt: skip
 @click.option(
     "--daemon",
@@ -248,7 +255,7 @@ def render(name: str, platform_file: str, output: Path, scheduler: SchedulerMode
 )
 @click.option(
     "--workers",
-    type=int,
+    type=WORKERS,
     default=None,
     help="Without --hosts-json: this many workers on one machine's 127.0.0.1 (default: the "
     "platform's node_containers).",

@@ -8,6 +8,9 @@ from pathlib import Path
 import click
 
 from harness.cli.options import HarnessCommand, json_option, output_option
+from harness.model.checks import InputError
+
+PLOT_FORMATS = (".png", ".pdf", ".svg")  # what the chart is saved as, by its name
 
 
 @click.command(
@@ -48,6 +51,11 @@ def compare_command(
     # Imported here: pandas would otherwise slow `harness --help` down; matplotlib only for --plot.
     from harness.analysis.compare import DEFAULT_METRICS, compare_runs, comparison_to_dict, format_table
 
+    if output is not None and output.suffix.lower() not in PLOT_FORMATS:
+        raise InputError(
+            f"a chart is written as {', '.join(PLOT_FORMATS)}; got {output.name!r}", where="--output"
+        )
+    metrics = tuple(dict.fromkeys(metrics))  # -m X -m X is X once
     try:
         df = compare_runs(
             list(runs), baseline=baseline, metrics=metrics or DEFAULT_METRICS, strict=bool(metrics)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from harness.cli.options import HarnessGroup, output_option, quiet_option
+from harness.cli.options import MINUTES, WORKERS, HarnessGroup, IntegerType, output_option, quiet_option
 from harness.experiments.keys import SpecError
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def experiment() -> None:
 @click.option(
     "-j",
     "--jobs",
-    type=click.IntRange(min=1),
+    type=WORKERS,
     default=1,
     show_default=True,
     help="Cells run at once (local: worker processes; slurm: array tasks at once).",
@@ -63,14 +63,14 @@ def experiment() -> None:
 @click.option("--partition", default=None, help="Slurm partition of the cells' jobs (slurm executor).")
 @click.option(
     "--cell-time",
-    type=click.IntRange(min=1),
+    type=MINUTES,
     default=60,
     show_default=True,
     help="Time limit of one cell in minutes; a Slurm task gets it times --cells-per-task (slurm executor).",
 )
 @click.option(
     "--cells-per-task",
-    type=click.IntRange(min=1),
+    type=IntegerType(1, 100_000),
     default=1,
     show_default=True,
     help="Cells one Slurm array task runs in turn, paying Python's imports once (slurm executor).",

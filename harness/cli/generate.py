@@ -9,10 +9,12 @@ import click
 import pandas as pd
 
 from harness.cli.options import (
-    NON_NEGATIVE_INT,
-    POSITIVE_INT,
+    JOB_COUNT,
+    MEGABYTES,
+    NODE_COUNT,
     POSITIVE_NUMBER,
     POSITIVE_SECONDS,
+    REPEAT,
     SEED,
     HarnessGroup,
 )
@@ -55,19 +57,19 @@ def _written(output: str, df: pd.DataFrame, manifest: dict, inputs: tuple[Path, 
     help="Seed of the workload model (one workload per seed).",
 )
 @click.option(
-    "--jobs", type=POSITIVE_INT, default=500, show_default=True, help="Number of jobs (Lackner Table I: 500)."
+    "--jobs", type=JOB_COUNT, default=500, show_default=True, help="Number of jobs (Lackner Table I: 500)."
 )
 @click.option(
     "--nodes",
     "machine_nodes",
-    type=POSITIVE_INT,
+    type=NODE_COUNT,
     default=128,
     show_default=True,
     help="Machine size, in nodes.",
 )
 @click.option(
     "--max-repetitions",
-    type=POSITIVE_INT,
+    type=REPEAT,
     default=2,
     show_default=True,
     help="Repeated runs of one job at most.",
@@ -95,7 +97,7 @@ def _written(output: str, df: pd.DataFrame, manifest: dict, inputs: tuple[Path, 
 )
 @click.option(
     "--bb-per-node-mb",
-    type=NON_NEGATIVE_INT,
+    type=MEGABYTES,
     default=NODE_MEMORY_MB,
     show_default=True,
     help="Burst-buffer request per node, in MB (Lackner: a checkpoint of the node's 16 GB).",
@@ -126,12 +128,12 @@ def feitelson96_command(
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Plan file (.parquet).")
 @click.option("--seed", type=SEED, default=1, show_default=True, help="Seed of the workload model.")
 @click.option(
-    "--jobs", type=POSITIVE_INT, default=2_500, show_default=True, help="Number of jobs (Herbein: 2,500)."
+    "--jobs", type=JOB_COUNT, default=2_500, show_default=True, help="Number of jobs (Herbein: 2,500)."
 )
 @click.option(
     "--nodes",
     "machine_nodes",
-    type=POSITIVE_INT,
+    type=NODE_COUNT,
     default=3_888,
     show_default=True,
     help="Machine size, in nodes (Herbein's CTS-1: 3,888).",
@@ -145,7 +147,7 @@ def feitelson96_command(
 )
 @click.option(
     "--procs-per-node",
-    type=POSITIVE_INT,
+    type=NODE_COUNT,
     default=None,
     help="The trace's processors per node (sizes are in nodes) [default: MaxProcs / MaxNodes of "
     "the header, else 1].",

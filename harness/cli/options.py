@@ -13,13 +13,14 @@ The vocabulary, and the few names that deliberately differ between commands, are
 from __future__ import annotations
 
 import functools
-import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from harness.model import checks
 from harness.model.clock import MAX_SPEEDUP
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -57,6 +58,26 @@ def _format_tail(formatter: click.HelpFormatter, examples: Sequence[str], rename
             formatter.write_dl([(old, f"now {new}") for old, new in renamed.items()])
 
 
+class InputFailure(click.ClickException):
+    """A value the user gave was refused (:class:`harness.model.checks.InputError`): one line
+    ``Error: ...`` and exit status 2, the status of a usage error."""
+
+    exit_code = 2
+
+
+def as_usage_errors(invoke: Callable[[click.Context], Any], ctx: click.Context) -> Any:
+    """Run ``invoke(ctx)``; a refused input, raised as it is or turned into a
+    ``ClickException`` by a command, ends with exit status 2 instead of 1 or a traceback."""
+    try:
+        return invoke(ctx)
+    except checks.InputError as exc:
+        raise InputFailure(str(exc)) from None
+    except click.ClickException as exc:
+        if isinstance(exc.__context__, checks.InputError) and exc.exit_code == 1:
+            exc.exit_code = 2
+        raise
+
+
 class HarnessCommand(click.Command):
     """A command whose help ends with ``examples`` and that accepts ``renamed`` old spellings."""
 
@@ -74,6 +95,9 @@ class HarnessCommand(click.Command):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         return super().parse_args(ctx, rename_deprecated(args, self.renamed))
 
+    def invoke(self, ctx: click.Context) -> Any:
+        return as_usage_errors(super().invoke, ctx)
+
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         super().format_epilog(ctx, formatter)
         _format_tail(formatter, self.examples, self.renamed)
@@ -87,6 +111,9 @@ class HarnessGroup(click.Group):
     def __init__(self, *args: Any, examples: Sequence[str] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.examples = tuple(examples)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        return as_usage_errors(super().invoke, ctx)
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         super().format_epilog(ctx, formatter)
@@ -110,8 +137,8 @@ class PeriodType(click.ParamType):
             i, k = (int(x) for x in str(value).split("/"))
         except ValueError:
             self.fail(f"expected I/K such as 3/16, got {value!r}", param, ctx)
-        if k < 1:
-            self.fail(f"K must be >= 1, got {value!r}", param, ctx)
+        if not 1 <= k <= checks.MAX_PARTS:
+            self.fail(f"K must be in 1..{checks.MAX_PARTS}, got {value!r}", param, ctx)
         if not 1 <= i <= k:
             first_last = f"the first period is 1/{k}, the last {k}/{k}"
             self.fail(f"period I must be in 1..K, counted from 1 ({first_last}); got {value!r}", param, ctx)
@@ -119,8 +146,8 @@ class PeriodType(click.ParamType):
 
 
 class NumberType(click.ParamType):
-    """A finite float in a range: ``low``/``high`` None for unbounded, ``*_open`` excludes the
-    bound. Unlike click.FloatRange, nan and inf are refused (nan passes every comparison)."""
+    """A finite float in a range (:class:`harness.model.checks.Range`); unlike
+    click.FloatRange, nan and inf are refused (nan passes every comparison)."""
 
     def __init__(
         self,
@@ -133,27 +160,61 @@ class NumberType(click.ParamType):
         note: str = "",
     ) -> None:
         self.name = name
-        self.low, self.high, self.low_open, self.high_open = low, high, low_open, high_open
+        self.range = checks.Range(low, high, low_open, high_open)
         self.note = note  # why the range is what it is, said with a refusal
 
     def describe(self) -> str:
-        left = "-inf" if self.low is None else f"{self.low:g}"
-        right = "inf" if self.high is None else f"{self.high:g}"
-        lb = "(" if self.low is None or self.low_open else "["
-        rb = ")" if self.high is None or self.high_open else "]"
-        return f"a finite number in {lb}{left}, {right}{rb}"
+        return self.range.describe()
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        try:
-            number = float(value)
+        try:  # text in ASCII only: float() also reads other scripts' digits
+            parsed = value if isinstance(value, int | float) else float(str(value).encode("ascii"))
         except (TypeError, ValueError):
-            self.fail(f"expected {self.describe()}, got {value!r}", param, ctx)
-        too_low = self.low is not None and (number <= self.low if self.low_open else number < self.low)
-        too_high = self.high is not None and (number >= self.high if self.high_open else number > self.high)
-        if not math.isfinite(number) or too_low or too_high:
-            note = f" ({self.note})" if self.note and too_high else ""
+            parsed = value  # refused below, as written
+        try:
+            return checks.number(parsed, "", self.range)
+        except checks.InputError:
+            high = self.range.high is not None and isinstance(parsed, float) and parsed > self.range.high
+            note = f" ({self.note})" if self.note and high else ""
             self.fail(f"expected {self.describe()}, got {value!r}{note}", param, ctx)
-        return number
+
+
+class IntegerType(click.ParamType):
+    """An integer in ``minimum..maximum`` (:func:`harness.model.checks.integer`): never above
+    int64, where numpy would wrap it silently."""
+
+    name = "integer"
+
+    def __init__(self, minimum: int | None = None, maximum: int = checks.MAX_INT64, why: str = "") -> None:
+        self.minimum, self.maximum, self.why = minimum, maximum, why
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        text = str(value).strip()
+        parsed = int(text) if re.fullmatch(r"[+-]?[0-9]+", text, re.ASCII) else value
+        try:
+            return checks.integer(parsed, "", self.minimum, self.maximum)
+        except checks.InputError:
+            rule = checks.integer_rule(self.minimum, self.maximum, isinstance(parsed, int))
+            self.fail(f"expected {rule}{f' ({self.why})' if self.why else ''}, got {value!r}", param, ctx)
+
+
+class NameType(click.ParamType):
+    """A safe name (:func:`harness.model.checks.safe_name`): it becomes a file, a container
+    or a word of a Slurm file, so no path separator, ``..``, space or newline."""
+
+    name = "NAME"
+
+    def __init__(self, label: bool = False) -> None:
+        self.label = label  # a name only written into files may hold '+' (checks.LABEL)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        pattern, rule = (
+            (checks.LABEL, checks.LABEL_RULE) if self.label else (checks.SAFE_NAME, checks.SAFE_NAME_RULE)
+        )
+        try:
+            return checks.safe_name(value, "", pattern, rule)
+        except checks.InputError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 # The shared types: every option of one kind is checked the same way, naming the option.
@@ -173,10 +234,17 @@ SAMPLE_WINDOW = NumberType("seconds", 0.0, low_open=True)
 POSITIVE_SECONDS = NumberType("seconds", 0.0, low_open=True)
 POSITIVE_NUMBER = NumberType("number", 0.0, low_open=True)
 NON_NEGATIVE_SECONDS = NumberType("seconds", 0.0)
-POSITIVE_INT = click.IntRange(min=1)
-NON_NEGATIVE_INT = click.IntRange(min=0)
-REPEAT = POSITIVE_INT
-SEED = click.IntRange(min=0, max=2**63 - 1)  # numpy's generators take any non-negative integer
+POSITIVE_INT = IntegerType(1)
+NON_NEGATIVE_INT = IntegerType(0)
+REPEAT = IntegerType(1, checks.MAX_REPETITIONS)
+SEED = IntegerType(0)  # numpy's generators take any non-negative integer (int64 here)
+MEGABYTES = IntegerType(0, checks.MAX_INT32, "Slurm counts MB in 32 bits")
+JOB_COUNT = IntegerType(1, checks.MAX_JOBS, "a generated workload")
+NODE_COUNT = IntegerType(1, checks.MAX_INT32, "Slurm counts in 32 bits")
+PARTS = IntegerType(1, checks.MAX_PARTS)
+SLURM_COUNT = IntegerType(0, checks.MAX_INT32, "Slurm counts in 32 bits")
+WORKERS = IntegerType(1, 1024, "processes or workers at once")
+MINUTES = IntegerType(1, 525_600, "a year")
 
 
 def platform_option(func: F) -> F:
@@ -248,7 +316,7 @@ def time_limit_option(default: float | None, help_extra: str) -> Callable[[F], F
 def first_n_option(func: F) -> F:
     return click.option(
         "--first-n",
-        type=click.IntRange(min=1),
+        type=POSITIVE_INT,
         default=None,
         help="Only the first N jobs of the trace (default: all).",
     )(func)
@@ -306,7 +374,8 @@ def verbose_option(help_text: str = "More progress messages.") -> Callable[[F], 
 def user_errors(*errors: type[BaseException]) -> Callable[[F], F]:
     """Bad input is the user's to fix: a ValueError (every named error of the harness is one:
     PlatformError, PlanError, SchemaError, OutputError, ...) or one of ``errors`` becomes one
-    clear line and exit status 1, not a traceback."""
+    clear line and exit status 1, not a traceback (2 for a refused input, see
+    :func:`as_usage_errors`)."""
     caught: tuple[type[BaseException], ...] = (ValueError, *errors)
 
     def decorate(func: F) -> F:

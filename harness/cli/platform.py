@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from harness.cli.options import HarnessGroup, json_option
+from harness.cli.options import MEGABYTES, NODE_COUNT, HarnessGroup, NameType, json_option
 from harness.model.jsonio import to_json
 from harness.platform import Platform, PlatformError, load_platform
 from harness.platform.writing import platform_to_toml
@@ -35,30 +35,32 @@ def platform_group() -> None:
 )
 @click.option(
     "--bb-ratio",
-    type=click.IntRange(min=1),
+    type=NODE_COUNT,
     default=8,
     show_default=True,
     help="Compute nodes per chassis, each chassis with one burst-buffer node.",
 )
 @click.option(
     "--bb-capacity-mb",
-    type=click.IntRange(min=1),
+    type=MEGABYTES,
     default=None,
     help="MB per burst-buffer node (default: bb-ratio x 5,000, the study's 40,000 for 8).",
 )
 @click.option(
     "--nodes",
-    type=click.IntRange(min=1),
+    type=NODE_COUNT,
     default=None,
     help="Compute nodes (default: MaxNodes of the header, else the widest job).",
 )
 @click.option(
     "--procs-per-node",
-    type=click.IntRange(min=1),
+    type=NODE_COUNT,
     default=None,
     help="Processors per node of the traced machine (default: MaxProcs / MaxNodes of the header, else 1).",
 )
-@click.option("--name", default=None, help="Platform name (default: <trace>-<nodes>).")
+@click.option(
+    "--name", type=NameType(label=True), default=None, help="Platform name (default: <trace>-<nodes>)."
+)
 @click.option("--lenient", is_flag=True, help="Skip malformed records instead of failing.")
 def from_trace(trace: str, output: Path, bb_ratio: int, bb_capacity_mb: int | None, nodes: int | None,
                procs_per_node: int | None, name: str | None, lenient: bool) -> None:  # fmt: skip

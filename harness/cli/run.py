@@ -18,7 +18,9 @@ from harness.cli.options import (
     POSITIVE_SECONDS,
     REPEAT,
     SPEEDUP,
+    WORKERS,
     HarnessCommand,
+    NameType,
     json_option,
     output_option,
     platform_option,
@@ -81,7 +83,7 @@ RUN_POLICY_HELP = (
 )
 @trace_options
 @selection_options
-@click.option("--name", "cluster_name", default="bbemu", show_default=True,
+@click.option("--name", "cluster_name", type=NameType(), default="bbemu", show_default=True,
               help="Docker cluster name (containers NAME-ctld, NAME-nodesK).")  # fmt: skip
 @policy_seed_option
 @click.option("--shuffle", is_flag=True, help="Shuffle submission order, keeping the instants.")
@@ -227,7 +229,9 @@ def _still_up(cluster: Any) -> bool | None:
     required=True,
     help="Shared run directory: submissions, status and jobs' records go here; a STOP file stops.",
 )
-@click.option("--run-id", required=True, help="The run's id (names the run's files and jobs' records).")
+@click.option(
+    "--run-id", type=NameType(), required=True, help="The run's id (names the run's files and jobs' records)."
+)
 @click.option(
     "--warmup",
     type=NON_NEGATIVE_SECONDS,
@@ -251,7 +255,7 @@ def _still_up(cluster: Any) -> bool | None:
 )
 @click.option(
     "--workers",
-    type=click.IntRange(min=1),
+    type=WORKERS,
     default=None,
     help="Concurrent sbatch processes at most (1: strictly in plan order; default: 8).",
 )

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import click
 
-from harness.cli.options import HarnessCommand, HarnessGroup, json_option
+from harness.cli.options import NON_NEGATIVE_SECONDS, HarnessCommand, HarnessGroup, NumberType, json_option
 from harness.model.durations import clock
 from harness.model.polling import poll_until
 
 INCOMPLETE_EXIT = 3  # the exit status of a run that did not complete
+INTERVAL = NumberType("seconds", 0.1, 3600.0)  # 0 would poll in a busy loop
 
 
 def _progress(finished: int | None, total: int | None) -> str:
@@ -60,7 +61,7 @@ def runs_group(ctx: click.Context, runs_dir: Path, as_json: bool) -> None:
 
 @runs_group.command("watch", cls=HarnessCommand, examples=["harness runs watch runs/RUN_ID"])
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--interval", type=float, default=2.0, show_default=True, help="Seconds between looks.")
+@click.option("--interval", type=INTERVAL, default=2.0, show_default=True, help="Seconds between looks.")
 def watch_command(run_dir: Path, interval: float) -> None:
     """Follow a running run's progress until it ends (exit 0 if complete, 3 if not)."""
     from harness.emulation.run.state import RUNNING, run_state
@@ -96,7 +97,7 @@ def _finish(run_dir: Path) -> None:
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option(
     "--wait",
-    type=float,
+    type=NON_NEGATIVE_SECONDS,
     default=300.0,
     show_default=True,
     help="Seconds to wait for the run to stop (its jobs cancelled, its directory written).",

@@ -12,6 +12,7 @@ from harness.cli.options import (
     POSITIVE_NUMBER,
     REPEAT,
     HarnessCommand,
+    NameType,
     policy_option,
     user_errors,
 )
@@ -99,6 +100,7 @@ def _shrink_list(ctx: click.Context, param: click.Parameter, value: str) -> list
 @click.option(
     "--name",
     "cluster_name",
+    type=NameType(),
     default="bbemu",
     show_default=True,
     help="Docker cluster name (containers NAME-ctld, NAME-nodesK).",

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from harness.cli.generate import generate
-from harness.cli.options import POSITIVE_INT, HarnessGroup, json_option, output_option
+from harness.cli.options import PARTS, HarnessGroup, json_option, output_option
 from harness.cli.workload_options import selection_kwargs, selection_options, trace_kwargs, trace_options
 from harness.model.atomic import OutputError, check_target
 from harness.model.jsonio import nulls_for_non_finite, to_json
@@ -220,7 +220,7 @@ def prepare(trace: str, output: Path, **opts: Any) -> None:
               "harness workload split kth.swf -o parts/ --format swf"],
 )  # fmt: skip
 @click.argument("trace")
-@click.option("-k", "--parts", type=POSITIVE_INT, default=16, show_default=True,
+@click.option("-k", "--parts", type=PARTS, default=16, show_default=True,
               help="Number of equal periods K (of duration, not of jobs).")  # fmt: skip
 @output_option("Directory to write the parts to (created).", required=True, file_okay=False)
 @click.option("--format", "fmt", type=click.Choice(["plan", "swf"]), default="plan", show_default=True,
@@ -242,13 +242,22 @@ def split(trace: str, parts: int, output: Path, fmt: str, **opts: Any) -> None:
         raise click.UsageError("split makes the periods: --period does not apply")
     kwargs = _prepare_kwargs(opts)
     kwargs.pop("period")
+    empty = []
     for i, part in enumerate(plan.prepare_split(source, parts, **kwargs)):
         target = out / f"{stem}.part{i:02d}of{parts:02d}.parquet"
         if part is None:
-            click.echo(f"{target.name}: empty period, not written")
+            empty.append(i + 1)
             continue
         plan.save_plan(part[0], part[1], target, inputs=(source,))
         click.echo(f"{target}: {len(part[0]):,} jobs")
+    _say_empty(empty, parts)
+
+
+def _say_empty(empty: list[int], k: int) -> None:
+    """One line for the empty periods, however many (K far above the job count makes many)."""
+    if empty:
+        listed = ", ".join(map(str, empty[:10])) + (", ..." if len(empty) > 10 else "")
+        click.echo(f"{len(empty):,} of {k:,} periods are empty, not written: {listed}")
 
 
 def _split_swf(source: Path, k: int, out: Path, stem: str, lenient: bool) -> None:
@@ -257,12 +266,14 @@ def _split_swf(source: Path, k: int, out: Path, stem: str, lenient: bool) -> Non
     idx = transforms.period_index(table, k)
     if (idx < 0).any():
         click.echo(f"{int((idx < 0).sum()):,} record(s) of unknown submit time are in no period", err=True)
+    empty = []
     for i in range(k):
         rows = trace.records[idx == i]
         target = out / f"{stem}.part{i:02d}of{k:02d}.swf"
         if not len(rows):
-            click.echo(f"{target.name}: empty period, not written")
+            empty.append(i + 1)
             continue
         note = f"; Note: part {i + 1} of {k} equal periods of the trace above, cut by harness workload split"
         write_swf(target, rows, [*trace.header_lines, note], trace.column_widths)
         click.echo(f"{target}: {len(rows):,} records")
+    _say_empty(empty, k)

@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 import click
 
 from harness.cli.options import (
+    MEGABYTES,
+    NODE_COUNT,
     NON_NEGATIVE_INT,
     POSITIVE_INT,
     POSITIVE_NUMBER,
@@ -70,7 +72,7 @@ def trace_options(func: F) -> F:
     options = [
         platform_option,
         click.option("--lenient", is_flag=True, help="Skip malformed records instead of failing."),
-        click.option("--procs-per-node", type=click.IntRange(min=1), default=None,
+        click.option("--procs-per-node", type=NODE_COUNT, default=None,
                      help="Processors per node of the traced machine (default: MaxProcs / MaxNodes "
                           "of the header, else 1)."),
         bb_seed_option(plan.DEFAULT_SEED),
@@ -78,7 +80,7 @@ def trace_options(func: F) -> F:
             "--bb-model", type=click.Choice(bbmodel.MODELS), default="lognormal", show_default=True,
             help="Burst-buffer request source: Kopański's log-normal, a constant, or a trace column.",
         ),
-        click.option("--bb-constant", type=NON_NEGATIVE_INT, default=None,
+        click.option("--bb-constant", type=MEGABYTES, default=None,
                      help="MB per node for --bb-model constant (required with it)."),
         click.option("--bb-column", default=None,
                      help="Job-table column for --bb-model column (e.g. mem_req_kb; required with it)."),

@@ -10,10 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harness.model import checks
+from harness.model.checks import InputError
+
 _MISSING = object()
 
 
-class SpecError(ValueError):
+class SpecError(InputError):
     """An experiment file is unreadable or says something impossible; the message names the key."""
 
 
@@ -24,7 +27,7 @@ class Keys:
         self.path = str(path)
         self.name = table
         if not isinstance(data, dict):
-            raise SpecError(f"{self.path}: [{table}]: expected a table, got {_show(data)}")
+            raise SpecError(f"{self.path}: [{table}]: expected a table, got {checks.show(data)}")
         self.data = data
         self.used: set[str] = set()
 
@@ -36,7 +39,7 @@ class Keys:
         return f"{self.path}: {self.title} {key}"
 
     def fail(self, key: str, expected: str, value: Any = _MISSING) -> SpecError:
-        got = "" if value is _MISSING else f", got {_show(value)}"
+        got = "" if value is _MISSING else f", got {checks.show(value)}"
         return SpecError(f"{self.where(key)}: expected {expected}{got}")
 
     def raw(self, key: str, default: Any = _MISSING) -> Any:
@@ -57,27 +60,36 @@ class Keys:
             raise self.fail(key, f"one of {', '.join(choices)}", value)
         return value
 
-    def integer(self, key: str, default: Any = _MISSING, minimum: int | None = None) -> Any:
+    def integer(
+        self, key: str, default: Any = _MISSING, minimum: int | None = None, maximum: int = checks.MAX_INT64
+    ) -> Any:
         value = self.raw(key, default)
         if value is default and default is not _MISSING:
             return value
-        return self._int(key, value, minimum)
+        return self._int(key, value, minimum, maximum)
 
-    def _int(self, key: str, value: Any, minimum: int | None) -> int:
-        wanted = "an integer" + (f" >= {minimum}" if minimum is not None else "")
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(key, wanted, value)
-        if minimum is not None and value < minimum:
-            raise self.fail(key, wanted, value)
-        return value
+    def _int(self, key: str, value: Any, minimum: int | None, maximum: int = checks.MAX_INT64) -> int:
+        return int(self._checked(checks.integer, value, key, minimum, maximum))
 
-    def number(self, key: str, default: Any = _MISSING) -> Any:
+    def _checked(self, check: Any, value: Any, key: str, *args: Any) -> Any:
+        """``check(value, where, *args)`` of :mod:`harness.model.checks`, its error a SpecError."""
+        try:
+            return check(value, self.where(key), *args)
+        except InputError as exc:
+            raise SpecError(str(exc)) from None
+
+    def number(self, key: str, default: Any = _MISSING, allowed: checks.Range = checks.ANY_NUMBER) -> Any:
+        """A finite number in ``allowed``."""
         value = self.raw(key, default)
         if value is default and default is not _MISSING:
             return value
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.fail(key, "a number", value)
-        return float(value)
+        return float(self._checked(checks.number, value, key, allowed))
+
+    def safe_name(self, key: str, default: str) -> str:
+        """A safe name (:func:`harness.model.checks.safe_name`): it becomes a directory name.
+        The default (a file's stem) is one already."""
+        value = self.raw(key, default)
+        return default if key not in self.data else str(self._checked(checks.safe_name, value, key))
 
     def boolean(self, key: str, default: Any = _MISSING) -> Any:
         value = self.raw(key, default)
@@ -85,16 +97,18 @@ class Keys:
             raise self.fail(key, "true or false", value)
         return value
 
-    def integers(self, key: str, default: Any = _MISSING, minimum: int | None = None) -> Any:
+    def integers(
+        self, key: str, default: Any = _MISSING, minimum: int | None = None, maximum: int = checks.MAX_INT64
+    ) -> Any:
         """An integer or a non-empty list of distinct integers (an axis of the grid)."""
         value = self.raw(key, default)
         if value is default and default is not _MISSING:
             return value
         items = value if isinstance(value, list) else [value]
-        return tuple(self._int(key, v, minimum) for v in self._distinct(key, items, "integers"))
+        return tuple(self._int(key, v, minimum, maximum) for v in self._distinct(key, items, "integers"))
 
-    def numbers(self, key: str, default: Any = _MISSING) -> Any:
-        """A number or a non-empty list of distinct numbers."""
+    def numbers(self, key: str, default: Any = _MISSING, allowed: checks.Range = checks.ANY_NUMBER) -> Any:
+        """A finite number or a non-empty list of distinct finite numbers, each in ``allowed``."""
         value = self.raw(key, default)
         if value is default and default is not _MISSING:
             return value
@@ -102,7 +116,7 @@ class Keys:
         for v in items:
             if isinstance(v, bool) or not isinstance(v, int | float):
                 raise self.fail(key, "a number or a list of numbers", value)
-        return tuple(float(v) for v in self._distinct(key, items, "numbers"))
+        return tuple(self._checked(checks.numbers, self._distinct(key, items, "numbers"), key, allowed))
 
     def strings(self, key: str, default: Any = _MISSING) -> Any:
         """A non-empty list of distinct non-empty strings."""
@@ -134,9 +148,7 @@ class Keys:
         unknown = sorted(set(self.data) - self.used)
         if unknown:
             known = ", ".join(sorted(self.used)) or "none"
-            raise SpecError(f"{self.path}: {self.title} unknown key {', '.join(unknown)} (known: {known})")
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+            hint = checks.did_you_mean(unknown[0], self.used)
+            raise SpecError(
+                f"{self.path}: {self.title} unknown key {', '.join(unknown)}{hint} (known: {known})"
+            )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.experiments.keys import Keys, SpecError
+from harness.model import checks
 from harness.model.io_models import ALLOC_ONLY
 from harness.model.io_models import MODELS as DATA_MODELS
 from harness.model.jsonio import json_default
@@ -130,23 +132,23 @@ def spec_from_dict(data: dict[str, Any], path: Path, text: str = "") -> Experime
     sweep = _sweep(top.table("sweep"))
     platform, digest = _platform(top.table("platform"), path)
     spec = ExperimentSpec(
-        name=exp.string("name", path.stem),
+        name=exp.safe_name("name", path.stem),
         path=path,
         text=text,
         description=exp.string("description", ""),
         mode=exp.string("mode", "simulate", MODES),
         model=exp.string("model", ALLOC_ONLY, DATA_MODELS),
-        repetitions=exp.integer("repetitions", 1, minimum=1),
+        repetitions=exp.integer("repetitions", 1, minimum=1, maximum=checks.MAX_REPETITIONS),
         baseline=exp.string("baseline", None),
         metrics=_choose(exp, "metrics", DEFAULT_METRICS, SUMMARY_METRICS),
         job_metrics=_choose(exp, "job_metrics", DEFAULT_JOB_METRICS, JOB_METRICS),
-        tau=exp.number("tau", DEFAULT_TAU_S),
+        tau=exp.number("tau", DEFAULT_TAU_S, checks.POSITIVE),
         workload=_workload(top.table("workload"), path),
         platform=platform,
         platform_digest=digest,
         policies=names,
-        policy_seed=policies.integer("seed", 0),
-        time_limit_s=policies.number("time_limit_s", None),
+        policy_seed=policies.integer("seed", 0, minimum=0),
+        time_limit_s=policies.number("time_limit_s", None, checks.POSITIVE),
         sweep=sweep,
         exclude=_exclude(top.raw("exclude", []), path),
         emulate=_emulate(top.table("emulate")) if "emulate" in data else None,
@@ -170,7 +172,7 @@ def _choose(keys: Keys, key: str, default: tuple[str, ...], known: tuple[str, ..
 def _workload(keys: Keys, spec_path: Path) -> WorkloadAxes:
     trace = keys.string("trace")
     path = _trace_path(keys, trace, spec_path)
-    periods = keys.integer("periods", None, minimum=1)
+    periods = keys.integer("periods", None, minimum=1, maximum=checks.MAX_PARTS)
     period = keys.integers("period", None, minimum=1)
     if period is not None and periods is None:
         raise keys.fail("period", "[workload] periods as well (period i of how many?)", list(period))
@@ -184,13 +186,13 @@ def _workload(keys: Keys, spec_path: Path) -> WorkloadAxes:
         period=period or (tuple(range(1, periods + 1)) if periods else ()),
         bb_seeds=keys.integers("bb_seed", (2020,), minimum=0),
         bb_model=keys.string("bb_model", "lognormal", tuple(MODELS)),
-        bb_constant_mb=keys.integer("bb_constant_mb", None, minimum=0),
+        bb_constant_mb=keys.integer("bb_constant_mb", None, minimum=0, maximum=checks.MAX_INT32),
         first_n=keys.integer("first_n", None, minimum=1),
         window=_window(keys),
         sampling=_sampling(keys.table("sampling")) if "sampling" in keys.data else None,
         shuffle=keys.boolean("shuffle", False),
         shuffle_seed=keys.integer("shuffle_seed", 0, minimum=0),
-        drift=_non_negative(keys, "drift", (0.0,)),
+        drift=keys.numbers("drift", (0.0,), checks.NON_NEGATIVE),
         priority=_choices(keys, "priority", _priority_model),
         preempt=_choices(keys, "preempt", lambda v: v if v in PREEMPT_MODES else None),
     )
@@ -228,7 +230,7 @@ def _window(keys: Keys) -> tuple[float, float | None] | None:
     if value is None:
         return None
     ok = isinstance(value, list) and len(value) == 2 and all(isinstance(v, int | float) for v in value)
-    if not ok or value[1] <= value[0]:
+    if not ok or not all(math.isfinite(v) for v in value) or value[1] <= value[0]:
         raise keys.fail("window", "[start_s, end_s] with end after start", value)
     return float(value[0]), float(value[1])
 
@@ -239,14 +241,12 @@ def _sampling(keys: Keys) -> dict[str, Any]:
     out = {
         "method": keys.string("method", "ordered", SAMPLING_METHODS),
         "n": keys.integer("n", None, minimum=1),
-        "ratio": keys.numbers("ratio", None),
+        "ratio": keys.numbers("ratio", None, checks.Range(1.0)),
         "offset": keys.integers("offset", (0,), minimum=0),
-        "window": keys.number("window_s", 60.0),
+        "window": keys.number("window_s", 60.0, checks.POSITIVE),
     }
     if (out["n"] is None) == (out["ratio"] is None):
         raise keys.fail("n", "exactly one of n and ratio")
-    if out["ratio"] is not None and min(out["ratio"]) < 1:
-        raise keys.fail("ratio", "sampling ratios >= 1", list(out["ratio"]))
     if out["offset"] != (0,) and out["method"] != "ordered":
         raise keys.fail("offset", 'method = "ordered" (the "su" method has no offset)', list(out["offset"]))
     if out["ratio"] is not None and max(out["offset"]) >= min(out["ratio"]):
@@ -275,13 +275,6 @@ def _priority_model(text: str) -> str | None:
         return None
 
 
-def _non_negative(keys: Keys, key: str, default: tuple[float, ...]) -> tuple[float, ...]:
-    values = keys.numbers(key, default)
-    if min(values) < 0:
-        raise keys.fail(key, "seconds >= 0", list(values))
-    return tuple(values)
-
-
 def _simulate(keys: Keys) -> SimulateSpec:
     spec = SimulateSpec(_one_non_negative(keys, "tick"), _one_non_negative(keys, "launch_delay"))
     keys.finish()
@@ -289,10 +282,7 @@ def _simulate(keys: Keys) -> SimulateSpec:
 
 
 def _one_non_negative(keys: Keys, key: str) -> float:
-    value = keys.number(key, 0.0)
-    if not 0 <= value < float("inf"):
-        raise keys.fail(key, "a number of seconds >= 0", value)
-    return float(value)
+    return float(keys.number(key, 0.0, checks.NON_NEGATIVE))
 
 
 def _platform(keys: Keys, spec_path: Path) -> tuple[str, str]:
@@ -329,10 +319,7 @@ def _exclude(value: Any, path: Path) -> tuple[dict[str, Any], ...]:
 
 
 def _emulate(keys: Keys) -> EmulateSpec:
-    shrink = keys.numbers("shrink", (0.99,))
-    bad = [s for s in shrink if not 0.0 <= s < 1.0]
-    if bad:
-        raise keys.fail("shrink", "shrink factors in [0, 1)", bad)
+    shrink = keys.numbers("shrink", (0.99,), checks.Range(0.0, 1.0, high_open=True))
     spec = EmulateSpec(shrink, keys.string("cluster", "docker"), keys.string("cluster_name", "bbexp"))
     keys.finish()
     return spec

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model.atomic import atomic_write_text
+from harness.model.checks import InputError
 
 
 def json_default(value: Any) -> Any:
@@ -42,12 +43,28 @@ def write_json(path: Path, data: Any) -> Path:
     return atomic_write_text(path, to_json(data) + "\n")
 
 
+class JsonFileError(InputError):
+    """A JSON file that cannot be read or parsed, or holds no object; the message names it."""
+
+
 def read_json(path: Path) -> dict[str, Any]:
-    """A JSON object from a file; ``{}`` if the file is absent or holds something else."""
-    if not path.is_file():
+    """A JSON object from a file; ``{}`` if the file is absent. A file that is not JSON, not
+    UTF-8, unreadable or not an object raises :class:`JsonFileError` naming the file."""
+    if not path.exists():
         return {}
-    data = json.loads(path.read_text())
-    return data if isinstance(data, dict) else {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise JsonFileError(
+            f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", where=str(path)
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise JsonFileError(f"not UTF-8 text: byte {exc.start}", where=str(path)) from None
+    except OSError as exc:
+        raise JsonFileError(f"cannot read ({exc.strerror or exc})", where=str(path)) from None
+    if not isinstance(data, dict):
+        raise JsonFileError(f"expected a JSON object, got {type(data).__name__}", where=str(path))
+    return data
 
 
 def json_line(record: dict[str, Any]) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from harness.model.checks import InputError
+
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # harness/model/paths.py -> harness/
 REPO_ROOT = PACKAGE_ROOT.parent  # the checkout, for an editable install
 # A non-editable install (pip install ., a wheel) carries the checkout's resources here
@@ -27,8 +29,14 @@ def resource_path(*parts: str) -> Path:
 
 
 def templates_dir() -> Path:
-    """``slurm-templates/`` (installed copy or checkout), or ``$HARNESS_TEMPLATES``."""
-    return Path(os.environ.get("HARNESS_TEMPLATES", resource_path("slurm-templates")))
+    """``slurm-templates/`` (installed copy or checkout), or ``$HARNESS_TEMPLATES`` (set but
+    empty is an error, not the current directory)."""
+    chosen = os.environ.get("HARNESS_TEMPLATES")
+    if chosen is not None and not chosen.strip():
+        raise InputError(
+            "set but empty; unset it or name the templates directory", where="$HARNESS_TEMPLATES"
+        )
+    return Path(chosen) if chosen is not None else resource_path("slurm-templates")
 
 
 def state_root() -> Path:

@@ -29,7 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from harness.model.jsonio import read_json, write_json
+from harness.model.jsonio import JsonFileError, read_json, write_json
 
 MANIFEST = "manifest.json"
 STEPS = "steps.json"  # the steps of the run that are done, in order, with what each found
@@ -93,7 +93,12 @@ def repetition_name(index: int) -> str:
 def done_steps(run_dir: Path) -> dict[str, dict[str, Any]]:
     """Step name -> its record (``done_at`` and what the step found), in the order they ran."""
     steps = read_json(run_dir / STEPS).get("steps", [])
-    return {s["name"]: s for s in steps if isinstance(s, dict) and "name" in s}
+    records = steps if isinstance(steps, list) else [None]
+    if not all(isinstance(s, dict) and isinstance(s.get("info", {}), dict) for s in records):
+        raise JsonFileError(
+            'expected {"steps": [{"name": ..., "info": {...}}, ...]}', where=str(run_dir / STEPS)
+        )
+    return {s["name"]: s for s in steps if "name" in s}
 
 
 def record_step(run_dir: Path, name: str, info: dict[str, Any]) -> None:

@@ -22,8 +22,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from harness.model import checks
+from harness.model.checks import InputError
 
-class BandwidthError(ValueError):
+
+class BandwidthError(InputError):
     """An ``[machine.io]`` table with an unknown key or an impossible value."""
 
 
@@ -75,18 +78,20 @@ class Bandwidths:
 def _numbers(table: dict[str, Any], kind: type, where: str) -> dict[str, Any]:
     """The float fields of ``kind`` given in ``table``, checked (the others keep their defaults)."""
     names = {f.name for f in fields(kind) if f.type in ("float", float)}
-    unknown = sorted(set(table) - names)
-    if unknown:
-        known = ", ".join(sorted(names))
-        raise BandwidthError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {known})")
-    out: dict[str, Any] = {}
-    for key, value in table.items():
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise BandwidthError(f"{where}.{key}: expected a number >= 0, got {value!r}")
-        if value == 0 and not key.endswith("_pct"):
-            raise BandwidthError(f"{where}.{key}: must be positive")
-        out[key] = float(value)
+    try:
+        if not isinstance(table, dict):
+            raise checks.refuse(where, "a table", table)
+        checks.known_keys(table, names, where)
+        out = {key: _rate(key, value, f"{where}.{key}") for key, value in table.items()}
+    except InputError as exc:
+        raise BandwidthError(str(exc)) from None
     return out
+
+
+def _rate(key: str, value: Any, where: str) -> float:
+    """A rate (> 0, finite) or a percentage (>= 0)."""
+    allowed = checks.NON_NEGATIVE if key.endswith("_pct") else checks.POSITIVE
+    return checks.number(value, where, allowed)
 
 
 def bandwidths_from_dict(table: dict[str, Any], source: str = "<dict>") -> Bandwidths:

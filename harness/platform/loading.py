@@ -24,12 +24,15 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from harness.platform.bandwidths import bandwidths_from_dict
+from harness.model import checks
+from harness.model.checks import InputError
+from harness.platform.bandwidths import BandwidthError, bandwidths_from_dict
 from harness.platform.deployment import DEFAULT_DBD_PORT, MAX_PORT, Accounting, Deployment
 from harness.platform.machine import Machine, NodeKind, PlatformError
 from harness.platform.platform import Platform
@@ -103,9 +106,10 @@ def platform_from_dict(data: dict[str, Any], source: str = "<dict>") -> Platform
     topo = _table(machine_data, "topology", source, "machine.")
     bb = _table(machine_data, "burst_buffer", source, "machine.")
     try:
+        _known_keys(data, machine_data)
         machine = Machine(
-            name=_require(meta, "name", str, "platform"),
-            description=meta.get("description", ""),
+            name=_checked(_label, _require(meta, "name", str, "platform"), "platform.name"),
+            description=_checked(checks.one_line, meta.get("description", ""), "platform.description"),
             groups=_require(topo, "groups", int, "machine.topology"),
             chassis_per_group=_require(topo, "chassis_per_group", int, "machine.topology"),
             compute_per_chassis=_require(topo, "compute_per_chassis", int, "machine.topology"),
@@ -125,6 +129,46 @@ def platform_from_dict(data: dict[str, Any], source: str = "<dict>") -> Platform
         return Platform.of(machine, _deployment(deployment), source=source)
     except PlatformError as exc:
         raise PlatformError(f"{source}: {exc}") from None
+    except BandwidthError as exc:  # names the source already
+        raise PlatformError(str(exc)) from None
+
+
+# The keys of every table of the current format (the first format is migrated before the check).
+_NODE_KIND = "prefix digits cpus real_memory_mb partition"
+_KEYS: dict[str, str] = {
+    "": "platform machine deployment",
+    "platform": "name description",
+    "machine": "topology compute burst_buffer io",
+    "machine.topology": "groups chassis_per_group compute_per_chassis compute_total",
+    "machine.compute": _NODE_KIND,
+    "machine.burst_buffer": f"{_NODE_KIND} capacity_mb per_chassis",
+    "deployment": "controller_host controller_port slurmd_base_port node_containers bb_license "
+    "slurmd_timeout message_timeout accounting slurmd_conf",
+}
+
+
+def _known_keys(data: dict[str, Any], machine: dict[str, Any]) -> None:
+    """Refuse a key no table knows (``per_chasis``), with the closest known one."""
+    tables = {"": data, "platform": data["platform"], "machine": machine, "deployment": data["deployment"]}
+    tables |= {f"machine.{name}": machine[name] for name in ("topology", "compute", "burst_buffer")}
+    for where, table in tables.items():
+        try:
+            checks.known_keys(table, _KEYS[where].split(), where or "top level")
+        except InputError as exc:
+            raise PlatformError(str(exc)) from None
+
+
+def _label(value: Any, where: str) -> str:
+    """A platform's name: a safe name, '+' allowed (``small-8+1``)."""
+    return checks.safe_name(value, where, checks.LABEL, checks.LABEL_RULE)
+
+
+def _checked(check: Callable[[Any, str], Any], value: Any, where: str) -> Any:
+    """``check(value, where)`` with its :class:`InputError` as a :class:`PlatformError`."""
+    try:
+        return check(value, where)
+    except InputError as exc:
+        raise PlatformError(str(exc)) from None
 
 
 def migrate_first_format(data: dict[str, Any], source: str) -> dict[str, Any]:

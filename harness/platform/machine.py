@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.model.checks import InputError
 from harness.platform.bandwidths import Bandwidths
 
 
-class PlatformError(ValueError):
+class PlatformError(InputError):
     """A platform description is missing a field or holds an impossible value."""
 
 

@@ -244,7 +244,7 @@ def own_node_files(
     out = {f"{OWN_NODE_DIR}/{name}": files[name] for name in NODE_EXTRA_FILES}
     for kind, nodes in (("compute_nodes", platform.compute_nodes()), ("bb_nodes", platform.bb_nodes())):
         for node in nodes:
-            own = {"compute_nodes": [], "bb_nodes": [], "own_node": node}
+            own: dict[str, object] = {"compute_nodes": [], "bb_nodes": [], "own_node": node}
             own[kind] = node_lines([node], ports, addresses or {})
             out[f"{OWN_NODE_DIR}/slurm-{node}.conf"] = template.render({**ctx, **own})
     return out

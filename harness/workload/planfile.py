@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harness.model.atomic import atomic_write
+from harness.model.atomic import OutputError, atomic_write
 from harness.model.jsonio import to_json
 from harness.model.timescale import TimeScale
 from harness.workload.schema import validate_plan
@@ -44,12 +44,35 @@ def save_plan(
     two cannot disagree; written atomically (an interrupted save leaves the old plan whole).
     ``inputs``: files the plan was made from, which it must not overwrite. Returns ``path``."""
     validate_plan(df, where=str(path))
+    plan_target(path)
     table = pa.Table.from_pandas(df, preserve_index=False)
     meta = dict(table.schema.metadata or {})
     meta[_PARQUET_KEY] = to_json(manifest).encode()
     table = table.replace_schema_metadata(meta)
     target = atomic_write(path, lambda tmp: pq.write_table(table, str(tmp)), inputs=inputs)
     manifest_path(target).unlink(missing_ok=True)
+    return target
+
+
+# names of the other files the harness reads and writes: a plan never takes their place
+OTHER_FORMATS = (".swf", ".gz", ".toml", ".json", ".jsonl", ".csv", ".txt", ".md", ".html", ".png")
+
+
+def plan_target(path: str | Path) -> Path:
+    """``path`` if a plan may be written there: not named like another format (``trace.swf``)
+    and, if it exists, a parquet file already (never a trace, a platform or a report)."""
+    target = Path(path)
+    if target.suffix.lower() in OTHER_FORMATS:
+        raise OutputError(f"{target}: a plan is a parquet file; name it .parquet (nothing written)")
+    if not target.is_file():  # absent, or refused by the atomic write (a FIFO is never opened)
+        return target
+    try:
+        with open(target, "rb") as handle:
+            magic = handle.read(4)
+    except OSError:
+        return target  # refused by the atomic write with its own reason
+    if magic != b"PAR1":
+        raise OutputError(f"{target}: exists and is not a plan (parquet) file; it is left as it is")
     return target
 
 

@@ -22,13 +22,16 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from harness.model import checks
+from harness.model.checks import InputError
+
 PRIORITY_COLUMN = "priority"
 HIGH, LOW = 1, 0
 SYNTAX = "none, random:F[:SEED] (F in [0, 1]) or size:N (jobs wider than N nodes)"
 
 
-class PriorityModelError(ValueError):
-    pass
+class PriorityModelError(InputError):
+    """A priority model that does not parse or is out of range."""
 
 
 @dataclass(frozen=True)
@@ -55,29 +58,27 @@ def parse_priority(text: str) -> PriorityModel:
         return PriorityModel()
     if kind == "random" and rest:
         fraction_text, _, seed_text = rest.partition(":")
-        fraction = _number(fraction_text, float, text)
-        if not 0.0 <= fraction <= 1.0:
-            raise PriorityModelError(f"priority model {text!r}: the fraction must be in [0, 1]")
-        seed = int(_number(seed_text, int, text)) if seed_text else None
-        if seed is not None and seed < 0:
-            raise PriorityModelError(f"priority model {text!r}: the seed must be >= 0")
+        fraction = _number(fraction_text, float, text, "fraction", checks.Range(0.0, 1.0))
+        seed = int(_number(seed_text, int, text, "seed", (0, checks.MAX_INT64))) if seed_text else None
         return PriorityModel("random", fraction=fraction, seed=seed)
     if kind == "size" and rest:
-        width = int(_number(rest, int, text))
-        if width < 0:
-            raise PriorityModelError(f"priority model {text!r}: the node count must be >= 0")
+        width = int(_number(rest, int, text, "node count", (0, checks.MAX_INT32)))
         return PriorityModel("size", width=width)
     raise PriorityModelError(f"unknown priority model {text!r}: expected {SYNTAX}")
 
 
-def _number(text: str, kind: type, whole: str) -> float:
+def _number(text: str, kind: type, whole: str, what: str, allowed: checks.Range | tuple[int, int]) -> float:
+    """The ``what`` of model ``whole``: a float in a Range or an int in (low, high)."""
     try:
         value = kind(text)
     except ValueError:
         raise PriorityModelError(f"priority model {whole!r}: {text!r} is not a number ({SYNTAX})") from None
-    if not np.isfinite(value):
-        raise PriorityModelError(f"priority model {whole!r}: {text!r} is not finite")
-    return value
+    try:
+        if isinstance(allowed, checks.Range):
+            return checks.number(value, "", allowed)
+        return checks.integer(value, "", *allowed)
+    except InputError as exc:
+        raise PriorityModelError(f"priority model {whole!r}: the {what}: {exc}") from None
 
 
 def assign(plan: pd.DataFrame, model: PriorityModel, seed: int) -> pd.DataFrame:

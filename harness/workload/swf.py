@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from harness.model import checks
 from harness.model.atomic import atomic_write_bytes
 
 N_FIELDS = 18
@@ -152,12 +153,15 @@ def read_swf(path: str | Path, *, lenient: bool = False) -> SwfTrace:
     """
     name = str(path)
     try:
-        stored = Path(path).read_bytes()
+        stored = checks.read_input(path, "")  # a FIFO nobody writes to is empty, not a hang
+    except checks.InputError as exc:
+        raise SwfError(name, str(exc).removeprefix(f"{name}: ")) from None
     except OSError as exc:
         raise SwfError(name, f"cannot read: {exc.strerror or exc}") from None
     data = _decompress(name, stored)
-    # surrogateescape: odd bytes in comments survive a write-back unchanged.
-    text = data.decode("utf-8", errors="surrogateescape")
+    # surrogateescape: odd bytes in comments survive a write-back unchanged; a UTF-8 byte
+    # order mark (some editors write one) is not part of the first line.
+    text = data.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
     header, record_texts, line_numbers = _split_lines(text)
     if not record_texts:
         what = "empty file" if not text.strip() else f"header only ({len(header)} comment lines)"
@@ -181,7 +185,8 @@ def _decompress(name: str, stored: bytes) -> bytes:
     if stored[:2] != b"\x1f\x8b":
         return stored
     try:
-        return gzip.decompress(stored)
+        with gzip.GzipFile(fileobj=io.BytesIO(stored)) as stream:
+            data = stream.read(checks.MAX_TRACE_BYTES + 1)
     except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
         complete = _gzip_prefix(stored).count(b"\n")
         raise SwfError(
@@ -189,6 +194,11 @@ def _decompress(name: str, stored: bytes) -> bytes:
             f"truncated or corrupt gzip stream ({exc}); the data breaks off after {complete} complete lines",
             line=complete + 1,
         ) from None
+    if len(data) > checks.MAX_TRACE_BYTES:
+        raise SwfError(
+            name, f"expands beyond {checks.MAX_TRACE_BYTES:,} bytes; decompress it yourself if it is real"
+        )
+    return data
 
 
 def _gzip_prefix(stored: bytes) -> bytes:

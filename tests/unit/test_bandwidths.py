@@ -26,10 +26,11 @@ def test_herbeins_underprovisioned_pfs() -> None:
 @pytest.mark.parametrize(
     ("table", "message"),
     [
-        ({"pfs_gbps": 5}, r"machine.io: unknown key\(s\) pfs_gbps"),
-        ({"pfs_mbps": -1}, r"io.pfs_mbps: expected a number >= 0"),
-        ({"pfs_mbps": 0}, r"io.pfs_mbps: must be positive"),
-        ({"tiers": {"hps_ratio": "fast"}}, r"io.tiers.hps_ratio: expected a number"),
+        ({"pfs_gbps": 5}, r"machine.io: unknown key 'pfs_gbps' \(did you mean 'pfs_mbps'\?\)"),
+        ({"pfs_mbps": -1}, r"io.pfs_mbps: expected a finite number > 0, got -1"),
+        ({"pfs_mbps": 0}, r"io.pfs_mbps: expected a finite number > 0, got 0"),
+        ({"pfs_mbps": float("nan")}, r"io.pfs_mbps: expected a finite number > 0, got nan"),
+        ({"tiers": {"hps_ratio": "fast"}}, r"io.tiers.hps_ratio: expected a finite number > 0"),
         ({"hierarchy": {"pfs_underprovision_pct": 100}}, r"must be below 100"),
     ],
 )

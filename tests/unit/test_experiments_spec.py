@@ -63,7 +63,7 @@ BAD = [
     ('[workload]\ntrace = "nope.swf"\n[policies]\nnames = ["fcfs"]\n', "[workload] trace: expected"),
     (
         '[workload]\ntrace = "bundled"\nperiods = 0\n[policies]\nnames = ["fcfs"]\n',
-        "[workload] periods: expected an integer >= 1, got 0",
+        "[workload] periods: expected an integer in 1..10000, got 0",
     ),
     (
         '[workload]\ntrace = "bundled"\nperiod = [1]\n[policies]\nnames = ["fcfs"]\n',
@@ -99,7 +99,7 @@ BAD = [
     ),
     (
         '[experiment]\nrepetitions = 1.5\n[workload]\ntrace = "bundled"\n[policies]\nnames = ["fcfs"]\n',
-        "[experiment] repetitions: expected an integer >= 1, got 1.5",
+        "[experiment] repetitions: expected an integer in 1..1000, got 1.5",
     ),
     (
         '[experiment]\nbaseline = "fcfs"\n[workload]\ntrace = "bundled"\n[policies]\nnames = ["filler"]\n',

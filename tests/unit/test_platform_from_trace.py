@@ -97,4 +97,4 @@ def test_cli_from_trace_show_and_inspect_on_it(tmp_path):
 
 def test_cli_show_names_a_missing_file(tmp_path):
     result = CliRunner().invoke(main, ["platform", "show", str(tmp_path / "nope.toml")])
-    assert result.exit_code == 1 and "nope.toml: no such platform file" in result.output
+    assert result.exit_code == 2 and "nope.toml: no such platform file" in result.output

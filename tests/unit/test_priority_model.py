@@ -24,10 +24,13 @@ def test_the_syntax() -> None:
 
 @pytest.mark.parametrize(
     ("text", "says"),
-    [("random:1.5", "fraction must be in [0, 1]"), ("random:x", "'x' is not a number"),
-     ("size:-1", "node count must be >= 0"), ("size:2.5", "'2.5' is not a number"),
-     ("random:0.2:-3", "seed must be >= 0"), ("big:3", "unknown priority model 'big:3'"),
-     ("size", "unknown priority model"), ("random:nan", "not finite")],
+    [("random:1.5", "fraction: expected a finite number in [0, 1], got 1.5"),
+     ("random:x", "'x' is not a number"), ("size:2.5", "'2.5' is not a number"),
+     ("size:-1", "node count: expected an integer in 0..2147483647, got -1"),
+     ("size:99999999999999999999", "node count: expected an integer in 0..2147483647"),
+     ("random:0.2:-3", "seed: expected an integer >= 0, got -3"), ("big:3", "unknown priority model 'big:3'"),
+     ("size", "unknown priority model"),
+     ("random:nan", "fraction: expected a finite number in [0, 1], got nan")],
 )  # fmt: skip
 def test_bad_models_are_named(text: str, says: str) -> None:
     with pytest.raises(PriorityModelError, match=r".*" + says.replace("[", r"\[").replace("]", r"\]")):

@@ -201,7 +201,7 @@ def test_platform_files_that_are_not_text_are_named(tmp_path):
     with pytest.raises(PlatformError, match="is a directory, not a platform file"):
         load_platform(tmp_path)
     result = cli("simulate", SMALL, "--platform", str(utf16))
-    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.exit_code == 2 and "Traceback" not in result.output  # a refused input: a usage error
 
 
 # -- commands that did not catch their own errors -------------------------------------------
@@ -210,7 +210,7 @@ def test_platform_files_that_are_not_text_are_named(tmp_path):
 def test_cluster_render_agent_and_replay_report_their_errors_in_one_line(tmp_path):
     bad = _platform(tmp_path, "controller_port = 6817", "controller_port = 70000")
     render = cli("cluster", "render", "--platform", str(bad), "--state-dir", str(tmp_path / "s"))
-    assert render.exit_code == 1 and "controller_port: must be at most 65535" in render.output
+    assert render.exit_code == 2 and "controller_port: must be at most 65535" in render.output
     agent = cli("agent", "--policy", "no-such-policy")
     assert agent.exit_code == 1 and "unknown policy 'no-such-policy'" in agent.output
     not_a_plan = tmp_path / "x.parquet"

@@ -59,6 +59,35 @@ def test_a_trace_column_overrides_the_drawn_value() -> None:
     assert out["io_phases"].tolist() == [7, 3]
 
 
+def test_a_slower_pfs_never_makes_a_tier_job_faster() -> None:
+    """Issue 33: at lps_mbps = 1 the one checkpoint forced on a long job (4 nodes x 16,000 MB)
+    took 64,000 s at R_lps, more than the job's 2,000 s: the compute time clipped at zero
+    and on HPS the job ran 41 s (sim) instead of about 1,800. A checkpoint only where it fits."""
+    from harness.policies.tiers import HPS, JobIo, TierRates, plans
+
+    job = jobs([(1, 2000.0, 4, 16_000)])
+    slow = LacknerIO(r_lps_mbps=1.0, staging_fraction_sd=0.0).apply(job, seed=1)
+    # 5 % of 2000 s at 1 MB/s = 100 MB each way; 1800 MB of room left, a checkpoint is 64,000
+    assert slow[["input_mb", "output_mb", "data_mb", "storage_mb"]].iloc[0].tolist() == [
+        100.0,
+        100.0,
+        0.0,
+        100.0,
+    ]
+    # on HPS: 2000 - 200 / 1 + 200 / 15 (it was max(2000 - 64200, 0) + 64200 / 15 = 4280)
+    slow_hps = LacknerIO(r_lps_mbps=1.0).runtime_on(slow, "hps")[0]
+    assert slow_hps == pytest.approx(2000 - 200 + 200 / 15)
+    # the simulator's plan: 20 s staging in and out at 5 MB/s, the run 2000 - 200 x 14 / 15
+    plan = plans(2000.0, 4, JobIo(100.0, 100.0, 0.0, 100), TierRates.lackner(1.0))[HPS]
+    assert (plan.duration, plan.share_mb) == (pytest.approx(20 + 2000 - 200 * 14 / 15 + 20), 25)
+    # at the default 1000 MB/s: 1e5 MB each way, rint(0.1 x 2e6 / 64000) = 3 checkpoints fit
+    fast = LacknerIO(staging_fraction_sd=0.0).apply(job, seed=1)
+    assert fast["data_mb"].tolist() == [192_000.0]
+    fast_hps = LacknerIO().runtime_on(fast, "hps")[0]
+    assert fast_hps == pytest.approx(2000 - 392 + 392_000 / 15_000)  # 1634.13 s
+    assert slow_hps > fast_hps
+
+
 def test_lackner_volumes_and_runtimes_per_tier() -> None:
     model = LacknerIO(staging_fraction_sd=0.0)
     out = model.apply(jobs([(1, 10_000.0, 2, 1000), (2, 1000.0, 1, 1000)]), seed=1)

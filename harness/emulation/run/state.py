@@ -17,21 +17,24 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import rundir
-from harness.model.jsonio import read_json, write_json
+from harness.model.jsonio import JsonFileError, read_json, write_json
 
 RUNNING, COMPLETE, INCOMPLETE = "running", "complete", "incomplete"
+DAMAGED = "damaged"  # a file of the run directory cannot be read: the reason names it
+# what a corrupt file of a run directory raises while its state is worked out
+_UNREADABLE = (JsonFileError, OSError, ValueError, TypeError, AttributeError, KeyError)
 
 
 @dataclass(frozen=True)
 class RunState:
     path: Path
-    state: str  # running, complete or incomplete
+    state: str  # running, complete, incomplete or damaged
     policy: str = ""
     step: str = ""  # the last step done (running: the one under way is the next)
     total: int | None = None  # jobs of the plan (repetitions of a --repeat run)
     finished: int | None = None
     eta_s: float | None = None  # running only: seconds left, at least
-    reason: str = ""  # incomplete only
+    reason: str = ""  # incomplete and damaged only
     pid: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -71,7 +74,16 @@ def process_alive(run_dir: Path) -> int | None:
 
 
 def run_state(run_dir: Path, now: float | None = None) -> RunState:
-    """What a run directory says of its run."""
+    """What a run directory says of its run; a directory with a corrupt file is ``damaged``,
+    its reason ``unreadable: FILE: why`` (one bad run never hides the others)."""
+    try:
+        return _state(run_dir, now)
+    except _UNREADABLE as exc:
+        why = str(exc) if isinstance(exc, JsonFileError) else f"{run_dir}: {type(exc).__name__}: {exc}"
+        return RunState(run_dir, DAMAGED, reason=f"unreadable: {why}")
+
+
+def _state(run_dir: Path, now: float | None) -> RunState:
     if (run_dir / rundir.REPETITIONS_DIR).is_dir():
         return _repeated_state(run_dir)
     steps = rundir.done_steps(run_dir)

@@ -10,7 +10,8 @@ job's runtime at ``R_lps``: input and output together about 10 % on average
 checkpoints of the node memory (here the BB request per node, Kopański's
 assumption that the BB request equals the memory request), as many as fill
 ``checkpoint_fraction`` of the runtime, none for short jobs (under
-``short_runtime_s``, Lackner's shortest job: 1800 s). The HPS request is
+``short_runtime_s``, Lackner's shortest job: 1800 s) and never more than the runtime
+holds at ``R_lps`` after the staged data. The HPS request is
 ``max(input, output) + one checkpoint``.
 
 With ``R_lps`` = 1000 MB/s the thesis's platform gives Lackner's ratios: 12 BB nodes
@@ -82,17 +83,28 @@ class LacknerIO:
         )
         lps_mb = runtime * self.r_lps_mbps
         ckpt_mb = table["nodes"].to_numpy(np.float64) * table["bb_per_node_mb"].to_numpy(np.float64)
-        count = np.where(runtime < self.short_runtime_s, 0, np.maximum(np.rint(
-            self.checkpoint_fraction * lps_mb / np.maximum(ckpt_mb, 1.0)), 1))  # fmt: skip
         out = table.copy()
         out["input_mb"] = keep_given(table, "input_mb", frac[:, 0] * lps_mb)
         out["output_mb"] = keep_given(table, "output_mb", frac[:, 1] * lps_mb)
+        staged = (out["input_mb"] + out["output_mb"]).to_numpy(np.float64)
+        count = self._checkpoints(runtime, lps_mb - staged, ckpt_mb)
         out["data_mb"] = keep_given(table, "data_mb", count * ckpt_mb)
         one_ckpt = np.where(count > 0, ckpt_mb, 0.0)
         out["storage_mb"] = keep_given(
             table, "storage_mb", np.maximum(out["input_mb"], out["output_mb"]).to_numpy() + one_ckpt
         )
         return out
+
+    def _checkpoints(self, runtime: np.ndarray, room_mb: np.ndarray, ckpt_mb: np.ndarray) -> np.ndarray:
+        """How many checkpoints: those filling ``checkpoint_fraction`` of the runtime at
+        ``R_lps``, at least one for a long job, but never more than the ``room_mb`` its runtime
+        has left at ``R_lps`` after the staged data. The trace runtime is the run on LPS, I/O
+        included: a checkpoint that does not fit (a slow PFS) would leave the job a negative
+        compute time, and on HPS it would then run in no time at all."""
+        size = np.maximum(ckpt_mb, 1.0)
+        wanted = np.maximum(np.rint(self.checkpoint_fraction * runtime * self.r_lps_mbps / size), 1)
+        fits = np.floor(np.maximum(room_mb, 0.0) / size)
+        return np.where(runtime < self.short_runtime_s, 0, np.minimum(wanted, fits))
 
     def runtime_on(self, table: pd.DataFrame, tier: str) -> np.ndarray:
         """Seconds on the compute nodes if the job uses ``tier`` ("lps" or "hps"), staging excluded."""
