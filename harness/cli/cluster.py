@@ -26,6 +26,7 @@ from harness.cli.options import (
     user_errors,
     verbose_option,
 )
+from harness.cli.sizing import size_options, sized_platform_file
 from harness.cluster.base import ClusterError
 from harness.model.atomic import atomic_write_text
 from harness.platform import PlatformError, load_platform
@@ -68,7 +69,14 @@ def cluster() -> None:
     """Bring the emulated Slurm cluster up, inspect it, tear it down."""
 
 
-@cluster.command(examples=["harness cluster up", "harness cluster up --name test --scheduler builtin -q"])
+@cluster.command(
+    examples=[
+        "harness cluster up",
+        "harness cluster up --name test --scheduler builtin -q",
+        "harness cluster up --platform cts1",
+        "harness cluster up --nodes 2000",
+    ]
+)
 @name_option
 @platform_option
 @scheduler_option
@@ -78,6 +86,7 @@ def cluster() -> None:
 @click.option("--rebuild", is_flag=True, help="Rebuild the image even if it exists.")
 @quiet_option("No progress messages, only the final line.")
 @verbose_option("Also show the nodes per partition and state when up (sinfo).")
+@size_options
 def up(
     name: str,
     platform_file: str,
@@ -87,10 +96,11 @@ def up(
     rebuild: bool,
     quiet: bool,
     verbose: bool,
+    **size: Any,
 ) -> None:
     """Start slurmctld and every slurmd in local containers; wait until all nodes are idle."""
     sched = SchedulerConfig(mode=scheduler, reserve_depth=reserve_depth, bf_licenses=not no_bf_licenses)
-    backend = _docker_cluster(name, platform_file, sched)
+    backend = _docker_cluster(name, sized_platform_file(platform_file, size), sched)
     try:
         result = backend.up(progress=(lambda _: None) if quiet else _say, rebuild=rebuild)
     except ClusterError as exc:

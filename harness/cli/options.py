@@ -26,7 +26,10 @@ from harness.model.clock import MAX_SPEEDUP
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_PLATFORM = "default"
-PLATFORM_HELP = "Platform description (TOML file); 'default' is the built-in 96 + 12 node machine."
+PLATFORM_HELP = (
+    "Platform description (TOML file); 'default' is the built-in 96 + 12 node machine, 'cts1' "
+    "Herbein's CTS-1 (3,888 + 432 nodes)."
+)
 SHRINK_HELP = "Time-shrink factor s in [0, 1): every instant and duration is multiplied by 1 - s."
 BB_SEED_HELP = "Seed of the burst-buffer request model (and of --shuffle)."
 POLICY_SEED_HELP = "Seed of randomised policies."

@@ -33,6 +33,7 @@ from harness.cli.options import (
     user_errors,
     verbose_option,
 )
+from harness.cli.sizing import size_options, sized_platform_file
 from harness.cli.workload_options import selection_kwargs, selection_options, trace_kwargs, trace_options
 from harness.model.clock import MAX_SPEEDUP
 from harness.model.exitcodes import EXIT_INCOMPLETE, EXIT_INTERRUPTED, INTERRUPTED, Terminated
@@ -119,6 +120,7 @@ RUN_POLICY_HELP = (
 )  # fmt: skip
 @priority_options
 @long_run_options
+@size_options
 def run_command(trace: Path | None, **kw: Any) -> None:
     """Replay TRACE (default: the bundled KTH slice) on the emulated Slurm; write a run directory.
 
@@ -162,7 +164,8 @@ def _run_options(trace: Path | None, kw: dict[str, Any]) -> Any:
         workload=WorkloadSpec(trace=trace, shrink=_shrink(kw), seed=seed, shuffle=kw["shuffle"],
                               prepare=prepare, model=kw["model"], priority=kw["priority"],
                               **selection_kwargs(kw)),
-        cluster=ClusterSpec(backend=kw["cluster"], name=kw["cluster_name"], platform=kw["platform_file"]),
+        cluster=ClusterSpec(backend=kw["cluster"], name=kw["cluster_name"],
+                            platform=sized_platform_file(kw["platform_file"], kw)),
         replay=ReplaySpec(policy=kw["policy"], policy_seed=kw["policy_seed"], warmup=kw["warmup"],
                           drift=kw["drift"], timeout=kw["timeout"], keep_jobs=kw["keep_jobs"],
                           compare_sim=kw["compare_sim"], preempt=kw["preempt"], speedup=kw["speedup"],

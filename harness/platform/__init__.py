@@ -4,6 +4,8 @@ containers), loaded from a TOML file. Pure data: knows nothing of Slurm or Docke
 from harness.platform.deployment import Accounting, Deployment
 from harness.platform.loading import (
     DEFAULT_PLATFORM,
+    NAMED_PLATFORMS,
+    built_in_name,
     bundled_platform_file,
     load_platform,
     platform_from_dict,
@@ -14,12 +16,14 @@ from harness.platform.platform import Platform
 
 __all__ = [
     "DEFAULT_PLATFORM",
+    "NAMED_PLATFORMS",
     "Accounting",
     "Deployment",
     "Machine",
     "NodeKind",
     "Platform",
     "PlatformError",
+    "built_in_name",
     "bundled_platform_file",
     "load_platform",
     "platform_from_dict",

@@ -50,19 +50,34 @@ _SLURM_NAMES = {
 MAX_LICENSES = 2**32 - 2  # a Slurm license count is a 32-bit field
 MAX_SIZE = 2**31 - 1  # Slurm keeps counts, CPUs and memory (MB) in 32-bit fields
 _MAX_INT = {"controller_port": MAX_PORT, "slurmd_base_port": MAX_PORT, "dbd_port": MAX_PORT, "digits": 9}
+# The platforms shipped with the package, by the name that stands for them wherever a platform
+# file is taken: Kopański's machine (the default) and Herbein's CTS-1 (4,320 nodes).
+NAMED_PLATFORMS = {DEFAULT_PLATFORM: "default.toml", "cts1": "cts1.toml"}
 BUILT_IN_SOURCE = "<built-in default>"
 
 
-def bundled_platform_file() -> Traversable:
-    """The study's platform file shipped with the package."""
-    return resources.files("harness.platform").joinpath("default.toml")
+def built_in_source(name: str) -> str:
+    return BUILT_IN_SOURCE if name == DEFAULT_PLATFORM else f"<built-in {name}>"
+
+
+def built_in_name(source: str) -> str | None:
+    """The name of the shipped platform a platform's ``source`` says it is (None: a file's)."""
+    return next((name for name in NAMED_PLATFORMS if built_in_source(name) == source), None)
+
+
+def bundled_platform_file(name: str = DEFAULT_PLATFORM) -> Traversable:
+    """A platform file shipped with the package (the study's by default)."""
+    return resources.files("harness.platform").joinpath(NAMED_PLATFORMS[name])
 
 
 def load_platform(path: str | Path | None = None) -> Platform:
-    """Load a platform TOML file; ``None`` or ``"default"`` gives the built-in 96 + 12 machine."""
-    if path is None or str(path) == DEFAULT_PLATFORM:
-        return platform_from_dict(tomllib.loads(bundled_platform_file().read_text()), source=BUILT_IN_SOURCE)
-    p = Path(path)
+    """Load a platform TOML file; ``None`` or ``"default"`` gives the built-in 96 + 12 machine,
+    another name of :data:`NAMED_PLATFORMS` (not a file here) that shipped platform."""
+    name = DEFAULT_PLATFORM if path is None else str(path)
+    if name in NAMED_PLATFORMS and (name == DEFAULT_PLATFORM or not Path(name).exists()):
+        text = bundled_platform_file(name).read_text()
+        return platform_from_dict(tomllib.loads(text), source=built_in_source(name))
+    p = Path(name)
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -84,8 +99,9 @@ def platform_text(platform: Platform) -> str:
     A platform built in code has no text: an error. The deployment may have been changed
     since loading (``redeployed``); the machine may not.
     """
-    if platform.source == BUILT_IN_SOURCE:
-        text = bundled_platform_file().read_text()
+    name = built_in_name(platform.source)
+    if name is not None:
+        text = bundled_platform_file(name).read_text()
     else:
         try:
             text = Path(platform.source).read_text()

@@ -21,24 +21,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness.platform import Platform, PlatformError, load_platform
+from harness.platform import Platform, PlatformError
+from harness.platform.sized import sized
 from harness.workload.nodes import machine_nodes, resolve_node_size
 from harness.workload.swf import read_swf
 from harness.workload.table import trace_to_table
-
-MB_PER_COMPUTE_NODE = 5_000  # the study: 40,000 MB of BB node for 8 compute nodes
-CHASSIS_PER_GROUP = 4  # the study's dragonfly groups hold 4 chassis
 
 
 @dataclass(frozen=True)
 class TracePlatform:
     platform: Platform
     info: dict[str, Any]  # where the sizes come from (for the file's comment and the CLI)
-
-
-def _chassis_per_group(chassis: int) -> int:
-    """The largest divisor of ``chassis`` that is at most 4 (groups hold the same count)."""
-    return max(d for d in range(1, CHASSIS_PER_GROUP + 1) if chassis % d == 0)
 
 
 def sized_platform(
@@ -48,32 +41,12 @@ def sized_platform(
     """``compute`` nodes in chassis of ``bb_ratio`` with one BB node each (see the module docstring)."""
     if compute < 1 or bb_ratio < 1:
         raise PlatformError(f"need compute nodes >= 1 and --bb-ratio >= 1, got {compute} and {bb_ratio}")
-    base = base or load_platform()
+    if bb_capacity_mb is not None and bb_capacity_mb < 1:
+        raise PlatformError(f"--bb-capacity-mb must be >= 1, got {bb_capacity_mb}")
     chassis = math.ceil(compute / bb_ratio)
-    per_group = _chassis_per_group(chassis)
-    capacity = bb_capacity_mb if bb_capacity_mb is not None else bb_ratio * MB_PER_COMPUTE_NODE
-    if capacity < 1:
-        raise PlatformError(f"--bb-capacity-mb must be >= 1, got {capacity}")
-    machine = base.machine
-    return Platform.of(
-        replace(
-            machine,
-            name=name or f"trace-{compute}-{chassis}",
-            description=description
-            or f"{compute} compute nodes + {chassis} burst-buffer nodes of "
-            f"{capacity:,} MB, one BB node per chassis of {bb_ratio}",
-            groups=chassis // per_group,
-            chassis_per_group=per_group,
-            compute_per_chassis=bb_ratio,
-            compute_total=compute if compute != chassis * bb_ratio else None,
-            compute=replace(machine.compute, digits=max(machine.compute.digits, len(str(compute)))),
-            bb=replace(machine.bb, digits=max(machine.bb.digits, len(str(chassis)))),
-            bb_capacity_mb=capacity,
-            bb_per_chassis=1,
-        ),
-        base.deployment,
-        source="<from trace>",
-    )
+    made = sized(compute, per_chassis=bb_ratio, bb_capacity_mb=bb_capacity_mb,
+                 name=name or f"trace-{compute}-{chassis}", description=description, base=base)  # fmt: skip
+    return replace(made, source="<from trace>")
 
 
 def platform_from_trace(

@@ -19,6 +19,7 @@ from docker.models.containers import Container
 
 from harness.cluster.base import ClusterError, wait_for_idle
 from harness.cluster.containers.accounting import accounting_enabled, start_dbd
+from harness.cluster.containers.capacity import check_capacity
 from harness.cluster.containers.clock import check_clock_mode, clock_mode, open_clock, start_clock
 from harness.cluster.containers.image import IMAGE_REPO, image_tag, write_build_context
 from harness.cluster.containers.ports import check_ports
@@ -245,6 +246,7 @@ class DockerCluster:
         if existing:
             progress(f"removing {len(existing)} leftover container(s) of a broken cluster")
             self._remove_containers(existing)
+        check_capacity(self.platform)  # before the image build: nothing done for a cluster that cannot start
         tag, built = self.ensure_image(progress, rebuild)
         check_ports(self.platform)
         self._prepare_state(tag)

@@ -28,6 +28,7 @@ from harness.model.clock import DEFAULT_POLL_S, VirtualClock, WallClock
 from harness.model.exitcodes import INTERRUPTED
 from harness.model.jsonio import parse_jsonl
 from harness.model.rundir import CLOCK_PAGE
+from harness.platform import built_in_name
 from harness.slurm.jobcomp import slurm_time
 
 SUBMIT_USER = "emu"
@@ -139,8 +140,9 @@ class HeadRun:
     def platform_on_head(self) -> str:
         """The platform file as the head node sees it (copied into the shared run directory)."""
         source = self.backend.platform.source
-        if source.startswith("<"):
-            return "default"
+        name = built_in_name(source)
+        if name is not None:
+            return name
         self.backend.put(Path(source), f"{self.shared}/{rundir.PLATFORM_FILE}")
         return self.backend.shared_path(f"{self.shared}/{rundir.PLATFORM_FILE}")
 

@@ -1,0 +1,90 @@
+"""Whether this host can hold a cluster, checked before anything starts.
+
+What an emulated node costs was measured (``benchmarks/node_cost.py``, docs/cluster.md): a
+slurmd's memory (PSS, its real footprint) is a base plus, when it reads the whole slurm.conf,
+a record per node of the cluster; it runs about five threads, which count against the
+kernel's ``pid_max`` with every other process and thread of the host; it holds about 13 open
+files, against the kernel's ``fs.file-max``. A cluster that would exhaust one of them is
+refused with the limit, the number it needs and how to raise it: on this host, running out of
+memory or pids while 4,000 daemons start has killed the Docker engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.cluster.base import ClusterError
+from harness.platform import Platform
+
+SLURMD_BASE_KB = 1_050  # PSS of one slurmd of a tiny cluster (measured: 1,016-1,170 kB at 108 nodes)
+SLURMD_PER_NODE_KB = 1.25  # + this per node of the slurm.conf it reads (shared: 2,440 kB at 1,134)
+THREADS_PER_SLURMD = 5  # measured: 531 threads for 108 slurmd and their containers
+FILES_PER_SLURMD = 13
+FIXED_MB = 400  # slurmctld, munged, the supervisors, Docker's container processes
+HEADROOM = 1.25  # start-up peaks above the idle footprint
+RESERVE_MB = 1_024  # left to the host (the Docker engine, the harness itself)
+RESERVE_THREADS = 2_000
+
+
+@dataclass(frozen=True)
+class HostLimits:
+    available_mb: float  # MemAvailable
+    pid_max: int
+    threads_now: int  # processes and threads of the whole host now
+    file_max: int
+    files_now: int
+
+    @classmethod
+    def read(cls, proc: Path = Path("/proc")) -> HostLimits:
+        meminfo = dict(
+            line.split(":", 1) for line in (proc / "meminfo").read_text().splitlines() if ":" in line
+        )
+        file_nr = (proc / "sys/fs/file-nr").read_text().split()
+        return cls(
+            available_mb=int(meminfo["MemAvailable"].split()[0]) / 1024,
+            pid_max=int((proc / "sys/kernel/pid_max").read_text()),
+            threads_now=int((proc / "loadavg").read_text().split()[3].split("/")[1]),
+            file_max=int((proc / "sys/fs/file-max").read_text()),
+            files_now=int(file_nr[0]),
+        )
+
+
+def slurmd_kb(platform: Platform) -> float:
+    """The measured PSS of one slurmd of ``platform`` (kB)."""
+    known = 1 if platform.deployment.slurmd_conf == "own-node" else platform.node_count
+    return SLURMD_BASE_KB + SLURMD_PER_NODE_KB * known
+
+
+def memory_mb(platform: Platform) -> float:
+    """The memory the cluster needs while it starts (MB)."""
+    return (platform.node_count * slurmd_kb(platform) / 1024 + FIXED_MB) * HEADROOM
+
+
+def check_capacity(platform: Platform, limits: HostLimits | None = None) -> None:
+    """Raise ClusterError naming the first limit ``platform``'s cluster would exhaust."""
+    host = limits or HostLimits.read()
+    n, where = platform.node_count, f"{platform.name} ({platform.node_count:,} nodes)"
+    need_mb = memory_mb(platform)
+    if need_mb > host.available_mb - RESERVE_MB:
+        hint = "" if platform.deployment.slurmd_conf == "own-node" else (
+            '; [deployment] slurmd_conf = "own-node" needs '
+            f"{memory_mb(platform.redeployed(slurmd_conf='own-node')):,.0f} MB"
+        )  # fmt: skip
+        raise ClusterError(
+            f"{where}: needs about {need_mb:,.0f} MB of memory, the host has {host.available_mb:,.0f} MB "
+            f"available ({RESERVE_MB} MB kept for the host){hint}: free memory or emulate fewer nodes"
+        )
+    threads = n * THREADS_PER_SLURMD
+    if host.threads_now + threads + RESERVE_THREADS > host.pid_max:
+        raise ClusterError(
+            f"{where}: needs about {threads:,} threads, and {host.threads_now:,} run already against the "
+            f"kernel's pid_max of {host.pid_max:,}: raise it (sysctl -w kernel.pid_max=4194304)"
+        )
+    files = n * FILES_PER_SLURMD
+    if host.files_now + files > host.file_max:
+        raised = 2 * (host.files_now + files)
+        raise ClusterError(
+            f"{where}: needs about {files:,} open files, {host.files_now:,} are open against the kernel's "
+            f"fs.file-max of {host.file_max:,}: raise it (sysctl -w fs.file-max={raised})"
+        )
