@@ -5,13 +5,20 @@ Prints the up time, the replay's wall time, the submission lag, the sigsleep/Slu
 and the run's metrics; the run directory is kept under benchmarks/out/. The cluster ('bbscale')
 is removed at the end.
 
-    python benchmarks/scale_replay.py [--jobs 500] [--platform FILE] [--trace FILE]
+    python benchmarks/scale_replay.py [--jobs 500] [--platform FILE|cts1] [--trace FILE|PLAN]
+        [--shrink 0.99] [--monitor 30]
+
+``--monitor S`` samples, every S seconds of the replay, the PSS of all slurmd, the threads of
+the cluster and slurmctld's RSS, and prints their first and last values and their range: the
+memory and threads of a long replay should stay flat.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -23,6 +30,9 @@ from harness.emulation.run.specs import ClusterSpec, ReplaySpec, RunOptions, Wor
 from harness.platform import load_platform
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from cluster_up import cluster_pids, memory_kb, threads  # noqa: E402
+
 PLATFORM = HERE / "platforms" / "scale-1134.toml"
 TRACE = HERE.parent / "tests" / "data" / "scale-1002.swf"  # python benchmarks/scale_trace.py
 
@@ -35,9 +45,10 @@ def main() -> None:
     parser.add_argument("--trace", type=Path, default=TRACE)
     parser.add_argument("--name", default="bbscale")
     parser.add_argument("--policy", default="slurm-backfill-1")
+    parser.add_argument("--monitor", type=float, default=0.0, help="seconds between samples (0: none)")
     args = parser.parse_args()
 
-    platform = load_platform(args.platform)
+    platform = load_platform(str(args.platform))
     backend = DockerCluster(name=args.name, platform=platform)
     backend.down()
     try:
@@ -48,11 +59,43 @@ def main() -> None:
                           ReplaySpec(policy=args.policy, timeout=600), runs_dir=HERE / "out" / "scale",
                           quiet=True)  # fmt: skip
         start = time.monotonic()
+        samples: list[tuple[float, float, int, float]] = []
+        stop = threading.Event()
+        if args.monitor > 0:
+            watcher = threading.Thread(
+                target=monitor, args=(backend, args.monitor, samples, stop), daemon=True
+            )
+            watcher.start()
         run_dir = Experiment(opts, progress=print).execute()
         wall = time.monotonic() - start
+        stop.set()
     finally:
         backend.down()
     report(run_dir, wall, args.jobs)
+    if samples:
+        print_samples(samples)
+
+
+def monitor(backend: DockerCluster, every: float, samples: list, stop: threading.Event) -> None:
+    """(seconds, slurmd PSS MB, threads, slurmctld RSS MB) every ``every`` seconds until ``stop``."""
+    began = time.monotonic()
+    while not stop.wait(every):
+        try:
+            pids = cluster_pids(backend)
+            slurmd = [memory_kb(p)[1] for p, comm in pids.items() if comm == "slurmd"]
+            ctld = [memory_kb(p)[0] for p, comm in pids.items() if comm == "slurmctld"]
+            count = sum(threads(p) for p in pids if Path(f"/proc/{p}").exists())
+        except (OSError, ValueError):  # a process ended while it was read
+            continue
+        samples.append((time.monotonic() - began, sum(slurmd) / 1024, count, sum(ctld) / 1024))
+
+
+def print_samples(samples: list[tuple[float, float, int, float]]) -> None:
+    for name, i, unit in (("slurmd PSS", 1, "MB"), ("threads", 2, ""), ("slurmctld RSS", 3, "MB")):
+        values = [s[i] for s in samples]
+        print(f"{name}: first {values[0]:,.1f}{unit}, last {values[-1]:,.1f}{unit}, "
+              f"range {min(values):,.1f}-{max(values):,.1f}{unit} over {len(values)} samples "
+              f"({samples[-1][0]:.0f} s)")  # fmt: skip
 
 
 def report(run_dir: Path, wall: float, jobs: int) -> None:

@@ -1,7 +1,8 @@
-"""Scale on one host: 504 compute + 63 burst-buffer nodes (567 slurmd in 4 containers) come
-up idle, then the first 100 jobs of a synthetic 1,002-node trace replay at shrink 0.99 with
-every job accounted for. About 2 min 20 s. The 1,134-node figures come from
-benchmarks/cluster_up.py and benchmarks/scale_replay.py (docs/cluster.md).
+"""Scale on one host: 504 compute + 63 burst-buffer nodes (567 slurmd in 4 containers, each
+reading a slurm.conf of its own node, as every machine above 500 nodes) come up idle, then the
+first 100 jobs of a synthetic 1,002-node trace replay at shrink 0.99 with every job accounted
+for. About 2 min 20 s. Then the one-command path: `harness cluster up --nodes 24 --bb-nodes 6`.
+The curve up to CTS-1's 4,320 nodes comes from benchmarks/scale_curve.py (docs/cluster.md).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def scale_platform(tmp: Path) -> Path:
     text = platform_toml(name="scale-567", controller_port=6901, slurmd_base_port=11501,
                          chassis_per_group=63, compute_digits=3, bb_digits=2, node_containers=4)  # fmt: skip
     path = tmp / "scale-567.toml"
-    path.write_text(text)
+    path.write_text(text.replace("[deployment]\n", '[deployment]\nslurmd_conf = "own-node"\n'))
     return path
 
 
@@ -38,6 +39,7 @@ def test_567_nodes_come_up_idle_and_replay_100_jobs(tmp_path: Path) -> None:
     platform_file = scale_platform(tmp_path)
     platform = load_platform(platform_file)
     assert (platform.compute_count, platform.bb_count) == (504, 63)
+    assert platform.deployment.slurmd_conf == "own-node"
     backend = DockerCluster(name=CLUSTER, platform=platform)
     backend.down()
     try:
@@ -70,3 +72,24 @@ def test_567_nodes_come_up_idle_and_replay_100_jobs(tmp_path: Path) -> None:
           f"{check['max_start_diff_s']:.2f} s, max end {check['max_end_diff_s']:.2f} s")  # fmt: skip
     assert check["max_start_diff_s"] < MAX_LAUNCH_DELAY_S and len(check["disagreements"]) <= JOBS // 10
     assert results["nodes"].max() > 64  # wide jobs of the big machine ran
+
+
+def test_one_command_brings_up_a_machine_of_any_size(tmp_path: Path) -> None:
+    """`harness cluster up --nodes N --bb-nodes M`: the machine of that size on --platform's ports."""
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    base = tmp_path / "ports.toml"
+    base.write_text(platform_toml(name="sized-base", controller_port=7302, slurmd_base_port=13001))
+    args = ["cluster", "up", "--name", "bbsized", "--platform", str(base), "--nodes", "24", "--bb-nodes", "6"]
+    try:
+        out = CliRunner().invoke(main, [*args, "-q"])
+        assert out.exit_code == 0, out.output
+        assert "24 compute + 6 burst-buffer nodes idle" in out.output
+        sinfo = DockerCluster(name="bbsized", platform=load_platform(base)).exec(
+            ["sinfo", "--noheader", "--format=%P %D %t"]
+        )
+        assert sorted(sinfo.stdout.split("\n")[:2]) == ["bb 6 idle", "compute* 24 idle"]
+    finally:
+        CliRunner().invoke(main, ["cluster", "down", "--name", "bbsized"])
