@@ -7,11 +7,11 @@ up on this host and measure: seconds to all nodes idle, the PSS and RSS of all s
 slurmd, slurmctld's RSS, threads, the idle CPU, and slurmctld's cost of one scheduling pass
 (``sdiag``'s mean main and backfill cycle) with a queue of jobs that cannot all start.
 
-    PYTHONPATH=. python3 benchmarks/node_cost.py --sizes 96,480,1008 --modes shared,own-node
+    PYTHONPATH=. python3 benchmarks/scale_curve.py --sizes 96,480,1008 --modes shared,own-node
         [--containers-per 1100] [--queue 200] [--json out.json]
 
 Ports: controller 7301, slurmd from 10001 (below the kernel's ephemeral range); the cluster
-(``bbcost``) is removed after each point. Run it alone: it measures CPU and memory.
+(``bbcurve``) is removed after each point. Run it alone: it measures CPU and memory.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def scheduling_cost(cluster: DockerCluster, queue: int, settle_s: float = 20.0) 
 
 def point(compute: int, mode: str, args: argparse.Namespace) -> dict[str, object]:
     platform = platform_of(compute, mode, args.containers_per)
-    cluster = DockerCluster(name="bbcost", platform=platform)
+    cluster = DockerCluster(name="bbcurve", platform=platform)
     cluster.down()
     cluster.ensure_image(print)
     try:

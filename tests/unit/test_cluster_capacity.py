@@ -29,14 +29,15 @@ def test_limits_are_read_from_proc(tmp_path: Path) -> None:
 
 def test_cts1_fits_own_node_and_not_shared() -> None:
     cts1 = load_platform("cts1")  # 4,320 nodes, own-node
-    assert slurmd_kb(cts1) == 1_051.25  # 1,050 + 1.25 for its own node
-    # (4,320 x 1,051.25 kB = 4,541,400 kB = 4,434.96 MB, + 400 MB) x 1.25 = 6,043.70 MB
-    assert memory_mb(cts1) == pytest.approx(6_043.70, abs=0.01)
+    assert slurmd_kb(cts1) == pytest.approx(1_031.31)  # 1,030 + 1.31 for its own node
+    # (4,320 x 1,031.31 kB = 4,455,259.2 kB = 4,350.84 MB, + 400 MB) x 1.25 = 5,938.55 MB
+    assert memory_mb(cts1) == pytest.approx(5_938.55, abs=0.01)
     check_capacity(cts1, ROOMY)
     shared = cts1.redeployed(slurmd_conf="shared")
-    assert slurmd_kb(shared) == 1_050 + 1.25 * 4_320  # every slurmd holds every node
-    with pytest.raises(ClusterError, match=r"needs about 34,514 MB of memory, the host has 20,000 MB.*"
-                                           r'slurmd_conf = "own-node" needs 6,044 MB'):  # fmt: skip
+    assert slurmd_kb(shared) == pytest.approx(1_030 + 1.31 * 4_320)  # every slurmd holds every node
+    # (4,320 x 6,689.2 kB / 1,024 + 400) x 1.25 = 35,775.08 MB
+    with pytest.raises(ClusterError, match=r"needs about 35,775 MB of memory, the host has 20,000 MB.*"
+                                           r'slurmd_conf = "own-node" needs 5,939 MB'):  # fmt: skip
         check_capacity(shared, ROOMY)
 
 
@@ -57,4 +58,4 @@ def test_the_default_machine_fits_a_small_host() -> None:
     small = HostLimits(
         available_mb=2_000.0, pid_max=32_768, threads_now=900, file_max=100_000, files_now=3_000
     )
-    check_capacity(load_platform(), small)  # 108 nodes: about 656 MB
+    check_capacity(load_platform(), small)  # 108 nodes: about 650 MB

@@ -1,6 +1,6 @@
 """Whether this host can hold a cluster, checked before anything starts.
 
-What an emulated node costs was measured (``benchmarks/node_cost.py``, docs/cluster.md): a
+What an emulated node costs was measured (``benchmarks/scale_curve.py``, docs/cluster.md): a
 slurmd's memory (PSS, its real footprint) is a base plus, when it reads the whole slurm.conf,
 a record per node of the cluster; it runs about five threads, which count against the
 kernel's ``pid_max`` with every other process and thread of the host; it holds about 13 open
@@ -17,9 +17,11 @@ from pathlib import Path
 from harness.cluster.base import ClusterError
 from harness.platform import Platform
 
-SLURMD_BASE_KB = 1_050  # PSS of one slurmd of a tiny cluster (measured: 1,016-1,170 kB at 108 nodes)
-SLURMD_PER_NODE_KB = 1.25  # + this per node of the slurm.conf it reads (shared: 2,440 kB at 1,134)
-THREADS_PER_SLURMD = 5  # measured: 531 threads for 108 slurmd and their containers
+# Measured (docs/cluster.md): own-node 968-1,004 kB per slurmd from 108 to 4,374 nodes; shared
+# 1,169 kB at 108 nodes, 1,725 at 540, 2,514 at 1,134: 1,030 kB + 1.31 kB per node it knows.
+SLURMD_BASE_KB = 1_030
+SLURMD_PER_NODE_KB = 1.31
+THREADS_PER_SLURMD = 5  # measured: 4.1 (17,613 threads for 4,374 slurmd and their containers)
 FILES_PER_SLURMD = 13
 FIXED_MB = 400  # slurmctld, munged, the supervisors, Docker's container processes
 HEADROOM = 1.25  # start-up peaks above the idle footprint
