@@ -9,6 +9,7 @@ slurmd, slurmctld's RSS, threads, the idle CPU, and slurmctld's cost of one sche
 
     PYTHONPATH=. python3 benchmarks/scale_curve.py --sizes 96,480,1008 --modes shared,own-node
         [--containers-per 1100] [--queue 200] [--json out.json]
+    PYTHONPATH=. python3 benchmarks/scale_curve.py --plot docs/figures/scale-curve.png a.json b.json
 
 Ports: controller 7301, slurmd from 10001 (below the kernel's ephemeral range); the cluster
 (``bbcurve``) is removed after each point. Run it alone: it measures CPU and memory.
@@ -97,6 +98,40 @@ def point(compute: int, mode: str, args: argparse.Namespace) -> dict[str, object
         cluster.down()
 
 
+def fitted_slope(nodes: list[float], values: list[float]) -> float:
+    """The slope of log(value) against log(nodes): 1 is linear, 2 quadratic, 0 flat."""
+    import numpy as np
+
+    return float(np.polyfit(np.log(nodes), np.log(values), 1)[0])
+
+
+def plot(rows: list[dict], out: Path) -> Path:
+    """Total slurmd PSS and PSS per slurmd against the node count, log-log, a line per mode."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (total, each) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for mode, colour in (("shared", "tab:red"), ("own-node", "tab:blue")):
+        mine = sorted((r for r in rows if r["mode"] == mode), key=lambda r: r["nodes"])
+        if len(mine) < 2:
+            continue
+        n = [float(r["nodes"]) for r in mine]
+        mb = [float(r["slurmd_pss_mb"]) for r in mine]
+        kb = [float(r["slurmd_pss_kb_each"]) for r in mine]
+        total.loglog(n, mb, "o-", color=colour, label=f"{mode} (slope {fitted_slope(n, mb):.2f})")
+        each.loglog(n, kb, "o-", color=colour, label=f"{mode} (slope {fitted_slope(n, kb):.2f})")
+    total.set(xlabel="emulated nodes", ylabel="PSS of all slurmd (MB)", title="Memory of the cluster")
+    each.set(xlabel="emulated nodes", ylabel="PSS per slurmd (kB)", title="Memory per emulated node")
+    for ax in (total, each):
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=130)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="96,480,1008", help="compute node counts, comma-separated")
@@ -104,7 +139,13 @@ def main() -> None:
     parser.add_argument("--containers-per", type=int, default=1100, help="slurmd per node container")
     parser.add_argument("--queue", type=int, default=200, help="one-node jobs queued for sdiag")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--plot", type=Path, default=None, help="plot the rows of the JSON files given")
+    parser.add_argument("rows", nargs="*", type=Path, help="with --plot: JSON files of earlier runs")
     args = parser.parse_args()
+    if args.plot:
+        rows = [row for path in args.rows for row in json.loads(path.read_text())]
+        print(plot(rows, args.plot))
+        return
     rows = []
     for compute in (int(s) for s in args.sizes.split(",")):
         for mode in args.modes.split(","):
