@@ -24,7 +24,7 @@ import pandas as pd
 from scipy import stats
 
 from harness.model.metric_names import DEFAULT_TAU_S
-from harness.platform import Machine, load_platform
+from harness.platform import Machine
 
 # A job that ran for less than this counts as having run this long in the slowdown,
 # which would otherwise be infinite for zero-length jobs.
@@ -83,14 +83,13 @@ def utilisation(df: pd.DataFrame, platform: Machine) -> tuple[float, float]:
 
 def summary(
     df: pd.DataFrame,
-    platform: Machine | None = None,
+    platform: Machine,
     *,
     tau: float = DEFAULT_TAU_S,
     ci: bool = False,
     seed: int = 0,
 ) -> dict[str, Any]:
     """The aggregate figures of one schedule; with ``ci``, bootstrap 95 % intervals of the means."""
-    platform = platform or load_platform()
     m = job_metrics(df, tau=tau)
     util_c, util_bb = utilisation(df, platform)
     out: dict[str, Any] = {

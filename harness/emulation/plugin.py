@@ -16,6 +16,7 @@ import pandas as pd
 
 from harness.cluster.base import ClusterBackend
 from harness.emulation.run.specs import RunOptions
+from harness.model.records import JobRecord, Submission
 from harness.model.timescale import TimeScale
 from harness.platform import Platform
 from harness.slurm.config import SchedulerConfig
@@ -30,9 +31,9 @@ class Collected:
     sched: SchedulerConfig
     raw: Path  # the run's raw/ directory, where a plug-in copies its own records
     t0: float  # the replay's start (epoch s): every result time counts from it
-    submissions: list[dict]
-    records: list[dict]  # the jobs' own sigsleep records
-    ran: list[dict]  # the submissions and the agent's copies of them: one per Slurm job
+    submissions: list[Submission]
+    records: list[JobRecord]  # the jobs' own sigsleep records
+    ran: list[Submission]  # the submissions and the agent's copies of them: one per Slurm job
     slurm_dir: Path
     scale: TimeScale  # how the trace's seconds map to Slurm's on the run's clock
 

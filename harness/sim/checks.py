@@ -9,18 +9,17 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
-from harness.platform import Machine, load_platform
+from harness.platform import Machine
 from harness.sim.machine import parse_bb_map
 
 
-def check_schedule(results: pd.DataFrame, platform: Machine | None = None, tol: float = 1e-6) -> list[str]:
+def check_schedule(results: pd.DataFrame, platform: Machine, tol: float = 1e-6) -> list[str]:
     """Violations of the schedule invariants (empty when the schedule is valid).
 
     Every job starts (not before its submission) and ends no later than its walltime
     allows; each allocated compute node has exactly one BB node; no compute node is
     used by two jobs at once; no BB node ever holds more than its capacity.
     """
-    platform = platform or load_platform()
     problems = list(_check_jobs(results, tol))
     if problems:
         return problems

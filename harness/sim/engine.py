@@ -26,7 +26,7 @@ import pandas as pd
 from harness.model.columns import PLAN_COLUMNS, RESULT_COLUMNS
 from harness.model.io_models import ALLOC_ONLY, MODELS
 from harness.model.staging_names import OFF_ALLOCATION
-from harness.platform import Machine, load_platform
+from harness.platform import Machine
 from harness.policies import kernels
 from harness.policies.base import Decision, Policy
 from harness.policies.state import Allocation, JobQueue, RunningJob, Topology
@@ -95,7 +95,7 @@ class _Plan:
 def simulate(
     plan: pd.DataFrame,
     policy: Policy,
-    platform: Machine | None = None,
+    platform: Machine,
     *,
     model: str = ALLOC_ONLY,
     io_seed: int = DEFAULT_IO_SEED,
@@ -123,7 +123,6 @@ def simulate(
     in a pool (:mod:`harness.sim.pool_tiers`).
     """
     _check_options(tick, launch_delay, stage_delay, model, staging)
-    platform = platform or load_platform()
     topology = Topology.from_platform(platform)
     tiered = tiers or is_tiered(policy)  # a tier per job: Lackner's (inside) or the live one (pool)
     pool_tiers = tiered and staging == "pool"  # harness.sim.pool_tiers: the live run's I/O

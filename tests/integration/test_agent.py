@@ -15,6 +15,7 @@ import pytest
 
 from harness.emulation.run.experiment import Experiment
 from harness.emulation.run.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
+from harness.platform import load_platform
 from harness.policies.registry import get_policy
 from harness.sim.engine import simulate
 from harness.workload.plan import save_plan
@@ -60,7 +61,7 @@ def test_starvation_scenario_same_start_order_as_simulator(
     slurm_cluster, tmp_path: Path, policy: str
 ) -> None:
     plan = starvation_plan()
-    expected = start_groups(simulate(plan, get_policy(policy)).jobs)
+    expected = start_groups(simulate(plan, get_policy(policy), load_platform()).jobs)
     workload = WorkloadSpec(trace=_plan_file(tmp_path, plan), shrink=0.9)
     opts = RunOptions(workload, ClusterSpec(name=TEST_CLUSTER), ReplaySpec(policy=policy, compare_sim=True),
                       runs_dir=tmp_path, quiet=True)  # fmt: skip

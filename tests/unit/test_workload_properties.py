@@ -194,7 +194,7 @@ def test_plan_schema_accepts_only_usable_plans(rows):
     assert np.isfinite(times).all() and (times[:, :2] >= 0).all() and (times[:, 2] > 0).all()
     assert (df["nodes"] >= 1).all()
     path = _tmp("p.parquet")
-    wp.save_plan(df, {"format": wp.MANIFEST_FORMAT, "shrink": 0.0, "seed": 1}, path)
+    wp.save_plan(df, {"format": wp.MANIFEST_FORMAT, "seed": 1}, path)
     back, manifest = wp.load_plan(path)
     pd.testing.assert_frame_equal(back, df)
-    assert manifest == {"format": wp.MANIFEST_FORMAT, "shrink": 0.0, "seed": 1}
+    assert manifest == {"format": wp.MANIFEST_FORMAT, "seed": 1}

@@ -21,6 +21,7 @@ from harness.analysis.preemption import SPAN_COLUMNS, plot_suspensions, suspensi
 from harness.model import rundir
 from harness.model.atomic import atomic_write_csv
 from harness.model.metric_names import HEADLINE_METRICS
+from harness.model.records import JobRecord
 from harness.model.rundir import SUSPENSIONS_CSV
 from harness.model.timescale import TimeScale
 from harness.platform import Machine
@@ -28,7 +29,7 @@ from harness.sim.preemption import simulate_preemption
 from harness.workload.priority import PRIORITY_COLUMN
 
 
-def emulated_spans(records: list[dict], t0: float) -> pd.DataFrame:
+def emulated_spans(records: list[JobRecord], t0: float) -> pd.DataFrame:
     """``job_id, start, end`` of every suspension in the sigsleep records, Slurm's seconds since t0."""
     rows = [
         (int(rec["job_id"]), float(start) - t0, float(end) - t0)
@@ -39,7 +40,7 @@ def emulated_spans(records: list[dict], t0: float) -> pd.DataFrame:
 
 
 def preemption_section(
-    run_dir: Path, plan: pd.DataFrame, results: pd.DataFrame, records: list[dict], t0: float,
+    run_dir: Path, plan: pd.DataFrame, results: pd.DataFrame, records: list[JobRecord], t0: float,
     platform: Machine, scale: TimeScale, preempt: bool,
 ) -> dict[str, Any]:  # fmt: skip
     """Files and counts of the emulated and the twin's suspensions (see the module); ``plan``

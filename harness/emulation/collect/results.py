@@ -16,6 +16,7 @@ import pandas as pd
 
 from harness.emulation.head.faultlog import job_outcome
 from harness.model.columns import EMULATION_COLUMNS
+from harness.model.records import JobRecord, Submission
 
 # Slurm keeps whole seconds: its start can be up to 1 s before the job's own clock read,
 # plus the launch latency; anything beyond this is a real disagreement.
@@ -60,7 +61,7 @@ class CrossCheck:
 
 
 def build_results(
-    plan: pd.DataFrame, submissions: list[dict], records: list[dict], t0: float,
+    plan: pd.DataFrame, submissions: list[Submission], records: list[JobRecord], t0: float,
     slurm_jobs: dict[int, dict] | None = None,
 ) -> pd.DataFrame:  # fmt: skip
     """One row per plan job: submitted and logged jobs with their times; a submitted job without
@@ -76,16 +77,19 @@ def build_results(
     return df.astype({"slurm_job_id": "Int64", "nodes": "int64", "bb_per_node_mb": "int64"})
 
 
-def _ended_by_slurm(sub: dict | None, slurm_jobs: dict[int, dict]) -> str:
+def _ended_by_slurm(sub: Submission | None, slurm_jobs: dict[int, dict]) -> str:
     """The state Slurm ended a submitted job in, lower case ('' if unknown)."""
-    if sub is None or sub.get("slurm_job_id") is None:
+    slurm_id = sub.get("slurm_job_id") if sub is not None else None
+    if slurm_id is None:
         return ""
-    state = str(slurm_jobs.get(int(sub["slurm_job_id"]), {}).get("state", "")).split()[0:1]
+    state = str(slurm_jobs.get(int(slurm_id), {}).get("state", "")).split()[0:1]
     name = state[0].lower() if state else ""
     return "timeout_no_record" if name == "timeout" else name
 
 
-def _row(job: dict, sub: dict | None, rec: dict | None, t0: float, slurm_jobs: dict[int, dict]) -> dict:
+def _row(
+    job: dict, sub: Submission | None, rec: JobRecord | None, t0: float, slurm_jobs: dict[int, dict]
+) -> dict:
     row = {
         "job_id": int(job["job_id"]),
         "walltime": float(job["walltime"]),
@@ -112,7 +116,7 @@ def _row(job: dict, sub: dict | None, rec: dict | None, t0: float, slurm_jobs: d
     return {
         **row,
         "slurm_job_id": _ran_as(rec, row["slurm_job_id"]),
-        "submit": sub["actual"] - t0 if sub.get("actual") is not None else np.nan,
+        "submit": _since(sub.get("actual"), t0),
         "start": rec["start"] - t0,
         "end": rec["end"] - t0,
         "runtime": rec["running"],
@@ -122,7 +126,11 @@ def _row(job: dict, sub: dict | None, rec: dict | None, t0: float, slurm_jobs: d
     }
 
 
-def _ran_as(rec: dict, submitted: Any) -> Any:
+def _since(instant: float | None, t0: float) -> float:
+    return instant - t0 if instant is not None else np.nan
+
+
+def _ran_as(rec: JobRecord, submitted: Any) -> Any:
     """The Slurm job that ran: the job's own record says (the agent may have submitted it
     again, on the slow tier: harness.emulation.iolive.tiers), else the replay's submission."""
     try:
@@ -131,7 +139,7 @@ def _ran_as(rec: dict, submitted: Any) -> Any:
         return submitted
 
 
-def agent_copies(submissions: list[dict], records: list[dict]) -> list[dict]:
+def agent_copies(submissions: list[Submission], records: list[JobRecord]) -> list[Submission]:
     """``{"slurm_job_id": N}`` for each job that ran under another id than the replay's
     submission (the agent submitted it again on the slow tier), to fetch Slurm's records."""
     submitted = {s.get("slurm_job_id") for s in submissions}
@@ -211,7 +219,7 @@ def license_count(text: str, name: str | None = None) -> int:
     return sum(int(count) for lic, count in items if name is None or lic == name)
 
 
-def lag_stats(submissions: list[dict]) -> dict[str, float]:
+def lag_stats(submissions: list[Submission]) -> dict[str, float]:
     timed = [s for s in submissions if s.get("slurm_job_id") is not None and s.get("lag") is not None]
     lags = np.array([s["lag"] for s in timed], dtype=float)
     if lags.size == 0:
@@ -226,9 +234,10 @@ def lag_stats(submissions: list[dict]) -> dict[str, float]:
     }
 
 
-def order_inversions(submissions: list[dict]) -> int:
+def order_inversions(submissions: list[Submission]) -> int:
     """Adjacent jobs (in plan order) that Slurm numbered the other way round."""
-    ids = [s["slurm_job_id"] for s in sorted(submissions, key=lambda s: s["index"]) if s.get("slurm_job_id")]
+    ordered = sorted(submissions, key=lambda s: s["index"])
+    ids = [slurm_id for s in ordered if (slurm_id := s.get("slurm_job_id")) is not None]
     return sum(1 for a, b in itertools.pairwise(ids) if a > b)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from harness.cluster.base import ClusterBackend
 from harness.model import rundir
 from harness.model.jsonio import write_json
+from harness.model.records import Submission
 from harness.slurm.jobcomp import keep_jobs, read_jobcomp
 from harness.slurm.sacct import fetch_sacct
 
@@ -20,11 +21,11 @@ SACCT_WAIT_S = 30.0  # for the last job records on their way from slurmctld to s
 
 
 def slurm_records(
-    backend: ClusterBackend, slurm_dir: Path, submissions: list[dict[str, Any]]
+    backend: ClusterBackend, slurm_dir: Path, submissions: list[Submission]
 ) -> tuple[dict[int, dict[str, Any]], str]:
     """(Slurm job id -> record, source name); writes the JSON files into ``slurm_dir``."""
     slurm_dir.mkdir(parents=True, exist_ok=True)
-    ids = sorted(int(s["slurm_job_id"]) for s in submissions if s.get("slurm_job_id") is not None)
+    ids = sorted(slurm_id for s in submissions if (slurm_id := s.get("slurm_job_id")) is not None)
     if backend.platform.deployment.accounting.enabled:
         records, raw = fetch_sacct(lambda cmd: backend.exec(cmd, timeout=60), ids, timeout=SACCT_WAIT_S)
         write_json(slurm_dir / rundir.SACCT_JSON, {"jobs": raw})

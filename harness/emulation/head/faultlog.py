@@ -17,6 +17,8 @@ from typing import Any
 
 import pandas as pd
 
+from harness.model.records import Submission
+
 # how sigsleep ends a job it ran to its end (its record's reason)
 FINISHED = ("completed", "timeout")
 # Slurm's states of a job that ended without its own record: killed by a fault
@@ -87,7 +89,7 @@ def _outage_events(replay_status: dict) -> list[dict[str, Any]]:
 
 
 def fault_section(
-    results: pd.DataFrame, submissions: list[dict], events: list[dict], replay_status: dict, t0: float,
+    results: pd.DataFrame, submissions: list[Submission], events: list[dict], replay_status: dict, t0: float,
     slurm_jobs: dict[int, dict] | None = None, cancel_reason: str = "",
 ) -> dict[str, Any]:  # fmt: skip
     """The report's ``faults`` section: events (seconds since t0), affected jobs, outcome counts;

@@ -21,6 +21,7 @@ from harness.emulation.collect.results import build_results, finished
 from harness.model import rundir
 from harness.model.columns import EMULATION_TIME_COLUMNS
 from harness.model.jsonio import write_json
+from harness.model.records import JobRecord, Submission
 from harness.model.timescale import TimeScale
 from harness.platform.machine import Machine
 
@@ -50,7 +51,12 @@ class RunObserver:
         self._interim_count = -1  # finished jobs the last interim covered
 
     def observe(
-        self, status: dict, subs: list[dict], records: list[dict], queue: tuple[int, int], eta_s: float
+        self,
+        status: dict,
+        subs: list[Submission],
+        records: list[JobRecord],
+        queue: tuple[int, int],
+        eta_s: float,
     ) -> None:
         now = time.monotonic()
         if now - self._progress_at >= PROGRESS_EVERY_S:
@@ -64,7 +70,7 @@ class RunObserver:
                 write_interim(self.run_dir, self.plan, subs, records, float(t0), self.platform, self.scale)
 
     def write_progress(
-        self, subs: list[dict], records: list[dict], queue: tuple[int, int], eta_s: float
+        self, subs: list[Submission], records: list[JobRecord], queue: tuple[int, int], eta_s: float
     ) -> None:
         _replace_json(
             self.run_dir / rundir.PROGRESS,
@@ -84,8 +90,8 @@ class RunObserver:
 def write_interim(
     run_dir: Path,
     plan: pd.DataFrame,
-    subs: list[dict],
-    records: list[dict],
+    subs: list[Submission],
+    records: list[JobRecord],
     t0: float,
     platform: Machine,
     scale: TimeScale,

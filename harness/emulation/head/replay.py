@@ -53,6 +53,7 @@ from harness.emulation.iolive.phases import PLAN_COLUMN
 from harness.emulation.iolive.staging import directive_line
 from harness.model.clock import VirtualClock
 from harness.model.jsonio import read_json, read_jsonl
+from harness.model.records import Submission
 from harness.model.rundir import SHARED_JOBS, SIGSLEEP_LOG, STATUS, STOP_FILE, SUBMISSIONS
 from harness.policies.tiers import io_words, staged_job_io
 from harness.slurm.config import BANDWIDTH_LICENSE, URGENT_PARTITION
@@ -283,7 +284,7 @@ class Replayer:
         )  # fmt: skip
         slurm_id, error = outcome.slurm_id, outcome.error
         after = self.clock()
-        record: dict[str, object] = {
+        record: Submission = {
             "index": index,
             "job_id": int(job["job_id"]),
             "slurm_job_id": slurm_id,

@@ -21,6 +21,7 @@ from harness.model.clock import VirtualClock, WallClock
 from harness.model.durations import clock
 from harness.model.exitcodes import describe_exit
 from harness.model.jsonio import parse_jsonl
+from harness.model.records import as_job_records, as_submissions
 from harness.model.rundir import SIGSLEEP_LOG, STATUS, SUBMISSIONS
 
 
@@ -112,7 +113,8 @@ class Watcher:
             counts = self._queue_counts(fresh=bool(status.get("done")))
             self._show(status, subs, done_records, *self._queue)
             if self.head.observer is not None:  # progress.json and interim/ in the run directory
-                self.head.observer.observe(status, subs, records, self._queue, self._eta(status))
+                observed = as_submissions(subs), as_job_records(records)
+                self.head.observer.observe(status, *observed, self._queue, self._eta(status))
             queued = None if counts is None else sum(counts)
             verdict = self._agent_verdict(agent) or self._verdict(proc, status, subs, done_records, queued)
             if verdict is not None:

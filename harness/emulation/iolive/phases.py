@@ -33,6 +33,7 @@ from harness.emulation.iolive.drains import outside_s
 from harness.emulation.iolive.flows import Flow
 from harness.flow.io_network import MB
 from harness.model.hostlist import expand_hostlist
+from harness.model.records import JobRecord
 from harness.model.timescale import TimeScale
 from harness.platform import Machine
 
@@ -84,7 +85,7 @@ def _solo_s(record: dict, machine: Machine, stage_out_solo: float = 0.0) -> floa
     return max(total + stage_out_solo, drained)
 
 
-def _job_columns(row: pd.Series, rec: dict, machine: Machine, time_scale: float,
+def _job_columns(row: pd.Series, rec: JobRecord, machine: Machine, time_scale: float,
                  drains: list[dict]) -> dict[str, float]:  # fmt: skip
     phases = rec["phases"]
     sums = {
@@ -115,19 +116,19 @@ def _job_columns(row: pd.Series, rec: dict, machine: Machine, time_scale: float,
     }
 
 
-def _drain_only_s(rec: dict, drains: list[tuple[float, float]], staged_out: bool) -> float:
+def _drain_only_s(rec: JobRecord, drains: list[tuple[float, float]], staged_out: bool) -> float:
     """Seconds with a drain of the job running but neither a checkpoint nor its stage-out
     (the simulator's I/O time counts every moment a transfer of the job runs; the wait for
     the drains after the job's end is already in its stage-out)."""
     end = float(rec.get("end") or np.inf) if staged_out else np.inf
     clipped = [(a, min(b, end)) for a, b in drains if min(b, end) > a]
-    busy = [(float(p["start"]), float(p["end"])) for p in rec["phases"]
-            if p["kind"] == "checkpoint" and p.get("start") is not None]  # fmt: skip
+    busy = [(start, float(p.get("end") or start)) for p in rec["phases"]
+            if p["kind"] == "checkpoint" and (start := p.get("start")) is not None]  # fmt: skip
     return outside_s(clipped, busy)
 
 
 def add_phases(
-    results: pd.DataFrame, records: list[dict], machine: Machine, time_scale: float,
+    results: pd.DataFrame, records: list[JobRecord], machine: Machine, time_scale: float,
     drains: dict[int, list[dict]] | None = None,
 ) -> pd.DataFrame:  # fmt: skip
     """``results`` with :data:`PHASE_COLUMNS` (NaN for a job without a phase record);

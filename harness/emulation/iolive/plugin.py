@@ -82,7 +82,7 @@ class LiveIO:
         self, results: pd.DataFrame, slurm_jobs: dict[int, dict], collected: Collected
     ) -> dict[str, Any]:
         """Slurm's burst-buffer view and the order of staging against its times."""
-        ids = {int(s["slurm_job_id"]) for s in collected.ran if s.get("slurm_job_id") is not None}
+        ids = {slurm_id for s in collected.ran if (slurm_id := s.get("slurm_job_id")) is not None}
         bb = keep_bb_states(collected.backend, collected.slurm_dir, ids)
         return {"staging": staging_check(results, slurm_jobs, collected.t0, bb)}
 

@@ -24,6 +24,7 @@ import re
 import pandas as pd
 
 from harness.emulation.iolive.staging import DIRECTIVE, parse_directive
+from harness.model.records import Submission
 from harness.policies.tiers import HPS, LPS
 from harness.slurm.client import SlurmClient
 
@@ -86,7 +87,7 @@ def move_to_slow_tier(client: SlurmClient, job_id: int, comment: str, bb_license
     return new
 
 
-def add_tiers(results: pd.DataFrame, submissions: list[dict]) -> pd.DataFrame:
+def add_tiers(results: pd.DataFrame, submissions: list[Submission]) -> pd.DataFrame:
     """``results`` with each job's storage tier as it ran, as the simulator's pool twin gives
     it: ``lps`` for a job the agent submitted again (it ran under another Slurm id than the
     replay's submission) and then held no BB (``bb_per_node_mb`` 0), ``hps`` for a job with

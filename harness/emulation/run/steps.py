@@ -49,6 +49,7 @@ from harness.emulation.run.specs import RunOptions, plan_for
 from harness.model import rundir
 from harness.model.atomic import atomic_write_csv, atomic_write_parquet
 from harness.model.jsonio import read_json, read_jsonl, write_json
+from harness.model.records import read_job_records, read_submissions
 from harness.model.timescale import TimeScale
 from harness.slurm.config import SchedulerConfig
 from harness.workload.io import HerbeinIO
@@ -170,8 +171,8 @@ def collect(ctx: RunContext) -> dict[str, Any]:
         ctx.backend.get(f"{shared}/{name}", raw / name)
     ctx.backend.collect_slurm_files(ctx.run_dir / rundir.SLURM_DIR)
     t0 = float(read_json(raw / rundir.STATUS).get("t0", 0.0))
-    submissions = read_jsonl(raw / rundir.SUBMISSIONS)
-    records = read_jsonl(raw / rundir.SIGSLEEP_LOG)
+    submissions = read_submissions(raw / rundir.SUBMISSIONS)
+    records = read_job_records(raw / rundir.SIGSLEEP_LOG)
     ran = [*submissions, *agent_copies(submissions, records)]  # with the agent's slow-tier copies
     slurm_jobs, source = slurm_records(ctx.backend, ctx.run_dir / rundir.SLURM_DIR, ran)
     results = build_results(ctx.replayed_plan(), submissions, records, t0, slurm_jobs)
@@ -261,7 +262,7 @@ def preemption(ctx: RunContext) -> dict[str, Any]:
         ctx.run_dir,
         ctx.plan()[0],
         ctx.results(),
-        read_jsonl(raw / rundir.SIGSLEEP_LOG),
+        read_job_records(raw / rundir.SIGSLEEP_LOG),
         float(ctx.found("collect").get("t0", 0.0)),
         ctx.backend.platform,
         ctx.scale,
