@@ -21,11 +21,14 @@ def _slurm_native_rows() -> list[tuple[str, str, str]]:
 @click.command(
     "policies",
     cls=HarnessCommand,
-    examples=["harness policies", "harness policies --thesis --json"],
+    examples=["harness policies", "harness policies --thesis --json", "harness policies --params"],
 )
 @click.option("--thesis", is_flag=True, help="List the concrete policies of the thesis's experiments.")
+@click.option(
+    "--params", is_flag=True, help="List each family's tunables (simulate --policy-param KEY=VALUE)."
+)
 @json_option
-def policies_command(thesis: bool, as_json: bool) -> None:
+def policies_command(thesis: bool, params: bool, as_json: bool) -> None:
     """List the scheduling policies (names end with the reservation depth D).
 
     The simulator and the ordering agent of `harness run` know every family; the slurm-*
@@ -33,6 +36,15 @@ def policies_command(thesis: bool, as_json: bool) -> None:
     """
     if thesis:
         click.echo(json.dumps(list(THESIS_POLICIES)) if as_json else "\n".join(THESIS_POLICIES))
+        return
+    if params:
+        table = {f.usage: {k: t.describe() for k, t in f.tunables.items()} for f in FAMILIES if f.tunables}
+        if as_json:
+            click.echo(json.dumps(table))
+            return
+        for usage, tunables in table.items():
+            click.echo(usage)
+            click.echo("\n".join(f"  {key:<22} {text}" for key, text in tunables.items()))
         return
     rows = [(f.usage, f.description, ", ".join(f.examples)) for f in FAMILIES] + _slurm_native_rows()
     if as_json:

@@ -146,6 +146,11 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path) -> Path:
 )
 @click.option("--check/--no-check", default=True, show_default=True, help="Verify the schedule invariants.")
 @click.option(
+    "--policy-param", "policy_param", multiple=True, metavar="KEY=VALUE",
+    help="Set a policy's tunable (repeat for several), e.g. cooling_rate=0.8 for plan-*, starvation_s=3600 "
+    "for cerberus; `harness policies --params` lists them.",
+)  # fmt: skip
+@click.option(
     "--model",
     type=click.Choice(MODELS),
     default=ALLOC_ONLY,
@@ -200,6 +205,7 @@ def simulate_command(
     from harness.emulation.run.simulated import SimulatedRun, write_simulated_run
 
     tiers = (opts.pop("priority"), opts.pop("preempt"))
+    params = _policy_params(policy, opts.pop("policy_param"))
     names, platform, plan, manifest = _inputs(workload, policy, platform_file, output, opts)
     io_seed = int(manifest.get("seed", opts["bb_seed"]))
     if tiers != ("none", "none"):
@@ -208,13 +214,15 @@ def simulate_command(
         return click.echo(json.dumps({names[0]: row}, indent=2) if as_json else _text_table({names[0]: row}))
     results: dict[str, dict[str, Any]] = {}
     settings = {"model": model, "staging": staging, "tick": tick, "launch_delay": launch_delay, "tau": tau,
-                "io_seed": io_seed, "policy_seed": policy_seed, "time_limit_s": time_limit}  # fmt: skip
+                "io_seed": io_seed, "policy_seed": policy_seed, "time_limit_s": time_limit,
+                "policy_params": params}  # fmt: skip
     for name in names:
         results[name], result = _simulate_one(
             name,
             plan,
             platform,
             (model, tick, launch_delay, staging),
+            params,
             io_seed,
             policy_seed,
             time_limit,
@@ -229,6 +237,20 @@ def simulate_command(
             target = write_simulated_run(_jobs_target(output, name, len(names) > 1), run)
             click.echo(f"{name}: run directory {target}", err=True)
     click.echo(json.dumps(results, indent=2) if as_json else _text_table(results, io=model == IO_AWARE))
+
+
+def _policy_params(policy: str, pairs: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """``--policy-param`` shared out among the policies named (a key goes to each policy that has
+    it); a key none has or a value out of range is a usage error."""
+    from harness.policies.registry import params_for
+    from harness.policies.tunables import PolicyParamError, parse_assignments
+
+    try:
+        return params_for(parse_policy_list(policy), parse_assignments(pairs))
+    except UnknownPolicyError:
+        return {}  # named by _inputs
+    except PolicyParamError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--policy-param'") from None
 
 
 def _inputs(
@@ -255,6 +277,7 @@ def _simulate_one(
     plan: Any,
     platform: Any,
     twin: tuple[str, float, float, str],
+    params: dict[str, dict[str, Any]],
     io_seed: int,
     policy_seed: int,
     time_limit: float | None,
@@ -272,7 +295,7 @@ def _simulate_one(
     from harness.sim.engine import simulate
 
     model, tick, delay, staging = twin  # the job model, the tick-aware twin's settings, the staging
-    scheduler = get_policy(name, seed=policy_seed, time_limit_s=time_limit)
+    scheduler = get_policy(name, seed=policy_seed, time_limit_s=time_limit, params=params.get(name))
     try:
         result = simulate(plan, scheduler, platform, model=model, io_seed=io_seed,
                           tick=tick, launch_delay=delay, staging=staging)  # fmt: skip

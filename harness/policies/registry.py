@@ -8,18 +8,20 @@ Names follow the thesis's abbreviations, ending with the reservation depth D:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from harness.policies.backfill import Backfill
 from harness.policies.base import Policy
-from harness.policies.cerberus import CerberusConfig, CerberusRun
+from harness.policies.cerberus import PROFITS, CerberusConfig, CerberusRun
 from harness.policies.fcfs import Fcfs, Filler
 from harness.policies.ioaware import IoAware
 from harness.policies.maxutil import MaxUtil
 from harness.policies.plan import OBJECTIVES, AnnealingConfig, PlanPolicy
 from harness.policies.sas import StorageAware
 from harness.policies.tiers import TierChooser
+from harness.policies.tunables import Tunable, checked_params
 from harness.policies.window import WindowPolicy
 
 
@@ -33,6 +35,7 @@ class PolicyOptions:
 
     seed: int = 0  # randomised policies (plan)
     time_limit_s: float | None = None  # wall-clock limit of one plan search (None: only the step budget)
+    params: Mapping[str, Any] = field(default_factory=dict)  # the family's tunables, checked
 
 
 @dataclass(frozen=True)
@@ -42,9 +45,32 @@ class Family:
     description: str
     build: Callable[[str, re.Match[str], PolicyOptions], Policy]
     examples: tuple[str, ...]
+    tunables: Mapping[str, Tunable] = field(default_factory=dict)  # --policy-param KEY=VALUE
 
 
 _D = r"(?P<d>\d+)"
+ANNEALING = {
+    "cooling_rate": Tunable(float, 0.01, 0.999, help="temperature factor per cooling step (thesis: 0.9)"),
+    "cooling_steps": Tunable(int, 1, 10_000, help="cooling steps N (thesis: 30)"),
+    "steps_per_temperature": Tunable(int, 1, 10_000, help="swaps tried per temperature M (thesis: 6)"),
+    "exhaustive_max": Tunable(int, 0, 8, help="queues up to this long are searched exhaustively"),
+    "max_placements": Tunable(int, 1, 100_000_000, help="placements evaluated per decision (the budget)"),
+}
+CERBERUS = {
+    "profit": Tunable(str, choices=tuple(PROFITS), help="the knapsack's profit of a job"),
+    "unit_mb": Tunable(int, 1, 2**31 - 1, help="the knapsack's capacity unit, MB"),
+    "starvation_s": Tunable(float, 1.0, 1e9, help="a job waiting longer goes first (24 h)"),
+    "window": Tunable(int, 1, 1_000_000, help="jobs of a queue considered (default: all)"),
+}
+WINDOW = {
+    "max_age": Tunable(int, 1, 1_000_000, help="decisions a job may be passed over, M (thesis: 50)"),
+    "beta": Tunable(float, 0.0, 1e6, help="weight of compute against BB in the objective"),
+    "solver_timeout_s": Tunable(float, 0.001, 3600.0, help="CP-SAT's limit per decision"),
+}
+MAXUTIL = {
+    "max_steps": Tunable(int, 1, 100_000_000, help="search steps per decision (the cap)"),
+    "exhaustive_max": Tunable(int, 0, 10, help="queues up to this long are searched exhaustively"),
+}
 FAMILIES: tuple[Family, ...] = (
     Family(
         "fcfs", re.compile(r"fcfs"), Fcfs.description,
@@ -77,25 +103,26 @@ FAMILIES: tuple[Family, ...] = (
     ),
     Family(
         "maxutil-BETA-D", re.compile(rf"maxutil-(?P<beta>\d+(?:\.\d+)?)-{_D}"), MaxUtil.description,
-        lambda name, m, o: MaxUtil(name, float(m["beta"]), int(m["d"])), ("maxutil-1.0-1",),
+        lambda name, m, o: MaxUtil(name, float(m["beta"]), int(m["d"]), **o.params), ("maxutil-1.0-1",),
+        MAXUTIL,
     ),
     Family(
         "window-N-D", re.compile(rf"window-(?P<n>\d+)-{_D}"), WindowPolicy.description,
-        lambda name, m, o: WindowPolicy(name, _at_least_one(name, "N", m["n"]), int(m["d"])),
-        ("window-10-1",),
+        lambda name, m, o: WindowPolicy(name, _at_least_one(name, "N", m["n"]), int(m["d"]), **o.params),
+        ("window-10-1",), WINDOW,
     ),
     Family(
         "plan-{sum,square,cube,start}-D",
         re.compile(rf"plan-(?P<obj>{'|'.join(OBJECTIVES)})-{_D}"), PlanPolicy.description,
         lambda name, m, o: PlanPolicy(
-            name, m["obj"], int(m["d"]), AnnealingConfig(seed=o.seed, time_limit_s=o.time_limit_s)
+            name, m["obj"], int(m["d"]), AnnealingConfig(seed=o.seed, time_limit_s=o.time_limit_s, **o.params)
         ),
-        ("plan-square-0", "plan-sum-1"),
+        ("plan-square-0", "plan-sum-1"), ANNEALING,
     ),
     Family(
         "cerberus[-fcfs]", re.compile(r"cerberus(?P<fcfs>-fcfs)?"), CerberusRun.description,
-        lambda name, m, o: CerberusRun(name, CerberusConfig(knapsack=not m["fcfs"])),
-        ("cerberus", "cerberus-fcfs"),
+        lambda name, m, o: CerberusRun(name, CerberusConfig(knapsack=not m["fcfs"], **o.params)),
+        ("cerberus", "cerberus-fcfs"), CERBERUS,
     ),
     Family(
         "io[-ignorant]-{fcfs,easy}", re.compile(r"io(?P<ign>-ignorant)?-(?P<kind>fcfs|easy)"),
@@ -138,17 +165,42 @@ def _at_least_one(name: str, what: str, text: str) -> int:
     return int(text)
 
 
-def get_policy(name: str, seed: int = 0, time_limit_s: float | None = None) -> Policy:
+def get_policy(
+    name: str, seed: int = 0, time_limit_s: float | None = None, params: Mapping[str, Any] | None = None
+) -> Policy:
     """The policy called ``name``; ``seed`` feeds the randomised ones, ``time_limit_s``
     caps the wall-clock time of one plan search (a live scheduler wants it; the
-    simulator leaves it off so that results do not depend on the machine's load)."""
+    simulator leaves it off so that results do not depend on the machine's load);
+    ``params`` sets the family's tunables (:class:`PolicyParamError` for a wrong one)."""
     key = name.strip().lower()
-    options = PolicyOptions(seed, time_limit_s)
     for family in FAMILIES:
         match = family.pattern.fullmatch(key)
         if match:
+            options = PolicyOptions(
+                seed, time_limit_s, checked_params(family.usage, family.tunables, params or {})
+            )
             return family.build(key, match, options)
     raise UnknownPolicyError(f"unknown policy {name!r}; known forms: {', '.join(f.usage for f in FAMILIES)}")
+
+
+def family_of(name: str) -> Family:
+    key = name.strip().lower()
+    for family in FAMILIES:
+        if family.pattern.fullmatch(key):
+            return family
+    raise UnknownPolicyError(f"unknown policy {name!r}; known forms: {', '.join(f.usage for f in FAMILIES)}")
+
+
+def params_for(names: list[str], params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each policy's share of ``params`` (a key goes to every policy that has it), checked: a key
+    that none of ``names`` has, or a value out of range, is a :class:`PolicyParamError`."""
+    shares = {name: {k: v for k, v in params.items() if k in family_of(name).tunables} for name in names}
+    taken = {k for share in shares.values() for k in share}
+    union = {k: t for name in names for k, t in family_of(name).tunables.items()}
+    checked_params(", ".join(names), union, {k: v for k, v in params.items() if k not in taken})
+    for name, share in shares.items():
+        checked_params(family_of(name).usage, family_of(name).tunables, share)
+    return shares
 
 
 def parse_policy_list(text: str) -> list[str]:

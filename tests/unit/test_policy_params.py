@@ -1,0 +1,71 @@
+"""Policy tunables (harness.policies.tunables): what each family accepts, checked, and set from
+the command line (`harness simulate --policy-param KEY=VALUE`)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.policies.registry import get_policy, params_for
+from harness.policies.tunables import PolicyParamError, parse_assignments
+
+
+def test_a_tunable_reaches_the_policy_with_its_type() -> None:
+    plan = get_policy("plan-square-0", params={"cooling_rate": "0.8", "cooling_steps": "5"})
+    assert (plan.config.cooling_rate, plan.config.cooling_steps, plan.config.steps_per_temperature) == (
+        0.8,
+        5,
+        6,
+    )
+    cerberus = get_policy("cerberus", params={"starvation_s": "3600", "profit": "node-seconds"})
+    assert (cerberus.config.starvation_s, cerberus.config.knapsack) == (3600.0, True)
+    window = get_policy("window-10-1", params={"max_age": 20})
+    assert (window.max_age, window.window) == (20, 10)
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "message"),
+    [
+        ("cerberus", {"starvation": "1"}, r"no parameter 'starvation' \(did you mean starvation_s\?\)"),
+        ("backfill-1", {"x": "1"}, r"policy backfill-D has no parameter 'x'; its parameters: none"),
+        ("plan-sum-0", {"cooling_rate": "1.5"}, r"cooling_rate: expected a number >= 0.01 and <= 0.999"),
+        ("plan-sum-0", {"cooling_steps": "2.5"}, r"cooling_steps: expected an integer"),
+        ("plan-sum-0", {"cooling_steps": 2.5}, r"cooling_steps: expected an integer"),
+        ("plan-sum-0", {"cooling_rate": "nan"}, r"cooling_rate: expected a number"),
+        ("cerberus", {"profit": "gold"}, r"profit: expected one of "),
+        ("window-10-1", {"max_age": True}, r"max_age: expected an integer"),
+    ],
+)
+def test_a_wrong_key_or_value_is_named(name: str, params: dict, message: str) -> None:
+    with pytest.raises(PolicyParamError, match=message):
+        get_policy(name, params=params)
+
+
+def test_params_go_to_the_policies_that_have_them() -> None:
+    shares = params_for(["plan-square-0", "backfill-1"], {"cooling_steps": "5"})
+    assert shares == {"plan-square-0": {"cooling_steps": "5"}, "backfill-1": {}}
+    with pytest.raises(PolicyParamError, match="no parameter 'max_age'"):
+        params_for(["plan-square-0", "backfill-1"], {"max_age": "5"})
+    assert parse_assignments(["a=1", " b = x "]) == {"a": "1", "b": "x"}
+    for bad in (["a"], ["=1"], ["a=1", "a=2"]):
+        with pytest.raises(PolicyParamError, match="--policy-param"):
+            parse_assignments(bad)
+
+
+def test_simulate_takes_policy_params_and_records_them() -> None:
+    runner = CliRunner()
+    args = ["simulate", "--first-n", "40", "-p", "plan-square-0", "--json", "bundled"]
+    plain = json.loads(runner.invoke(main, args).stdout)["plan-square-0"]
+    tuned = runner.invoke(
+        main, [*args, "--policy-param", "cooling_steps=1", "--policy-param", "max_placements=10"]
+    )
+    assert tuned.exit_code == 0, tuned.output
+    # a search of one cooling step and 10 placements is not the thesis's search
+    assert json.loads(tuned.stdout)["plan-square-0"]["mean_wait"] != plain["mean_wait"]
+    bad = runner.invoke(main, [*args, "--policy-param", "cooling_rate=2"])
+    assert bad.exit_code == 2 and "'--policy-param'" in bad.output and "<= 0.999" in bad.output
+    listed = json.loads(runner.invoke(main, ["policies", "--params", "--json"]).stdout)
+    assert set(listed["cerberus[-fcfs]"]) == {"profit", "unit_mb", "starvation_s", "window"}
