@@ -250,6 +250,14 @@ WORKERS = IntegerType(1, 1024, "processes or workers at once")
 MINUTES = IntegerType(1, 525_600, "a year")
 
 
+def policy_param_option(func: F) -> F:
+    return click.option(
+        "--policy-param", "policy_param", multiple=True, metavar="KEY=VALUE",
+        help="Set a policy's tunable (repeat for several), e.g. cooling_rate=0.8 for plan-*, "
+        "starvation_s=3600 for cerberus; `harness policies --params` lists them.",
+    )(func)  # fmt: skip
+
+
 def platform_option(func: F) -> F:
     return click.option(
         "--platform", "platform_file", default=DEFAULT_PLATFORM, show_default=True, help=PLATFORM_HELP

@@ -25,6 +25,7 @@ from harness.cli.options import (
     output_option,
     platform_option,
     policy_option,
+    policy_param_option,
     policy_seed_option,
     priority_options,
     quiet_option,
@@ -121,6 +122,7 @@ RUN_POLICY_HELP = (
 @priority_options
 @long_run_options
 @size_options
+@policy_param_option
 def run_command(trace: Path | None, **kw: Any) -> None:
     """Replay TRACE (default: the bundled KTH slice) on the emulated Slurm; write a run directory.
 
@@ -169,9 +171,30 @@ def _run_options(trace: Path | None, kw: dict[str, Any]) -> Any:
         replay=ReplaySpec(policy=kw["policy"], policy_seed=kw["policy_seed"], warmup=kw["warmup"],
                           drift=kw["drift"], timeout=kw["timeout"], keep_jobs=kw["keep_jobs"],
                           compare_sim=kw["compare_sim"], preempt=kw["preempt"], speedup=kw["speedup"],
-                          events=kw["clock"] == "events"),
+                          events=kw["clock"] == "events", policy_params=_policy_params(kw)),
         runs_dir=kw["output"], quiet=kw["quiet"] or bool(os.environ.get("CI")), verbose=kw["verbose"],
     )  # fmt: skip
+
+
+def _policy_params(kw: dict[str, Any]) -> tuple[str, ...]:
+    """``--policy-param``, checked against the policies of the run (the ordering agent's)."""
+    from harness.emulation.run.estimate import policies_of
+    from harness.policies.registry import params_for
+    from harness.policies.tunables import PolicyParamError, parse_assignments
+    from harness.slurm.native import is_native
+
+    pairs = tuple(kw.pop("policy_param"))
+    if not pairs:
+        return ()
+    names = policies_of(kw["policy"])
+    hint = "'--policy-param'"
+    if any(is_native(name) for name in names):
+        raise click.BadParameter("Slurm's own schedulers (slurm-*) take no policy tunables", param_hint=hint)
+    try:
+        params_for(list(names), parse_assignments(pairs))
+    except PolicyParamError as exc:
+        raise click.BadParameter(str(exc), param_hint=hint) from None
+    return pairs
 
 
 def _shrink(kw: dict[str, Any]) -> float:
@@ -320,6 +343,7 @@ def replay_command(
 @policy_option(None, "A policy of `harness policies` (e.g. plan-square-0, backfill-1).")
 @platform_option
 @policy_seed_option
+@policy_param_option
 @click.option(
     "--run-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -344,12 +368,14 @@ def agent_command(
     user: str,
     time_limit: float,
     release_all: bool,
+    policy_param: tuple[str, ...],
 ) -> None:
     """The ordering agent: apply a simulator policy inside the live Slurm (run beside slurmctld)."""
     from harness.emulation.head import agent as agent_mod
     from harness.model.rundir import DECISIONS, STOP_FILE
     from harness.platform import load_platform
     from harness.policies.registry import get_policy
+    from harness.policies.tunables import parse_assignments
     from harness.slurm.client import SlurmClient
 
     client = SlurmClient(user=user)
@@ -360,7 +386,9 @@ def agent_command(
         raise click.UsageError("--policy is required (or --release-all)")
     log = run_dir / DECISIONS if run_dir else None
     runner = agent_mod.Agent(
-        get_policy(policy, seed=policy_seed, time_limit_s=time_limit or None),
+        get_policy(
+            policy, seed=policy_seed, time_limit_s=time_limit or None, params=parse_assignments(policy_param)
+        ),
         load_platform(platform_file),
         client,
         log_path=log,

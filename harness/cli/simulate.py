@@ -16,6 +16,7 @@ from harness.cli.options import (
     json_option,
     output_option,
     policy_option,
+    policy_param_option,
     policy_seed_option,
     priority_options,
     time_limit_option,
@@ -145,11 +146,7 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path) -> Path:
     "as `harness run` writes: `harness compare` then sets it beside emulated runs."
 )
 @click.option("--check/--no-check", default=True, show_default=True, help="Verify the schedule invariants.")
-@click.option(
-    "--policy-param", "policy_param", multiple=True, metavar="KEY=VALUE",
-    help="Set a policy's tunable (repeat for several), e.g. cooling_rate=0.8 for plan-*, starvation_s=3600 "
-    "for cerberus; `harness policies --params` lists them.",
-)  # fmt: skip
+@policy_param_option
 @click.option(
     "--model",
     type=click.Choice(MODELS),

@@ -69,3 +69,18 @@ def test_simulate_takes_policy_params_and_records_them() -> None:
     assert bad.exit_code == 2 and "'--policy-param'" in bad.output and "<= 0.999" in bad.output
     listed = json.loads(runner.invoke(main, ["policies", "--params", "--json"]).stdout)
     assert set(listed["cerberus[-fcfs]"]) == {"profit", "unit_mb", "starvation_s", "window"}
+
+
+def test_run_checks_the_agents_policy_params_and_keeps_them_for_a_resume() -> None:
+    from harness.emulation.run.specs import ReplaySpec, RunOptions, options_from_dict
+
+    runner = CliRunner()
+    base = ["run", "--dry-run", "--first-n", "10"]
+    ok = runner.invoke(main, [*base, "-p", "plan-square-0", "--policy-param", "cooling_steps=3"])
+    assert ok.exit_code == 0, ok.output
+    native = runner.invoke(main, [*base, "-p", "slurm-backfill-1", "--policy-param", "cooling_steps=3"])
+    assert native.exit_code == 2 and "slurm-*) take no policy tunables" in native.output
+    wrong = runner.invoke(main, [*base, "-p", "backfill-1", "--policy-param", "max_age=3"])
+    assert wrong.exit_code == 2 and "no parameter 'max_age'" in wrong.output
+    opts = RunOptions(replay=ReplaySpec(policy="plan-square-0", policy_params=("cooling_steps=3",)))
+    assert options_from_dict(json.loads(json.dumps(opts.as_dict()))) == opts

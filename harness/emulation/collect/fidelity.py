@@ -10,6 +10,7 @@ trace's time by the run's time scale). What the tick-aware twin still misses is 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +56,7 @@ def compare_with_simulation(
     staged_start: str | None = None,
     policy_seed: int = 0,
     decision_tick: float | None = None,
+    policy_params: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """(fidelity figures, simulated per-job table); ``plan`` and ``emulated`` in the trace's
     seconds since t0.
@@ -70,7 +72,7 @@ def compare_with_simulation(
     twin runs the live jobs' tiers in that pool (:mod:`harness.sim.pool_tiers`: the volumes the
     agent reads, HPS staged by the pool, LPS on the PFS with no BB), with the same Slurm delays.
     """
-    staging, twin = "inside", get_policy(policy, seed=policy_seed)
+    staging, twin = "inside", get_policy(policy, seed=policy_seed, params=policy_params)
     if model == IO_AWARE:
         plan = plan.drop(columns=[c for c in plan.columns if c.startswith("io_")])
         staging = "pool"
@@ -115,6 +117,7 @@ def compare_with_both_twins(
     staged: LaunchDelay | None = None,
     staged_start: str | None = None,
     policy_seed: int = 0,
+    policy_params: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """The ideal twin's figures, with the tick-aware twin's under ``"tick_aware"``: Slurm's
     pass every :data:`SLURM_PASS_S`, the measured ``delay`` after it (both Slurm seconds,
@@ -126,7 +129,15 @@ def compare_with_both_twins(
     begins ``staged`` after the pass that picked the job; both twins give staged-in jobs
     nodes as ``staged_start`` says. Returns the ideal twin's schedule."""
     found, simulated = compare_with_simulation(
-        plan, emulated, policy, platform, seed, model, staged_start=staged_start, policy_seed=policy_seed
+        plan,
+        emulated,
+        policy,
+        platform,
+        seed,
+        model,
+        staged_start=staged_start,
+        policy_seed=policy_seed,
+        policy_params=policy_params,
     )
     launch = delay.seconds
     stage = staged.seconds if staged is not None and model == IO_AWARE else 0.0
@@ -134,7 +145,7 @@ def compare_with_both_twins(
     tick, launch_s, stage_s = (float(scale.to_trace(s)) for s in (SLURM_PASS_S, launch, stage))
     ticked, _ = compare_with_simulation(
         seen, emulated, policy, platform, seed, model, tick=tick, launch_delay=launch_s,
-        stage_delay=stage_s, staged_start=staged_start, policy_seed=policy_seed,
+        stage_delay=stage_s, staged_start=staged_start, policy_seed=policy_seed, policy_params=policy_params,
         decision_tick=float(scale.to_trace(AGENT_POLL_S)),
     )  # fmt: skip
     found["tick_aware"] = {

@@ -135,6 +135,7 @@ class HeadRun:
             "harness", "agent", "--policy", self.spec.policy, "--policy-seed", str(self.spec.policy_seed),
             "--run-dir", self.backend.shared_path(self.shared), "--user", SUBMIT_USER,
             "--platform", self.platform_on_head(),
+            *(arg for pair in self.spec.policy_params for arg in ("--policy-param", pair)),
         ]  # fmt: skip
 
     def platform_on_head(self) -> str:

@@ -75,6 +75,7 @@ class ReplaySpec:
     # The virtual clock moved by events (harness.emulation.head.events): it stands still while
     # Slurm works and jumps to the next submission or job end when the cluster is quiescent.
     events: bool = False
+    policy_params: tuple[str, ...] = ()  # KEY=VALUE tunables of the agent's policy (and its twin)
 
     def __post_init__(self) -> None:
         if self.preempt not in PREEMPT_MODES:
@@ -120,9 +121,10 @@ def options_from_dict(data: dict[str, Any]) -> RunOptions:
     work["window"] = tuple(work["window"]) if work.get("window") else None
     work["sampling"] = Sampling(**work["sampling"]) if isinstance(work.get("sampling"), dict) else None
     run_dir = data.get("run_dir")
+    replay = {**data["replay"], "policy_params": tuple(data["replay"].get("policy_params", ()))}
     return RunOptions(
         workload=WorkloadSpec(**work), cluster=ClusterSpec(**data["cluster"]),
-        replay=ReplaySpec(**data["replay"]),
+        replay=ReplaySpec(**replay),
         runs_dir=Path(data["runs_dir"]), run_dir=Path(run_dir) if run_dir not in (None, "None") else None,
         label=data.get("label", ""), quiet=bool(data.get("quiet", False)),
     )  # fmt: skip

@@ -51,6 +51,7 @@ from harness.model.atomic import atomic_write_csv, atomic_write_parquet
 from harness.model.jsonio import read_json, read_jsonl, write_json
 from harness.model.records import read_job_records, read_submissions
 from harness.model.timescale import TimeScale
+from harness.policies.tunables import parse_assignments
 from harness.slurm.config import SchedulerConfig
 from harness.workload.io import HerbeinIO
 from harness.workload.plan import load_plan, save_plan
@@ -238,6 +239,7 @@ def fidelity(ctx: RunContext) -> dict[str, Any]:
         staged=stage_delay,
         staged_start=staged_start_for(ctx.sched),
         policy_seed=ctx.opts.replay.policy_seed,
+        policy_params=parse_assignments(ctx.opts.replay.policy_params),
     )
     (ctx.run_dir / rundir.SIMULATION_DIR).mkdir(exist_ok=True)
     atomic_write_parquet(ctx.run_dir / rundir.SIMULATION_DIR / rundir.RESULTS, simulated)
