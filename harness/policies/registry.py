@@ -2,7 +2,9 @@
 
 Names follow the thesis's abbreviations, ending with the reservation depth D:
 ``fcfs``, ``filler``, ``filler-sjf``, ``backfill-no-future-D``, ``backfill-D``,
-``backfill-sjf-D``, ``maxutil-BETA-D``, ``window-N-D``, ``plan-OBJECTIVE-D``.
+``backfill-sjf-D``, ``maxutil-BETA-D``, ``window-N-D``, ``plan-OBJECTIVE-D``. A name may carry
+tunables in brackets, ``plan-square-0[cooling_steps=10;cooling_rate=0.8]``, so that an
+experiment's policy template sweeps them like any part of a name.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from harness.policies.maxutil import MaxUtil
 from harness.policies.plan import OBJECTIVES, AnnealingConfig, PlanPolicy
 from harness.policies.sas import StorageAware
 from harness.policies.tiers import TierChooser
-from harness.policies.tunables import Tunable, checked_params
+from harness.policies.tunables import Tunable, checked_params, parse_assignments
 from harness.policies.window import WindowPolicy
 
 
@@ -172,19 +174,27 @@ def get_policy(
     caps the wall-clock time of one plan search (a live scheduler wants it; the
     simulator leaves it off so that results do not depend on the machine's load);
     ``params`` sets the family's tunables (:class:`PolicyParamError` for a wrong one)."""
-    key = name.strip().lower()
+    key, inline = split_name(name)
+    given = {**inline, **(params or {})}
     for family in FAMILIES:
         match = family.pattern.fullmatch(key)
         if match:
-            options = PolicyOptions(
-                seed, time_limit_s, checked_params(family.usage, family.tunables, params or {})
-            )
-            return family.build(key, match, options)
+            options = PolicyOptions(seed, time_limit_s, checked_params(family.usage, family.tunables, given))
+            return family.build(name.strip().lower() if inline else key, match, options)
     raise UnknownPolicyError(f"unknown policy {name!r}; known forms: {', '.join(f.usage for f in FAMILIES)}")
 
 
+def split_name(name: str) -> tuple[str, dict[str, str]]:
+    """``"plan-sum-0[cooling_steps=10;cooling_rate=0.8]"`` -> the name and its tunables."""
+    text = name.strip().lower()
+    if not text.endswith("]") or "[" not in text:
+        return text, {}
+    base, _, inside = text[:-1].partition("[")
+    return base.strip(), parse_assignments([p for p in inside.split(";") if p.strip()])
+
+
 def family_of(name: str) -> Family:
-    key = name.strip().lower()
+    key = split_name(name)[0]
     for family in FAMILIES:
         if family.pattern.fullmatch(key):
             return family

@@ -84,3 +84,25 @@ def test_run_checks_the_agents_policy_params_and_keeps_them_for_a_resume() -> No
     assert wrong.exit_code == 2 and "no parameter 'max_age'" in wrong.output
     opts = RunOptions(replay=ReplaySpec(policy="plan-square-0", policy_params=("cooling_steps=3",)))
     assert options_from_dict(json.loads(json.dumps(opts.as_dict()))) == opts
+
+
+def test_a_name_carries_tunables_and_an_experiment_sweeps_them(tmp_path) -> None:
+    from harness.experiments.results import load_table
+
+    plan = get_policy("plan-square-0[cooling_steps=10;cooling_rate=0.8]")
+    assert plan.name == "plan-square-0[cooling_steps=10;cooling_rate=0.8]"
+    assert (plan.config.cooling_steps, plan.config.cooling_rate) == (10, 0.8)  # type: ignore[attr-defined]
+    with pytest.raises(PolicyParamError, match="no parameter 'x'"):
+        get_policy("backfill-1[x=1]")
+    exp = tmp_path / "exp.toml"
+    exp.write_text(
+        '[experiment]\nname = "sweep"\nmode = "simulate"\n[workload]\ntrace = "bundled"\nfirst_n = 30\n'
+        '[policies]\nnames = ["plan-square-0[cooling_steps={n}]"]\n[sweep]\nn = [1, 30]\n'
+    )
+    out = CliRunner().invoke(main, ["experiment", "run", str(exp), "-o", str(tmp_path / "out")])
+    assert out.exit_code == 0, out.output
+    table = load_table(tmp_path / "out")
+    assert sorted(set(table["policy"])) == [
+        "plan-square-0[cooling_steps=1]",
+        "plan-square-0[cooling_steps=30]",
+    ]
