@@ -23,6 +23,9 @@ from harness.model.rundir import FAKETIME_FILE, SHARED, SHARED_IO
 from harness.platform import Platform, platform_text
 
 LOOPBACK = "127.0.0.1"
+# The harness's interpreter beside slurmctld (the image's and the Ansible role's venv): every
+# process the harness starts there runs as `HARNESS_PYTHON -m harness...`.
+HARNESS_PYTHON = "/opt/harness/bin/python"
 SLURM_FILES = ("slurm.conf", "gres.conf", "cgroup.conf", "job_submit.lua")
 # With burst_buffer/lua: the plugin's files, and the platform file the staging command reads.
 BB_LUA_FILES = ("burst_buffer.conf", "burst_buffer.lua")
@@ -64,7 +67,7 @@ class SchedulerConfig:
     burst_buffer: BurstBufferMode = "licenses"
     bandwidth_license: bool = False  # declare the PFS bandwidth as the license BANDWIDTH_LICENSE
     staging_dir: str = SHARED_IO  # where the staging processes meet (burst_buffer/lua)
-    python: str = "/opt/harness/bin/python"  # the harness's interpreter beside slurmctld
+    python: str = HARNESS_PYTHON
     # Preemption by suspension: an 'urgent' partition over the compute nodes whose jobs
     # suspend the compute partition's jobs (PreemptMode=SUSPEND,GANG); used to check that
     # sigsleep's running time survives Slurm's own preemption, not only scontrol suspend.

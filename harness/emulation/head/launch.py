@@ -1,5 +1,5 @@
-"""The processes of a run on the head node: the replay (``harness replay``, beside
-slurmctld) and, for simulator policies, the ordering agent (``harness agent``); started
+"""The processes of a run on the head node: the replay (``python -m harness replay``, beside
+slurmctld) and, for simulator policies, the ordering agent (``python -m harness agent``); started
 through the backend, watched until the run is over, stopped by a STOP file in the shared
 run directory, and their leftover jobs cancelled when the run did not complete.
 
@@ -29,6 +29,7 @@ from harness.model.exitcodes import INTERRUPTED
 from harness.model.jsonio import parse_jsonl
 from harness.model.rundir import CLOCK_PAGE
 from harness.platform import built_in_name
+from harness.slurm.config import HARNESS_PYTHON
 from harness.slurm.jobcomp import slurm_time
 
 SUBMIT_USER = "emu"
@@ -123,7 +124,8 @@ class HeadRun:
         cdir = self.backend.shared_path(self.shared)
         platform = self.backend.platform
         return [
-            "harness", "replay", f"{cdir}/{rundir.PLAN}", "--run-dir", cdir, "--run-id", self.run_id,
+            HARNESS_PYTHON, "-m", "harness", "replay", f"{cdir}/{rundir.PLAN}", "--run-dir", cdir,
+            "--run-id", self.run_id,
             "--warmup", f"{self.spec.warmup:g}", "--drift", f"{self.spec.drift:g}",
             "--bb-license", platform.deployment.bb_license, "--partition", platform.compute.partition,
             *(["--resume"] if self.resume else []),
@@ -132,7 +134,8 @@ class HeadRun:
 
     def agent_command(self) -> list[str]:
         return [
-            "harness", "agent", "--policy", self.spec.policy, "--policy-seed", str(self.spec.policy_seed),
+            HARNESS_PYTHON, "-m", "harness", "agent", "--policy", self.spec.policy,
+            "--policy-seed", str(self.spec.policy_seed),
             "--run-dir", self.backend.shared_path(self.shared), "--user", SUBMIT_USER,
             "--platform", self.platform_on_head(),
             *(arg for pair in self.spec.policy_params for arg in ("--policy-param", pair)),
