@@ -26,10 +26,7 @@ from harness.model.clock import MAX_SPEEDUP
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_PLATFORM = "default"
-PLATFORM_HELP = (
-    "Platform description (TOML file); 'default' is the built-in 96 + 12 node machine, 'cts1' "
-    "Herbein's CTS-1 (3,888 + 432 nodes)."
-)
+PLATFORM_HELP = "Platform description (TOML file), or 'default' (the built-in 96 + 12 nodes) or 'cts1' (4,320)."
 SHRINK_HELP = "Time-shrink factor s in [0, 1): every instant and duration is multiplied by 1 - s."
 BB_SEED_HELP = "Seed of the burst-buffer request model (and of --shuffle)."
 POLICY_SEED_HELP = "Seed of randomised policies."
@@ -251,11 +248,8 @@ MINUTES = IntegerType(1, 525_600, "a year")
 
 
 def policy_param_option(func: F) -> F:
-    return click.option(
-        "--policy-param", "policy_param", multiple=True, metavar="KEY=VALUE",
-        help="Set a policy's tunable (repeat for several), e.g. cooling_rate=0.8 for plan-*, "
-        "starvation_s=3600 for cerberus; `harness policies --params` lists them.",
-    )(func)  # fmt: skip
+    text = "A policy's tunable (repeatable), e.g. cooling_rate=0.8; `harness policies --params` lists them."
+    return click.option("--policy-param", "policy_param", multiple=True, metavar="KEY=VALUE", help=text)(func)
 
 
 def platform_option(func: F) -> F:
