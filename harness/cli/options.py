@@ -26,7 +26,7 @@ from harness.model.clock import MAX_SPEEDUP
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_PLATFORM = "default"
-PLATFORM_HELP = "Platform description (TOML file), or 'default' (the built-in 96 + 12 nodes) or 'cts1' (4,320)."
+PLATFORM_HELP = "Platform description (TOML file), or 'default' (96 + 12 nodes) or 'cts1' (4,320 nodes)."
 SHRINK_HELP = "Time-shrink factor s in [0, 1): every instant and duration is multiplied by 1 - s."
 BB_SEED_HELP = "Seed of the burst-buffer request model (and of --shuffle)."
 POLICY_SEED_HELP = "Seed of randomised policies."
