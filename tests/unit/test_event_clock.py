@@ -90,6 +90,8 @@ def test_slurm_is_settled_once_its_passes_ran_at_the_present_instant() -> None:
     submitted = activity((6, 3, 2, 7, 10))
     assert not slurm_settled(Observation(1000.0, 4, PENDING, False, submitted), moved, 1030.0)
     assert slurm_settled(Observation(1000.0, 4, PENDING, False, activity((6, 3, 2, 8, 10))), moved, 1030.0)
+    # ... unless the main scheduler already ran at this instant: it runs once per instant
+    assert slurm_settled(Observation(1000.0, 4, PENDING, False, submitted), moved, 1030.0, main_ran=True)
     # nothing pending: no pass has anything to do
     running = (("RUNNING", "t1", "1000"),)
     assert slurm_settled(Observation(1000.0, 4, running, False, activity(backfill_at=1.0)), moved, 1030.0)
@@ -138,6 +140,7 @@ def test_the_controller_shell_answers_every_look_and_starts_again_when_it_dies()
 class HeldClock:
     def __init__(self, now: float) -> None:
         self.at = now
+        self.led = now
 
     def now(self) -> float:
         return self.at
@@ -147,6 +150,9 @@ class HeldClock:
 
     def jump(self, instant: float) -> None:
         self.at = instant
+
+    def lead(self, instant: float) -> None:  # the daemons only: the page (``at``) stays
+        self.led = instant
 
 
 def test_the_driver_waits_for_the_start_marker_and_slurms_signals_not_for_a_fixed_time() -> None:
@@ -168,6 +174,6 @@ def test_the_driver_waits_for_the_start_marker_and_slurms_signals_not_for_a_fixe
     while clock.at < 1100.0 and time.monotonic() - began < 5:
         time.sleep(0.01)
     driver.stop()
-    assert clock.at >= 1100.0 and looks["n"] > 3
+    assert clock.at >= 1100.0 and clock.led == clock.at and looks["n"] > 3  # the daemons led the page
     assert driver.moves["jump"] >= 1 and driver.moves["fallback"] == 0 and driver.moves["forced"] == 0
     assert driver._ready(observe(), None, 1000.0, SETTLE_S) == ""  # Slurm's signals, after SETTLE_S

@@ -102,10 +102,11 @@ def ends_due(now: float, running: Mapping[int, float], durations: Mapping[int, f
     )
 
 
-def slurm_settled(obs: Observation, moved: Observation | None, now: float) -> bool:
+def slurm_settled(obs: Observation, moved: Observation | None, now: float, main_ran: bool = False) -> bool:
     """slurmctld's signals that it is done with ``now``: no RPC agent or backfill pass in
-    flight and, with jobs pending, a backfill pass at ``now`` and a main cycle since the last
-    move if a job was submitted or ended since (the scheduler runs once per instant)."""
+    flight and, with jobs pending, a backfill pass at ``now`` and, if a job was submitted or
+    ended since the last move, a main cycle since, unless one already ran at ``now``
+    (``main_ran``: the main scheduler runs once per instant, the next one waits a second)."""
     act = obs.activity
     if act is None or act.busy:
         return False
@@ -114,7 +115,7 @@ def slurm_settled(obs: Observation, moved: Observation | None, now: float) -> bo
     if act.backfill_at < now - 1e-6:
         return False
     before = moved.activity if moved is not None else None
-    if before is None or before.accepted_or_ended == act.accepted_or_ended:
+    if main_ran or before is None or before.accepted_or_ended == act.accepted_or_ended:
         return True
     return act.main_cycles != before.main_cycles
 
@@ -132,6 +133,8 @@ class EventDriver:
         self.observe = observe
         self.running = running
         self.moves = {"creep": 0, "jump": 0, "fallback": 0, "forced": 0}
+        self._lead: float | None = None  # the instant the daemons were moved to, the page not yet
+        self._main: tuple[int, float] = (-1, -1.0)  # the main cycles counted, the instant they last moved at
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="event-clock", daemon=True)
 
@@ -149,6 +152,7 @@ class EventDriver:
         changed_at, dirty = time.monotonic(), True
         while not self._stop.wait(POLL_S):
             obs = self.observe()
+            self._note_main_cycle(obs)
             if seen is None or obs != seen:
                 dirty = dirty or seen is None or obs.jobs != seen.jobs
                 seen, changed_at = obs, time.monotonic()
@@ -161,23 +165,38 @@ class EventDriver:
                 continue
             if kind:
                 self.moves[kind] += 1
-            self._move(obs, now, dirty)
-            moved, changed_at, dirty = obs, time.monotonic(), False
+            if self._lead is not None:  # then the events of that instant: jobs' ends, submissions
+                self.clock.jump(self._lead)
+                moved, self._lead = obs, None
+            elif dirty:  # a second on, passes and events together: the passes start the jobs
+                self.clock.jump(self._target(obs, now, dirty))
+                moved, dirty = obs, False
+            else:  # the next event: first Slurm's passes of its instant alone (nothing to start)
+                self._lead = self._target(obs, now, dirty)
+                self.clock.lead(self._lead)
+            changed_at = time.monotonic()
 
     def _ready(self, obs: Observation, moved: Observation | None, now: float, still: float) -> str | None:
         """None: not yet; else '' (Slurm's signals), 'fallback' (the settle time alone) or
         'forced' (a start marker or a job's end that never came)."""
         if obs.unstarted or ends_due(now, self.running(obs), self.durations):
             return "forced" if still >= HARD_WAIT_S else None
-        if still >= SETTLE_S and slurm_settled(obs, moved, now):
+        instant = now if self._lead is None else self._lead
+        if still >= SETTLE_S and slurm_settled(obs, moved, instant, self._main[1] >= instant):
             return ""
         return "fallback" if still >= FALLBACK_S else None
 
-    def _move(self, obs: Observation, now: float, dirty: bool) -> None:
+    def _note_main_cycle(self, obs: Observation) -> None:
+        """The instant of the daemons when a main scheduling cycle was last seen to run."""
+        if obs.activity is not None and obs.activity.main_cycles != self._main[0]:
+            self._main = (obs.activity.main_cycles, self.clock.now() if self._lead is None else self._lead)
+
+    def _target(self, obs: Observation, now: float, dirty: bool) -> float:
+        """Where the clock goes next: a second on after a change, else the next event."""
         if dirty:
             target, kind = now + 1.0, "creep"
         else:
             target = next_event(now, obs.t0, self.instants, obs.submitted, self.running(obs), self.durations)
             kind = "jump"
-        self.clock.jump(target)
         self.moves[kind] += 1
+        return target
