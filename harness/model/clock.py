@@ -180,22 +180,6 @@ class VirtualClock:
             struct.pack_into("<Q", self._page, 8, seq + 2)
         return instant
 
-    def lead(self, instant: float) -> None:
-        """Move only the daemons' faketime file of a held clock to ``instant``: the page, and
-        with it the jobs and the replay, stay where they are until :meth:`jump`. Slurm's own
-        passes of ``instant`` (backfill, the periodic main cycle) then run before the events
-        of that instant (a job's end, a submission) reach it, whatever the host's speed."""
-        if self.faketime is None:
-            raise ClockError(f"{self.path}: no faketime file to lead")
-        with self.locked():
-            now_real = time.time()
-            current = self.reading()
-            if current.rate != 0.0 or instant < current.at(now_real) - 1e-6:
-                raise ClockError(f"only a held clock leads, and forward: {instant:.6f}")
-            write_faketime(
-                self.faketime, faketime_line(Reading(instant, now_real, 0.0, current.poll_s), now_real)
-            )
-
     @contextmanager
     def locked(self) -> Iterator[None]:
         """The page's lock (``flock`` on the page file, shared by the host and the containers

@@ -167,22 +167,3 @@ def test_the_ticker_never_writes_between_the_controllers_file_and_page(tmp_path:
     clock.jump(V0 + 60.0)
     ticker.join()
     assert (tmp_path / "faketime").read_text() == f"{V0 + 60.0:.6f} x1\n"
-
-
-def test_the_daemons_lead_a_held_clock_to_its_next_instant_before_the_page(tmp_path: Path) -> None:
-    """``lead``: Slurm's passes of the next instant run before its events (the page, read by
-    the jobs and the replay, follows with ``jump``); only a held clock, only forward."""
-    faketime = tmp_path / "faketime"
-    VirtualClock.create(tmp_path / "page", start=V0, rate=0.0).close()
-    clock = VirtualClock(tmp_path / "page", writable=True, faketime=faketime)
-    clock.lead(V0 + 30.0)
-    assert faketime.read_text() == f"{V0 + 30.0:.6f} x1\n" and clock.now() == V0
-    clock.jump(V0 + 30.0)
-    assert faketime.read_text() == f"{V0 + 30.0:.6f} x1\n" and clock.now() == V0 + 30.0
-    with pytest.raises(ClockError, match="forward"):
-        clock.lead(V0)
-    clock.set(None, 10.0)
-    with pytest.raises(ClockError, match="held"):
-        clock.lead(V0 + 3600.0)
-    with pytest.raises(ClockError, match="no faketime file"):
-        VirtualClock(tmp_path / "page", writable=True).lead(V0 + 3600.0)

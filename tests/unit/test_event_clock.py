@@ -140,7 +140,6 @@ def test_the_controller_shell_answers_every_look_and_starts_again_when_it_dies()
 class HeldClock:
     def __init__(self, now: float) -> None:
         self.at = now
-        self.led = now
 
     def now(self) -> float:
         return self.at
@@ -150,9 +149,6 @@ class HeldClock:
 
     def jump(self, instant: float) -> None:
         self.at = instant
-
-    def lead(self, instant: float) -> None:  # the daemons only: the page (``at``) stays
-        self.led = instant
 
 
 def test_the_driver_waits_for_the_start_marker_and_slurms_signals_not_for_a_fixed_time() -> None:
@@ -174,6 +170,6 @@ def test_the_driver_waits_for_the_start_marker_and_slurms_signals_not_for_a_fixe
     while clock.at < 1100.0 and time.monotonic() - began < 5:
         time.sleep(0.01)
     driver.stop()
-    assert clock.at >= 1100.0 and clock.led == clock.at and looks["n"] > 3  # the daemons led the page
+    assert clock.at >= 1100.0 and looks["n"] > 3
     assert driver.moves["jump"] >= 1 and driver.moves["fallback"] == 0 and driver.moves["forced"] == 0
     assert driver._ready(observe(), None, 1000.0, SETTLE_S) == ""  # Slurm's signals, after SETTLE_S

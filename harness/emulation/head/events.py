@@ -133,7 +133,6 @@ class EventDriver:
         self.observe = observe
         self.running = running
         self.moves = {"creep": 0, "jump": 0, "fallback": 0, "forced": 0}
-        self._lead: float | None = None  # the instant the daemons were moved to, the page not yet
         self._main: tuple[int, float] = (-1, -1.0)  # the main cycles counted, the instant they last moved at
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="event-clock", daemon=True)
@@ -165,31 +164,22 @@ class EventDriver:
                 continue
             if kind:
                 self.moves[kind] += 1
-            if self._lead is not None:  # then the events of that instant: jobs' ends, submissions
-                self.clock.jump(self._lead)
-                moved, self._lead = obs, None
-            elif dirty:  # a second on, passes and events together: the passes start the jobs
-                self.clock.jump(self._target(obs, now, dirty))
-                moved, dirty = obs, False
-            else:  # the next event: first Slurm's passes of its instant alone (nothing to start)
-                self._lead = self._target(obs, now, dirty)
-                self.clock.lead(self._lead)
-            changed_at = time.monotonic()
+            self.clock.jump(self._target(obs, now, dirty))
+            moved, changed_at, dirty = obs, time.monotonic(), False
 
     def _ready(self, obs: Observation, moved: Observation | None, now: float, still: float) -> str | None:
         """None: not yet; else '' (Slurm's signals), 'fallback' (the settle time alone) or
         'forced' (a start marker or a job's end that never came)."""
         if obs.unstarted or ends_due(now, self.running(obs), self.durations):
             return "forced" if still >= HARD_WAIT_S else None
-        instant = now if self._lead is None else self._lead
-        if still >= SETTLE_S and slurm_settled(obs, moved, instant, self._main[1] >= instant):
+        if still >= SETTLE_S and slurm_settled(obs, moved, now, self._main[1] >= now):
             return ""
         return "fallback" if still >= FALLBACK_S else None
 
     def _note_main_cycle(self, obs: Observation) -> None:
         """The instant of the daemons when a main scheduling cycle was last seen to run."""
         if obs.activity is not None and obs.activity.main_cycles != self._main[0]:
-            self._main = (obs.activity.main_cycles, self.clock.now() if self._lead is None else self._lead)
+            self._main = (obs.activity.main_cycles, self.clock.now())
 
     def _target(self, obs: Observation, now: float, dirty: bool) -> float:
         """Where the clock goes next: a second on after a change, else the next event."""
