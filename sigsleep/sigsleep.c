@@ -107,6 +107,7 @@ struct options {
     unsigned long long job_id;
     bool has_job_id;
     const char *log_path;
+    const char *started_path; /* --started, NULL without */
     bool has_submit_intended, has_submit_actual, has_end_of_trace;
     double submit_intended, submit_actual, end_of_trace;
     struct meta meta[MAX_META];
@@ -240,6 +241,8 @@ static void print_help(void)
            "  --time-scale X           bytes of X plan seconds per real second (>= 1, default 1)\n"
            "  --clock FILE             run on the emulation's virtual clock (a page written by\n"
            "                           harness/model/clock.py): every time and wait is virtual\n"
+           "  --started FILE           append {\"job_id\":N,\"start\":EPOCH} to FILE once the job has\n"
+           "                           read its start (what an event-driven clock waits for)\n"
            "  --help, --version\n\n"
            "Exit status: 0 completed or cut, 124 timeout, 128+N killed by signal N,\n"
            "1 log not writable, 2 bad arguments.\n",
@@ -367,7 +370,8 @@ static void parse_meta(struct options *o, const char *arg)
 }
 
 enum { OPT_RUNTIME = 1000, OPT_JOB_ID, OPT_LOG, OPT_WALLTIME, OPT_SUBMIT_INTENDED, OPT_SUBMIT_ACTUAL,
-       OPT_END_OF_TRACE, OPT_META, OPT_PHASES, OPT_IO_DIR, OPT_TIME_SCALE, OPT_CLOCK, OPT_HELP, OPT_VERSION };
+       OPT_END_OF_TRACE, OPT_META, OPT_PHASES, OPT_IO_DIR, OPT_TIME_SCALE, OPT_CLOCK, OPT_STARTED, OPT_HELP,
+       OPT_VERSION };
 
 /* One phase of --phases: compute:SECONDS, checkpoint:MB or io:CHANNEL:MB. */
 static void parse_phase(struct phase *ph, char *text, int number)
@@ -436,6 +440,7 @@ static const struct option LONG_OPTS[] = {
     {"io-dir", required_argument, NULL, OPT_IO_DIR},
     {"time-scale", required_argument, NULL, OPT_TIME_SCALE},
     {"clock", required_argument, NULL, OPT_CLOCK},
+    {"started", required_argument, NULL, OPT_STARTED},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -483,6 +488,11 @@ static void apply_option(struct options *o, int c, const char *arg, bool seen[])
         if (arg[0] == '\0')
             usage_error("--log: empty file name");
         o->log_path = arg;
+        break;
+    case OPT_STARTED:
+        if (arg[0] == '\0')
+            usage_error("--started: empty file name");
+        o->started_path = arg;
         break;
     case OPT_WALLTIME:
         o->walltime_s = parse_number(name, arg, 0, MAX_DURATION_S, false);
@@ -1212,6 +1222,24 @@ static int write_record(int fd, const struct options *o, const struct run *r)
     return exit_status(r);
 }
 
+/* The start marker (--started): one line, under the same lock as the log.  A
+ * clock that moves by events waits for it before it moves: a job must have read
+ * its start on the clock Slurm started it on. */
+static int write_started(const struct options *o, const struct run *r)
+{
+    char line[128];
+    int len = snprintf(line, sizeof line, "{\"job_id\":%llu,\"start\":%.6f}\n", o->job_id, r->start_real);
+    int fd = open(o->started_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0 || append_record(fd, line, (size_t)len) != 0) {
+        fprintf(stderr, "sigsleep: cannot write the start marker to '%s'\n", o->started_path);
+        if (fd >= 0)
+            close(fd);
+        return 1;
+    }
+    close(fd);
+    return 0;
+}
+
 /* -------------------------------------------------------------------- main -- */
 
 int main(int argc, char **argv)
@@ -1249,6 +1277,8 @@ int main(int argc, char **argv)
     r.start_real = real_s();
     r.known_running = r.start_mono;
     r.eot_mono = INT64_MAX;
+    if (o.started_path && write_started(&o, &r) != 0)
+        return 1;
     if (o.has_end_of_trace) {
         double left_s = o.end_of_trace - r.start_real;
         /* Beyond any runtime the limit cannot bind; capping avoids int64 overflow. */

@@ -14,11 +14,14 @@ forward: a jump backwards is refused.
 
 from __future__ import annotations
 
+import fcntl
 import math
 import mmap
 import os
 import struct
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,10 +97,19 @@ class WallClock:
 
 
 class VirtualClock:
-    """A virtual clock page, mapped: read it (any process), or move it (its controller)."""
+    """A virtual clock page, mapped: read it (any process), or move it (its controller).
 
-    def __init__(self, path: Path, writable: bool = False) -> None:
+    ``faketime``: the daemons' libfaketime file that follows this page. The controller then
+    writes it *before* the page, under the page's lock (:meth:`locked`, which the clock ticker
+    takes too), so that no reader of the page (sigsleep, the replay) ever sees an instant the
+    daemons do not see yet: a job that ends at a jump of a held clock would otherwise be
+    stamped by slurmstepd and slurmctld with the instant before the jump (docs/virtual-time.md).
+    """
+
+    def __init__(self, path: Path, writable: bool = False, faketime: Path | None = None) -> None:
         self.path = Path(path)
+        self.faketime = Path(faketime) if faketime is not None else None
+        self._lock_fd: int | None = None
         try:
             fd = os.open(self.path, os.O_RDWR if writable else os.O_RDONLY)
         except OSError as exc:
@@ -152,18 +164,34 @@ class VirtualClock:
         """From now on the clock reads ``instant`` (None: where it is) and goes at ``rate``;
         never backwards. Returns the instant it reads now."""
         check_rate(rate)
-        now_real = time.time()
-        current = self.reading()
-        here = current.at(now_real)
-        instant = here if instant is None else float(instant)
-        if instant < here - 1e-6:
-            raise ClockError(f"the clock only goes forward: {instant:.6f} < {here:.6f}")
-        poll = current.poll_s if poll_s is None else poll_s
-        seq = LAYOUT.unpack_from(self._page)[1]
-        struct.pack_into("<Q", self._page, 8, seq + 1)  # odd: readers wait
-        struct.pack_into("<dddd", self._page, 16, instant, now_real, float(rate), float(poll))
-        struct.pack_into("<Q", self._page, 8, seq + 2)
+        with self.locked():
+            now_real = time.time()
+            current = self.reading()
+            here = current.at(now_real)
+            instant = here if instant is None else float(instant)
+            if instant < here - 1e-6:
+                raise ClockError(f"the clock only goes forward: {instant:.6f} < {here:.6f}")
+            new = Reading(instant, now_real, float(rate), float(current.poll_s if poll_s is None else poll_s))
+            if self.faketime is not None:  # the daemons first, then the page's readers
+                write_faketime(self.faketime, faketime_line(new, now_real))
+            seq = LAYOUT.unpack_from(self._page)[1]
+            struct.pack_into("<Q", self._page, 8, seq + 1)  # odd: readers wait
+            struct.pack_into("<dddd", self._page, 16, new.base_v, new.base_real, new.rate, new.poll_s)
+            struct.pack_into("<Q", self._page, 8, seq + 2)
         return instant
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """The page's lock (``flock`` on the page file, shared by the host and the containers
+        through the bind mount): the controller holds it while it writes the faketime file and
+        the page, the ticker while it reads the page and rewrites the file."""
+        if self._lock_fd is None:
+            self._lock_fd = os.open(self.path, os.O_RDONLY)
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     def hold(self) -> float:
         """Stop the clock where it is; its reading."""
@@ -175,6 +203,9 @@ class VirtualClock:
 
     def close(self) -> None:
         self._page.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
 
 def check_rate(rate: float) -> float:

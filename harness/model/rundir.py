@@ -61,9 +61,10 @@ RUN_LOG = "run.log"  # a detached run: what it prints (rotated)
 SUBMISSIONS = "submissions.jsonl"  # the replay: one line per submitted job
 STATUS = "replay.json"  # the replay: t0, counts, done/stopped, errors
 SIGSLEEP_LOG = "jobs.jsonl"  # the jobs themselves (sigsleep): start, end, suspension
+STARTED = "started.jsonl"  # sigsleep on a virtual clock: one line per job once it has read its start
 DECISIONS = "decisions.jsonl"  # the ordering agent: one line per policy call
 STOP_FILE = "STOP"  # created by the host: the replay and the agent stop
-RAW_FILES = (SUBMISSIONS, SIGSLEEP_LOG, STATUS, DECISIONS)
+RAW_FILES = (SUBMISSIONS, SIGSLEEP_LOG, STATUS, DECISIONS, STARTED)
 
 SIMULATOR = "simulator"  # manifest.json's executor of a run made in the simulator (harness simulate -o DIR)
 SHARED = "/shared"  # the directory every container (and host of an Ansible cluster) shares

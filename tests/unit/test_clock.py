@@ -3,13 +3,16 @@ the speed-up options and what refuses a run that cannot have one."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+import harness.model.clock as clock_module
 from harness.cli import main
+from harness.cluster.node.clock_ticker import tick
 from harness.emulation.run.experiment import RunError, clock_for
 from harness.emulation.run.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
 from harness.model.clock import (
@@ -123,3 +126,44 @@ def test_the_estimate_of_a_speed_up_divides_the_span(tmp_path: Path) -> None:
     assert "virtual, x50" in result.output
     # the bundled slice spans 56,997 s of trace: 1,140 s at x50, plus a minute of overhead
     assert "expected wall    at least 20 min 00 s per run" in result.output
+
+
+def test_a_jump_reaches_the_daemons_file_before_the_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job whose sigsleep sees a jump of the held clock on the page exits at once; the
+    daemons (slurmstepd, slurmctld) then stamp its end from the faketime file. Had the file
+    still read the instant before the jump (the ticker rewrites it every 10 ms), Slurm's end
+    of that job would be the earlier instant: the controller writes the file first, itself."""
+    faketime = tmp_path / "faketime"
+    VirtualClock.create(tmp_path / "page", start=V0, rate=0.0).close()
+    clock = VirtualClock(tmp_path / "page", writable=True, faketime=faketime)
+    reader = VirtualClock(tmp_path / "page")
+    seen: list[tuple[float, str]] = []
+
+    def spy(path: Path, line: str) -> None:  # what a page reader sees when the file is written
+        seen.append((reader.now(), line))
+        write_faketime(path, line)
+
+    monkeypatch.setattr(clock_module, "write_faketime", spy)
+    clock.jump(V0 + 250.0)
+    assert seen == [(V0, f"{V0 + 250.0:.6f} x1\n")]  # the file moved while the page still read V0
+    assert faketime.read_text() == f"{V0 + 250.0:.6f} x1\n" and reader.now() == V0 + 250.0
+    clock.set(None, 20.0)  # a rate too: the file scales the daemons' waits from the same instant
+    assert faketime.read_text().endswith(" x20\n")
+
+
+def test_the_ticker_never_writes_between_the_controllers_file_and_page(tmp_path: Path) -> None:
+    """Both take the page's lock: a ticker that read the page just before a jump cannot put
+    the instant before the jump back into the file after the controller wrote it."""
+    VirtualClock.create(tmp_path / "page", start=V0, rate=0.0).close()
+    clock = VirtualClock(tmp_path / "page", writable=True, faketime=tmp_path / "faketime")
+    with clock.locked():
+        until = time.time() + 0.3
+        ticker = threading.Thread(target=tick, args=(tmp_path / "page", tmp_path / "faketime", 0.001, until))
+        ticker.start()
+        time.sleep(0.05)
+        assert not (tmp_path / "faketime").exists()  # the ticker waits for the lock
+    clock.jump(V0 + 60.0)
+    ticker.join()
+    assert (tmp_path / "faketime").read_text() == f"{V0 + 60.0:.6f} x1\n"

@@ -3,9 +3,30 @@ the cluster counts as quiescent and where the clock goes next."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import time
+
 import pandas as pd
 
-from harness.emulation.head.events import Observation, job_durations, next_event, quiescent, submissions_due
+from harness.emulation.head.events import (
+    SETTLE_S,
+    EventDriver,
+    Observation,
+    ends_due,
+    job_durations,
+    next_event,
+    quiescent,
+    slurm_settled,
+    submissions_due,
+)
+from harness.emulation.head.quiescence import (
+    ControllerShell,
+    SlurmActivity,
+    look_script,
+    parse_sdiag,
+    split_look,
+)
 
 INSTANTS = [0.0, 30.0, 30.0, 95.5]  # the plan's submission offsets, sorted
 
@@ -46,3 +67,109 @@ def test_quiescent_needs_an_answer_no_job_completing_and_the_replay_caught_up() 
     ending = (("COMPLETING", "t1", "1000"),)
     assert not quiescent(Observation(1000.0, 3, ending, False), 1030.0, INSTANTS)
     assert quiescent(Observation(1000.0, 4, (), True), 5000.0, INSTANTS)
+
+
+def activity(counters: tuple[int, ...] = (5, 3, 2, 7, 9), backfill_at: float = 1030.0, busy: bool = False):
+    return SlurmActivity(counters, backfill_at, busy)
+
+
+PENDING = (("RUNNING", "t1", "1000"), ("PENDING", "t2", ""))
+
+
+def test_slurm_is_settled_once_its_passes_ran_at_the_present_instant() -> None:
+    moved = Observation(1000.0, 3, PENDING, False, activity(backfill_at=1029.0))
+    assert slurm_settled(Observation(1000.0, 3, PENDING, False, activity()), moved, 1030.0)
+    # an RPC agent (a launch, a kill) or a backfill pass in flight, or no sdiag at all
+    assert not slurm_settled(Observation(1000.0, 3, PENDING, False, activity(busy=True)), moved, 1030.0)
+    assert not slurm_settled(Observation(1000.0, 3, PENDING, False, None), moved, 1030.0)
+    # jobs pending and backfill has not run at this instant yet
+    assert not slurm_settled(
+        Observation(1000.0, 3, PENDING, False, activity(backfill_at=1029.0)), moved, 1030.0
+    )
+    # a job submitted or ended since the move: the main scheduler must have run since, too
+    submitted = activity((6, 3, 2, 7, 10))
+    assert not slurm_settled(Observation(1000.0, 4, PENDING, False, submitted), moved, 1030.0)
+    assert slurm_settled(Observation(1000.0, 4, PENDING, False, activity((6, 3, 2, 8, 10))), moved, 1030.0)
+    # ... unless the main scheduler already ran at this instant: it runs once per instant
+    assert slurm_settled(Observation(1000.0, 4, PENDING, False, submitted), moved, 1030.0, main_ran=True)
+    # nothing pending: no pass has anything to do
+    running = (("RUNNING", "t1", "1000"),)
+    assert slurm_settled(Observation(1000.0, 4, running, False, activity(backfill_at=1.0)), moved, 1030.0)
+
+
+def test_a_job_past_its_end_is_one_slurm_has_not_ended_yet() -> None:
+    assert ends_due(1022.0, {7: 1002.0, 8: 1010.0}, {7: 20.0, 8: 20.0}) == 1
+    assert ends_due(1021.0, {7: 1002.0}, {7: 20.0}) == 0
+
+
+def test_one_look_is_squeues_rows_and_sdiags_counters() -> None:
+    sdiag = {
+        "statistics": {
+            "jobs_submitted": 5, "jobs_started": 3, "jobs_completed": 2, "schedule_cycle_total": 7,
+            "bf_cycle_counter": 9, "bf_when_last_cycle": {"set": True, "infinite": False, "number": 1030},
+            "agent_queue_size": 0, "agent_count": 0, "bf_active": False,
+        }
+    }  # fmt: skip
+    rows, act = split_look(f"RUNNING t1 2026-01-01T00:00:00\n@@rc 0\n{json.dumps(sdiag)}\n")
+    assert rows == ["RUNNING t1 2026-01-01T00:00:00"] and act == activity()
+    sdiag["statistics"]["agent_count"] = 2
+    assert split_look(f"\n@@rc 0\n{json.dumps(sdiag)}\n") == ([], activity(busy=True))
+    assert split_look("squeue: error: timeout\n@@rc 1\nnot json\n") == (None, None)
+    assert split_look("") == (None, None)
+    assert parse_sdiag('{"statistics": {}}') is None
+
+
+def test_the_controller_shell_answers_every_look_and_starts_again_when_it_dies() -> None:
+    def start() -> subprocess.Popen:
+        return subprocess.Popen(
+            ["sh"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+
+    shell = ControllerShell(start)
+    try:
+        script = look_script(["printf", "%s\\n", "RUNNING t1 x"]).replace("sdiag --json", "echo nosdiag")
+        for _ in range(3):
+            assert split_look(shell.run(script, timeout=5) or "") == (["RUNNING t1 x"], None)
+        assert shell.run("exit 3\n", timeout=5) is None  # the shell died: None, then a new one
+        assert split_look(shell.run(script, timeout=5) or "")[0] == ["RUNNING t1 x"]
+        assert shell.run("sleep 2\n", timeout=0.2) is None  # no answer in time
+    finally:
+        shell.close()
+
+
+class HeldClock:
+    def __init__(self, now: float) -> None:
+        self.at = now
+
+    def now(self) -> float:
+        return self.at
+
+    def set(self, instant: float, rate: float) -> None:
+        self.at = instant
+
+    def jump(self, instant: float) -> None:
+        self.at = instant
+
+
+def test_the_driver_waits_for_the_start_marker_and_slurms_signals_not_for_a_fixed_time() -> None:
+    """One job submitted at 0 runs for 100 s; its start marker comes late (after three looks):
+    the clock does not move before it; then Slurm's signals (nothing pending) move it after
+    SETTLE_S, not FALLBACK_S, and it goes to the job's end."""
+    plan = pd.DataFrame({"job_id": [1], "submit": [0.0], "runtime": [100.0], "walltime": [200.0]})
+    clock = HeldClock(1000.0)
+    looks = {"n": 0}
+    queue = (("RUNNING", "t1", "1970-01-01T00:16:40"),)  # 1000 s after the epoch
+
+    def observe() -> Observation:
+        looks["n"] += 1
+        return Observation(1000.0, 1, queue, True, activity(), 1 if looks["n"] <= 3 else 0)
+
+    driver = EventDriver(clock, plan, observe, lambda obs: {1: 1000.0})  # type: ignore[arg-type]
+    began = time.monotonic()
+    driver.start()
+    while clock.at < 1100.0 and time.monotonic() - began < 5:
+        time.sleep(0.01)
+    driver.stop()
+    assert clock.at >= 1100.0 and looks["n"] > 3
+    assert driver.moves["jump"] >= 1 and driver.moves["fallback"] == 0 and driver.moves["forced"] == 0
+    assert driver._ready(observe(), None, 1000.0, SETTLE_S) == ""  # Slurm's signals, after SETTLE_S

@@ -81,3 +81,18 @@ def test_a_missing_or_foreign_clock_file_is_refused(
     wait_exit(proc, 5)
     assert proc.returncode == 2 and "--clock" in proc.stderr.read()
     assert not log.exists() or log.read_text() == ""
+
+
+def test_a_job_marks_its_start_once_it_has_read_it(binary: str, tmp_path: Path) -> None:
+    """``--started``: the line an event-driven clock waits for before it moves, written at the
+    job's start (the clock held), not at its end."""
+    clock = VirtualClock.create(tmp_path / "clock", start=V0, rate=0.0)
+    log, started = tmp_path / "jobs.jsonl", tmp_path / "started.jsonl"
+    proc = start(binary, log, "--runtime", "60", "--clock", str(clock.path), "--started", str(started))
+    deadline = time.monotonic() + 5
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert records(started) == [{"job_id": 1, "start": V0}] and proc.poll() is None
+    clock.jump(V0 + 60.0)
+    wait_exit(proc, 5)
+    assert records(log)[0]["start"] == V0 and len(records(started)) == 1

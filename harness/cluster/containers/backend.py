@@ -138,6 +138,11 @@ class DockerCluster:
         argv = ["docker", "exec", "--user", user or "root", self.controller_name, *cmd]
         return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
+    def open_shell(self) -> subprocess.Popen:
+        """A shell in the controller container reading its lines from a pipe (bytes)."""
+        argv = ["docker", "exec", "-i", self.controller_name, "sh"]
+        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
     # -- ClusterBackend: the shared directory is a host directory mounted as /shared ------
     def prepare(self, sched: SchedulerConfig, progress: Progress = _quiet) -> None:
         if self.containers() and self.is_up() and not self.image_is_current():

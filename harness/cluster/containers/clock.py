@@ -24,8 +24,9 @@ def start_clock(state: ClusterState) -> None:
 
 
 def open_clock(state: ClusterState) -> VirtualClock:
-    """The cluster's clock, writable: this host is its controller."""
-    return VirtualClock(state.shared / CLOCK_PAGE, writable=True)
+    """The cluster's clock, writable: this host is its controller, and moves the daemons'
+    faketime file with the page (the daemons first)."""
+    return VirtualClock(state.shared / CLOCK_PAGE, writable=True, faketime=state.shared / FAKETIME_FILE)
 
 
 def clock_mode(state: ClusterState) -> str:

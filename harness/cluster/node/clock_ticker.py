@@ -1,6 +1,7 @@
 """Keeps the daemons' clock on the virtual clock: rewrites the libfaketime timestamp file from
 the clock page every ``TICK_S`` while the clock runs (a held clock's file changes only when
-the clock jumps). Runs beside slurmctld on the real clock, never preloaded::
+the clock jumps; the controller writes it itself first, :class:`~harness.model.clock.VirtualClock`).
+Runs beside slurmctld on the real clock, never preloaded::
 
     python -m harness.cluster.node.clock_ticker /shared/clock/page /shared/clock/faketime
 
@@ -22,10 +23,11 @@ def tick(page: Path, target: Path, every: float = TICK_S, until: float | None = 
     clock = VirtualClock(page)
     written = ""
     while until is None or time.time() < until:
-        line = faketime_line(clock.reading(), time.time())
-        if line != written:
-            write_faketime(target, line)
-            written = line
+        with clock.locked():  # never between the controller's write of the file and of the page
+            line = faketime_line(clock.reading(), time.time())
+            if line != written:
+                write_faketime(target, line)
+                written = line
         time.sleep(every)
 
 

@@ -3,8 +3,17 @@ while Slurm works and moves only when the cluster is quiescent, so that a run's 
 not depend on how fast the host is (docs/virtual-time.md).
 
 The clock is held on whole seconds (Slurm stamps whole seconds). Each time the cluster is
-quiescent (the replay has made every submission due, no job is completing or configuring,
-and nothing in the queue has changed for ``SETTLE_S`` of real time), the driver moves it:
+quiescent, the driver moves it. Quiescent is measured (:mod:`harness.emulation.head.quiescence`):
+
+- always: the replay has made every submission due, no job is completing or configuring,
+  every job Slurm runs has read its start (sigsleep's start marker) and none is still running
+  past its end (``HARD_WAIT_S`` at most, should a marker or an end never come);
+- then either slurmctld's signals (no RPC agent or backfill pass in flight; with jobs
+  pending, a backfill pass at the present instant and, after a submission or an end, a main
+  scheduling cycle) and nothing changed for ``SETTLE_S``, or, without them, nothing changed
+  for ``FALLBACK_S`` of real time (counted: the run prints how often).
+
+It moves it:
 
 - by one second (a *creep*) when something changed since the last move: Slurm's main and
   backfill passes run only once its clock has advanced (``batch_sched_delay``, the backfill
@@ -25,10 +34,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from harness.emulation.head.quiescence import SlurmActivity
 from harness.model.clock import VirtualClock
 
-SETTLE_S = 0.3  # real seconds without a change in the queue before the cluster counts as quiescent
-POLL_S = 0.1  # real seconds between two looks
+SETTLE_S = 0.1  # real seconds without a change before slurmctld's signals are believed
+FALLBACK_S = 0.3  # ... and before the cluster counts as quiescent without them
+HARD_WAIT_S = 10.0  # longest wait for a job's start marker or end before the clock moves anyway
+POLL_S = 0.03  # real seconds between two looks
 BUSY_STATES = ("COMPLETING", "CONFIGURING")
 
 
@@ -40,6 +52,13 @@ class Observation:
     submitted: int  # submissions made, accepted or not
     queue: tuple[tuple[str, str, str], ...] | None  # squeue rows (state, name, start); None: no answer
     done: bool  # the replay has made every submission
+    activity: SlurmActivity | None = None  # slurmctld's counters (sdiag); None: not known
+    unstarted: int = 0  # jobs Slurm runs whose sigsleep has not written its start marker yet
+
+    @property
+    def jobs(self) -> tuple:
+        """What changes when a job is submitted, starts or ends (not a pass of Slurm's)."""
+        return self.t0, self.submitted, self.queue, self.done
 
 
 def job_durations(plan: pd.DataFrame) -> dict[int, float]:
@@ -76,6 +95,31 @@ def quiescent(obs: Observation, now: float, instants: Sequence[float]) -> bool:
     return obs.done or obs.submitted >= submissions_due(now, obs.t0, instants)
 
 
+def ends_due(now: float, running: Mapping[int, float], durations: Mapping[int, float]) -> int:
+    """Jobs still running although their sigsleep has reached its end at ``now``."""
+    return sum(
+        1 for job, start in running.items() if job in durations and start + durations[job] <= now + 1e-6
+    )
+
+
+def slurm_settled(obs: Observation, moved: Observation | None, now: float, main_ran: bool = False) -> bool:
+    """slurmctld's signals that it is done with ``now``: no RPC agent or backfill pass in
+    flight and, with jobs pending, a backfill pass at ``now`` and, if a job was submitted or
+    ended since the last move, a main cycle since, unless one already ran at ``now``
+    (``main_ran``: the main scheduler runs once per instant, the next one waits a second)."""
+    act = obs.activity
+    if act is None or act.busy:
+        return False
+    if not any(row[0] == "PENDING" for row in obs.queue or ()):
+        return True
+    if act.backfill_at < now - 1e-6:
+        return False
+    before = moved.activity if moved is not None else None
+    if main_ran or before is None or before.accepted_or_ended == act.accepted_or_ended:
+        return True
+    return act.main_cycles != before.main_cycles
+
+
 class EventDriver:
     """Moves a held virtual clock through a run, in a thread, until stopped."""
 
@@ -88,7 +132,8 @@ class EventDriver:
         self.durations = job_durations(plan)
         self.observe = observe
         self.running = running
-        self.moves = {"creep": 0, "jump": 0}
+        self.moves = {"creep": 0, "jump": 0, "fallback": 0, "forced": 0}
+        self._main: tuple[int, float] = (-1, -1.0)  # the main cycles counted, the instant they last moved at
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="event-clock", daemon=True)
 
@@ -102,24 +147,46 @@ class EventDriver:
 
     def _run(self) -> None:
         seen: Observation | None = None
+        moved: Observation | None = None  # the look the last move was decided on
         changed_at, dirty = time.monotonic(), True
         while not self._stop.wait(POLL_S):
             obs = self.observe()
+            self._note_main_cycle(obs)
             if seen is None or obs != seen:
-                seen, changed_at, dirty = obs, time.monotonic(), True
+                dirty = dirty or seen is None or obs.jobs != seen.jobs
+                seen, changed_at = obs, time.monotonic()
                 continue
             now = self.clock.now()
-            if time.monotonic() - changed_at < SETTLE_S or not quiescent(obs, now, self.instants):
+            if not quiescent(obs, now, self.instants) or (obs.done and not obs.queue):
+                continue  # (an empty queue after the last submission: the run is over, the clock rests)
+            kind = self._ready(obs, moved, now, time.monotonic() - changed_at)
+            if kind is None:
                 continue
-            if obs.done and not obs.queue:
-                continue  # the run is over: the clock rests
-            if dirty:
-                target, kind = now + 1.0, "creep"
-            else:
-                target = next_event(
-                    now, obs.t0, self.instants, obs.submitted, self.running(obs), self.durations
-                )
-                kind = "jump"
-            self.clock.jump(target)
-            self.moves[kind] += 1
-            changed_at, dirty = time.monotonic(), False
+            if kind:
+                self.moves[kind] += 1
+            self.clock.jump(self._target(obs, now, dirty))
+            moved, changed_at, dirty = obs, time.monotonic(), False
+
+    def _ready(self, obs: Observation, moved: Observation | None, now: float, still: float) -> str | None:
+        """None: not yet; else '' (Slurm's signals), 'fallback' (the settle time alone) or
+        'forced' (a start marker or a job's end that never came)."""
+        if obs.unstarted or ends_due(now, self.running(obs), self.durations):
+            return "forced" if still >= HARD_WAIT_S else None
+        if still >= SETTLE_S and slurm_settled(obs, moved, now, self._main[1] >= now):
+            return ""
+        return "fallback" if still >= FALLBACK_S else None
+
+    def _note_main_cycle(self, obs: Observation) -> None:
+        """The instant of the daemons when a main scheduling cycle was last seen to run."""
+        if obs.activity is not None and obs.activity.main_cycles != self._main[0]:
+            self._main = (obs.activity.main_cycles, self.clock.now())
+
+    def _target(self, obs: Observation, now: float, dirty: bool) -> float:
+        """Where the clock goes next: a second on after a change, else the next event."""
+        if dirty:
+            target, kind = now + 1.0, "creep"
+        else:
+            target = next_event(now, obs.t0, self.instants, obs.submitted, self.running(obs), self.durations)
+            kind = "jump"
+        self.moves[kind] += 1
+        return target

@@ -21,6 +21,7 @@ from harness.cluster.base import ClusterBackend, Spawned, node_states
 from harness.emulation.head.events import EventDriver, Observation
 from harness.emulation.head.faultlog import FaultMonitor
 from harness.emulation.head.progress import RunObserver
+from harness.emulation.head.quiescence import ControllerShell, SlurmActivity, look_script, split_look
 from harness.emulation.head.watch import Watcher
 from harness.emulation.run.specs import ReplaySpec
 from harness.model import rundir
@@ -68,6 +69,10 @@ class HeadRun:
         self.observer: RunObserver | None = None  # writes progress and interim results as the run goes
         self.monitor = FaultMonitor()
         self.resume = False
+        self.started: set[int] = set()  # plan job ids whose sigsleep wrote its start marker
+        self._started_offset = 0
+        opener = getattr(backend, "open_shell", None)  # the Docker backend: one shell for every look
+        self.shell = ControllerShell(opener) if opener is not None else None
         # the run's clock as this host reads it: the wall clock, or the cluster's virtual clock
         virtual = backend.virtual_clock() if spec.virtual else None
         self.clock: WallClock | VirtualClock = virtual or WallClock()
@@ -92,8 +97,12 @@ class HeadRun:
         finally:
             if driver is not None:
                 driver.stop()
+                if self.shell is not None:
+                    self.shell.close()
+                moves = driver.moves
                 self.say(
-                    f"event clock: {driver.moves['jump']} jumps, {driver.moves['creep']} one-second steps"
+                    f"event clock: {moves['jump']} jumps, {moves['creep']} one-second steps; "
+                    f"{moves['fallback']} moved on the settle time alone, {moves['forced']} forced"
                 )
             self.stop(proc)
             if agent is not None:
@@ -112,13 +121,34 @@ class HeadRun:
 
     def _observe(self) -> Observation:
         status = self._status()
-        cmd = ["squeue", "--noheader", f"--user={SUBMIT_USER}", "--format=%T %j %S"]
-        res = self.backend.exec(cmd, timeout=30)
-        lines = [line.split() for line in res.stdout.splitlines() if line.strip()]
-        rows = tuple(_queue_row(fields) for fields in lines) if res.ok else None
+        lines, activity = self._look()
+        rows = tuple(_queue_row(line.split()) for line in lines) if lines is not None else None
         t0 = float(status["t0"]) if status.get("t0") else None
         submitted = int(status.get("submitted", 0)) + int(status.get("failed", 0))
-        return Observation(t0, submitted, rows, bool(status.get("done")))
+        self._read_started()
+        running = {int(r[1][1:]) for r in rows or () if r[0] == "RUNNING" and r[1][1:].isdigit()}
+        return Observation(
+            t0, submitted, rows, bool(status.get("done")), activity, len(running - self.started)
+        )
+
+    def _look(self) -> tuple[list[str] | None, SlurmActivity | None]:
+        """squeue's rows of the run's jobs (None: no answer) and slurmctld's activity (sdiag)."""
+        cmd = ["squeue", "--noheader", f"--user={SUBMIT_USER}", "--format=%T %j %S"]
+        if self.shell is not None:
+            return split_look(self.shell.run(look_script(cmd)) or "")
+        res = self.backend.exec(cmd, timeout=30)
+        return ([line for line in res.stdout.splitlines() if line.strip()] if res.ok else None), None
+
+    def _read_started(self) -> None:
+        """The start markers sigsleep wrote since the last look (whole lines only)."""
+        data = self.backend.read_from(f"{self.shared}/{rundir.STARTED}", self._started_offset)
+        if not data or b"\n" not in data:
+            return
+        whole = data[: data.rindex(b"\n") + 1]
+        self._started_offset += len(whole)
+        self.started |= {
+            int(m["job_id"]) for m in parse_jsonl(whole.decode(errors="replace")) if "job_id" in m
+        }
 
     def replay_command(self) -> list[str]:
         cdir = self.backend.shared_path(self.shared)

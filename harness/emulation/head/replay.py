@@ -54,7 +54,7 @@ from harness.emulation.iolive.staging import directive_line
 from harness.model.clock import VirtualClock
 from harness.model.jsonio import read_json, read_jsonl
 from harness.model.records import Submission
-from harness.model.rundir import SHARED_JOBS, SIGSLEEP_LOG, STATUS, STOP_FILE, SUBMISSIONS
+from harness.model.rundir import SHARED_JOBS, SIGSLEEP_LOG, STARTED, STATUS, STOP_FILE, SUBMISSIONS
 from harness.policies.tiers import io_words, staged_job_io
 from harness.slurm.config import BANDWIDTH_LICENSE, URGENT_PARTITION
 from harness.slurm.jobspec import encode_comment
@@ -122,7 +122,8 @@ def sbatch_command(job: dict, opts: ReplayOptions, intended: float) -> list[str]
         "--walltime", f"{float(job['walltime']):.6f}",
         "--job-id", str(int(job["job_id"])),
         "--log", str(opts.run_dir / SIGSLEEP_LOG),
-        *(["--clock", opts.clock] if opts.clock else []),
+        # on a virtual clock, a start marker: an event-driven clock waits for it before it moves
+        *(["--clock", opts.clock, "--started", str(opts.run_dir / STARTED)] if opts.clock else []),
         "--submit-intended", f"{intended:.6f}",
         "--meta", f"run={opts.run_id}",
     ]  # fmt: skip
