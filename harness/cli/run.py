@@ -292,6 +292,11 @@ def _still_up(cluster: Any) -> bool | None:
     "--clock-page", "clock_page", type=click.Path(exists=True, dir_okay=False), default=None,
     help="Pace by the emulation's virtual clock (its page, harness.model.clock); jobs run on it too.",
 )  # fmt: skip
+@click.option(
+    "--submit-ahead", "ahead", is_flag=True,
+    help="Submit each job at the previous submission instant with sbatch --begin at its own (whole) "
+    "second, one at a time (the event clock: Slurm's passes of that second see it; default workers 1).",
+)  # fmt: skip
 @user_errors(OSError, ValueError)
 def replay_command(
     plan: Path,
@@ -305,6 +310,7 @@ def replay_command(
     workers: int | None,
     resume: bool,
     clock_page: str | None,
+    ahead: bool,
 ) -> None:
     """Submit PLAN's jobs at their wall-clock instants (run this next to slurmctld)."""
     from harness.emulation.head.replay import DEFAULT_WORKERS, ReplayError, ReplayOptions, replay_plan
@@ -319,9 +325,12 @@ def replay_command(
         partition=partition,
         bb_license=bb_license,
         sigsleep=sigsleep,
-        workers=workers or DEFAULT_WORKERS,
+        # submitted ahead, the jobs of one instant go in plan order: Slurm numbers (and, under
+        # priority/basic, orders) them as the trace does, the same in every run
+        workers=workers or (1 if ahead else DEFAULT_WORKERS),
         resume=resume,
         clock=clock_page,
+        ahead=ahead,
     )
     try:
         status = replay_plan(df, opts)

@@ -22,7 +22,8 @@ class Submission(TypedDict, total=False):
     job_id: int  # the trace's job number
     slurm_job_id: int | None  # None: sbatch failed for good
     intended: float  # when it was due
-    actual: float | None  # when sbatch was started (None: adopted at a resume)
+    actual: float | None  # entered the queue: sbatch's start, or its begin if sent ahead (None: adopted)
+    sent: float  # submitted ahead (--begin): when sbatch was started
     returned: float | None  # when sbatch returned
     lag: float | None  # actual - intended
     attempts: int  # sbatch calls it took

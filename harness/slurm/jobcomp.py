@@ -32,8 +32,13 @@ def slurm_time(text: str) -> float | None:
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp()
 
 
+def slurm_instant(epoch: float) -> str:
+    """Epoch seconds (whole) as the ``2026-11-22T07:27:19`` Slurm's options take (``--begin``)."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
 def read_jobcomp(path: Path) -> dict[int, dict]:
-    """Slurm job id -> {state, start, end, submit, nodelist, exit}."""
+    """Slurm job id -> {state, start, end, submit, eligible, nodelist, exit}."""
     jobs: dict[int, dict] = {}
     if not path.exists():
         return jobs
@@ -44,6 +49,7 @@ def read_jobcomp(path: Path) -> dict[int, dict]:
         jobs[int(fields["JobId"])] = {
             "state": fields.get("JobState", ""),
             "submit": slurm_time(fields.get("SubmitTime", "")),
+            "eligible": slurm_time(fields.get("EligibleTime", "")),
             "start": slurm_time(fields.get("StartTime", "")),
             "end": slurm_time(fields.get("EndTime", "")),
             "nodelist": fields.get("NodeList", ""),

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from harness.emulation.collect.results import agent_copies, build_results, cross_check, finished, lag_stats
-from harness.slurm.jobcomp import parse_line, read_jobcomp, slurm_time
+from harness.slurm.jobcomp import parse_line, read_jobcomp, slurm_instant, slurm_time
 from harness.slurm.native import UnknownPolicy, scheduler_for
 
 T0 = 1_795_000_000.0
@@ -89,6 +89,27 @@ def test_jobcomp_parsing(tmp_path: Path) -> None:
     assert job["end"] - job["start"] == 2.0
     assert slurm_time("2026-11-22T07:27:19") == 1_795_332_439.0
     assert slurm_time("Unknown") is None
+    assert slurm_instant(1_795_332_439.0) == "2026-11-22T07:27:19"
+
+
+def test_a_job_submitted_ahead_agrees_with_slurms_eligible_time(tmp_path: Path) -> None:
+    line = (
+        "JobId=12 Name=t2 JobState=COMPLETED SubmitTime=2026-11-22T07:27:10 "
+        "EligibleTime=2026-11-22T07:27:19 StartTime=2026-11-22T07:27:19 EndTime=2026-11-22T07:27:24"
+    )
+    (tmp_path / "jobcomp.log").write_text(line + "\n")
+    slurm = read_jobcomp(tmp_path / "jobcomp.log")[12]
+    assert slurm["eligible"] - slurm["submit"] == 9.0
+    # the replay says job 2 entered the queue at its begin, 07:27:19 (sent 9 s before)
+    t0 = slurm["eligible"] - 1.0
+    subs = [{**SUBS[1], "actual": t0 + 1.0}]
+    records = [{**RECORDS[1], "start": t0 + 1.2, "end": t0 + 6.2}]
+    df = build_results(PLAN, subs, records, t0)
+    check = cross_check(df, {12: slurm}, t0)
+    assert check.ok and check.mismatches == [] and check.max_submit_diff == 0.0
+    # an entry 9 s late against both stamps is still a mismatch
+    late = cross_check(build_results(PLAN, [{**subs[0], "actual": t0 + 10.0}], records, t0), {12: slurm}, t0)
+    assert [m["field"] for m in late.mismatches] == ["submit"]
 
 
 def test_native_policies_map_to_slurm_configs() -> None:

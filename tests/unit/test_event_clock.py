@@ -13,11 +13,14 @@ from harness.emulation.head.events import (
     SETTLE_S,
     EventDriver,
     Observation,
+    as_at,
     ends_due,
     job_durations,
+    next_begin,
     next_event,
     quiescent,
     slurm_settled,
+    submissions_ahead_due,
     submissions_due,
 )
 from harness.emulation.head.quiescence import (
@@ -173,3 +176,56 @@ def test_the_driver_waits_for_the_start_marker_and_slurms_signals_not_for_a_fixe
     assert clock.at >= 1100.0 and looks["n"] > 3
     assert driver.moves["jump"] >= 1 and driver.moves["fallback"] == 0 and driver.moves["forced"] == 0
     assert driver._ready(observe(), None, 1000.0, SETTLE_S) == ""  # Slurm's signals, after SETTLE_S
+
+
+# submitted ahead (harness replay --submit-ahead): INSTANTS from t0 = 1000 are eligible at
+# 1000, 1030, 1030 and 1096 (95.5 rounded up to Slurm's whole second)
+
+
+def test_submitting_ahead_the_next_instant_is_the_next_eligible_second() -> None:
+    assert next_begin(999.0, 1000.0, INSTANTS) == 1000.0
+    assert next_begin(1000.0, 1000.0, INSTANTS) == 1030.0
+    assert next_begin(1030.0, 1000.0, INSTANTS) == 1096.0
+    assert next_begin(1096.0, 1000.0, INSTANTS) is None
+    assert next_begin(5.0, None, INSTANTS) is None
+    # the clock goes there whatever the replay has submitted (it submits one instant early)
+    assert next_event(1000.0, 1000.0, INSTANTS, 3, {}, {}, ahead=True) == 1030.0
+    assert next_event(1000.0, 1000.0, INSTANTS, 4, {7: 1002.0}, {7: 20.0}, ahead=True) == 1022.0
+    assert next_event(1030.0, 1000.0, INSTANTS, 4, {}, {}, ahead=True) == 1096.0
+    assert next_event(1096.0, 1000.0, INSTANTS, 4, {}, {}, ahead=True) == 1097.0
+
+
+def test_submitting_ahead_the_clock_waits_for_the_next_instants_jobs() -> None:
+    # before 1000: the first job; at 1000: the two of 1030 too; from 1030 on: all four
+    assert submissions_ahead_due(999.0, 1000.0, INSTANTS) == 1
+    assert submissions_ahead_due(1000.0, 1000.0, INSTANTS) == 3
+    assert submissions_ahead_due(1030.0, 1000.0, INSTANTS) == 4
+    assert submissions_ahead_due(1200.0, 1000.0, INSTANTS) == 4
+    assert submissions_ahead_due(5.0, None, INSTANTS) == 0
+    idle = (("RUNNING", "t1", "1000"),)
+    assert quiescent(Observation(1000.0, 3, idle, False), 1000.0, INSTANTS, ahead=True)
+    assert not quiescent(Observation(1000.0, 1, idle, False), 1000.0, INSTANTS, ahead=True)
+    assert quiescent(Observation(1000.0, 1, idle, False), 1000.0, INSTANTS)  # on time: one was due
+
+
+def test_a_job_waiting_for_its_begin_is_neither_a_change_nor_pending() -> None:
+    submit_of = {1: 0.0, 2: 30.0, 3: 95.5}
+    queue = (("RUNNING", "t1", "1000"), ("PENDING", "t2", ""), ("PENDING", "t3", ""))
+    obs = Observation(1000.0, 3, queue, True, activity(backfill_at=1000.0))
+    # at 1000 only job 1 has come: 2 and 3 wait for 1030 and 1096
+    at_1000 = as_at(obs, 1000.0, submit_of)
+    assert at_1000.queue == queue[:1] and at_1000.submitted == 1 and at_1000.done
+    # ... so nothing is pending for Slurm's passes (a backfill pass at 1000 is not needed)
+    assert slurm_settled(replace_backfill(at_1000, 999.0), None, 1000.0)
+    at_1030 = as_at(obs, 1030.0, submit_of)
+    assert at_1030.queue == queue[:2] and at_1030.submitted == 2
+    # job 2 pending from 1030: a change since 1000 (the clock steps a second after it)
+    assert at_1030.jobs != at_1000.jobs
+    assert not slurm_settled(replace_backfill(at_1030, 1000.0), None, 1030.0)
+    assert as_at(obs, 1096.0, submit_of).queue == queue
+    # a running job waits for nothing; the replay not started: nothing to filter
+    assert as_at(Observation(None, 0, queue, False), 1096.0, submit_of).queue == queue
+
+
+def replace_backfill(obs: Observation, backfill_at: float) -> Observation:
+    return Observation(obs.t0, obs.submitted, obs.queue, obs.done, activity(backfill_at=backfill_at))

@@ -8,7 +8,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.emulation.head.replay import Replayer, ReplayOptions, sbatch_command, slurm_time_limit
+from harness.emulation.head.replay import (
+    Replayer,
+    ReplayOptions,
+    eligible_instants,
+    release_instants,
+    sbatch_command,
+    slurm_time_limit,
+)
 from harness.model.rundir import STATUS, SUBMISSIONS
 
 
@@ -34,7 +41,9 @@ def plan_of(submits: list[float]) -> pd.DataFrame:
     })  # fmt: skip
 
 
-def make_replayer(tmp_path: Path, submits: list[float], clock: FakeClock, drift: float = 0.0, fail=()):
+def make_replayer(
+    tmp_path: Path, submits: list[float], clock: FakeClock, drift: float = 0.0, fail=(), ahead: bool = False
+):  # fmt: skip
     calls: list[tuple[float, list[str]]] = []
 
     def fake_submit(cmd: list[str]) -> tuple[int | None, str]:
@@ -44,7 +53,7 @@ def make_replayer(tmp_path: Path, submits: list[float], clock: FakeClock, drift:
             return None, "sbatch: error: Invalid licenses"
         return len(calls), ""
 
-    opts = ReplayOptions(run_dir=tmp_path, run_id="r1", warmup=2.0, drift=drift, workers=1)
+    opts = ReplayOptions(run_dir=tmp_path, run_id="r1", warmup=2.0, drift=drift, workers=1, ahead=ahead)
     return Replayer(plan_of(submits), opts, submit_fn=fake_submit, clock=clock.time, sleep=clock.sleep), calls
 
 
@@ -133,3 +142,47 @@ def test_slow_sbatch_does_not_delay_a_burst_with_parallel_submitters(tmp_path: P
     assert status.submitted == 16 and sorted(ln["job_id"] for ln in lines) == list(range(100, 116))
     # two waves of 8: nobody waits more than one sbatch (sequential would reach 1.5 s)
     assert max(ln["lag"] for ln in lines) < 0.3
+
+
+def test_jobs_submitted_ahead_become_eligible_at_their_whole_second() -> None:
+    # instants 1002, 1003, 1003, 1007.5: eligible on whole seconds, each sent at the previous one
+    eligible = eligible_instants([1002.0, 1003.0, 1003.0, 1007.5])
+    assert eligible == [1002.0, 1003.0, 1003.0, 1008.0]
+    assert release_instants(eligible) == [float("-inf"), 1002.0, 1002.0, 1003.0]
+    assert release_instants([]) == []
+
+
+@pytest.mark.parametrize(
+    ("cost", "sent", "entered"),
+    [
+        # sbatch takes 0.3 s: every job is in Slurm's queue before its begin
+        (0.3, [1000.0, 1002.0, 1002.3, 1003.0], [1002.0, 1003.0, 1003.0, 1008.0]),
+        # 1.5 s: the third job is sent after its begin (1003.5): it enters the queue then
+        (1.5, [1000.0, 1002.0, 1003.5, 1005.0], [1002.0, 1003.0, 1003.5, 1008.0]),
+    ],
+)
+def test_a_replay_ahead_sends_each_job_at_the_previous_instant_with_its_begin(
+    tmp_path: Path, cost: float, sent: list[float], entered: list[float]
+) -> None:
+    clock = FakeClock(submit_cost=cost)
+    replayer, calls = make_replayer(tmp_path, [0.0, 1.0, 1.0, 5.5], clock, ahead=True)
+    assert replayer.run().submitted == 4
+    assert [round(t, 6) for t, _ in calls] == sent
+    # t0 = 1002 = 00:16:42 after the epoch; the last job's instant 1007.5 begins at 1008
+    assert [cmd[-2] for _, cmd in calls] == [
+        "--begin=1970-01-01T00:16:42", "--begin=1970-01-01T00:16:43",
+        "--begin=1970-01-01T00:16:43", "--begin=1970-01-01T00:16:48",
+    ]  # fmt: skip
+    lines = [json.loads(x) for x in (tmp_path / SUBMISSIONS).read_text().splitlines()]
+    assert [ln["actual"] for ln in lines] == entered
+    assert [ln["sent"] for ln in lines] == sent
+    # the lag: when it entered the queue against its instant (1007.5 waits for 1008)
+    assert [ln["lag"] for ln in lines] == pytest.approx([0.0, 0.0, entered[2] - 1003.0, 0.5])
+
+
+def test_a_replay_on_time_has_no_begin(tmp_path: Path) -> None:
+    clock = FakeClock()
+    replayer, calls = make_replayer(tmp_path, [0.0, 1.0], clock)
+    replayer.run()
+    assert not any(arg.startswith("--begin") for _, cmd in calls for arg in cmd)
+    assert all("sent" not in json.loads(x) for x in (tmp_path / SUBMISSIONS).read_text().splitlines())

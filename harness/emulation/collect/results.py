@@ -195,11 +195,14 @@ def cross_check(
 def _field_mismatches(
     row: Any, slurm: dict, t0: float, check: CrossCheck, bb_license: str | None
 ) -> list[dict]:
-    """Submit time (the replay's clock vs Slurm's whole second), node list, BB license count
-    (``bb_license`` None: the job should hold none)."""
+    """Submit time (the replay's clock vs Slurm's whole second, submit or eligible), node list,
+    BB license count (``bb_license`` None: the job should hold none)."""
     found = []
     if slurm.get("submit") is not None and not pd.isna(row.submit):
-        d_submit = (row.submit + t0) - slurm["submit"]
+        d_submit = min(
+            ((row.submit + t0) - slurm[key] for key in ("submit", "eligible") if slurm.get(key) is not None),
+            key=abs,
+        )  # a job submitted ahead (sbatch --begin) entered the queue at its eligible time
         check.max_submit_diff = max(check.max_submit_diff, abs(d_submit))
         if not -check.tolerance_s <= d_submit <= check.tolerance_s + 1.0:
             found.append({"field": "submit", "sigsleep": round(row.submit + t0, 3), "slurm": slurm["submit"]})

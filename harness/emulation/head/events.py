@@ -21,6 +21,12 @@ It moves it:
 - otherwise straight to the next event: the next submission instant of the plan or the
   next end of a running job (its start, as Slurm stamps it, plus its runtime or its walltime,
   whichever is shorter: sigsleep ends itself at its walltime). It never jumps past an event.
+
+With the replay submitting ahead (``harness replay --submit-ahead``, ``ahead=True``), each job
+is in Slurm's queue, not yet eligible (``sbatch --begin``), before the clock reaches its
+instant: Slurm's passes at that instant see it, instead of racing its ``sbatch``. The driver
+then waits for the next instant's jobs to be submitted before it moves, and a job waiting for
+its begin is not a change, nor pending, until its instant.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -69,12 +75,16 @@ def job_durations(plan: pd.DataFrame) -> dict[int, float]:
 
 def next_event(
     now: float, t0: float | None, instants: Sequence[float], submitted: int,
-    running: Mapping[int, float], durations: Mapping[int, float],
+    running: Mapping[int, float], durations: Mapping[int, float], ahead: bool = False,
 ) -> float:  # fmt: skip
-    """The next whole second at which something is due: a submission or a job's end; at
-    least a second after ``now`` (a due event not yet seen is a second's creep away)."""
+    """The next whole second at which something is due: a submission (``ahead``: a job's
+    eligible instant) or a job's end; at least a second after ``now`` (a due event not yet
+    seen is a second's creep away)."""
     due = []
-    if t0 is not None and submitted < len(instants):
+    upcoming = next_begin(now, t0, instants) if ahead else None
+    if upcoming is not None:
+        due.append(upcoming)
+    elif not ahead and t0 is not None and submitted < len(instants):
         due.append(t0 + instants[submitted])
     due += [start + durations[job] for job, start in running.items() if job in durations]
     if not due:
@@ -88,11 +98,56 @@ def submissions_due(now: float, t0: float | None, instants: Sequence[float]) -> 
     return int(np.searchsorted(np.asarray(instants) + t0, now + 1e-9, side="right"))
 
 
-def quiescent(obs: Observation, now: float, instants: Sequence[float]) -> bool:
-    """The replay has caught up with the clock and Slurm is not launching or ending a job."""
+def eligible_at(t0: float, instants: Sequence[float]) -> np.ndarray:
+    """The whole seconds at which jobs submitted ahead become eligible (as the replay's
+    ``eligible_instants``), sorted as ``instants``."""
+    return np.ceil(np.asarray(instants, dtype=float) + t0 - 1e-9)
+
+
+def next_begin(now: float, t0: float | None, instants: Sequence[float]) -> float | None:
+    """The first eligible instant after ``now`` (None: none left, or the replay not started)."""
+    if t0 is None:
+        return None
+    later = eligible_at(t0, instants)
+    later = later[later > now + 1e-9]
+    return float(later[0]) if later.size else None
+
+
+def submissions_ahead_due(now: float, t0: float | None, instants: Sequence[float]) -> int:
+    """Submitting ahead: the jobs the replay must have submitted before the clock leaves ``now``,
+    those eligible up to the next eligible instant (all of them once none is left)."""
+    if t0 is None:
+        return 0
+    upcoming = next_begin(now, t0, instants)
+    if upcoming is None:
+        return len(instants)
+    return int(np.searchsorted(eligible_at(t0, instants), upcoming + 1e-9, side="right"))
+
+
+def quiescent(obs: Observation, now: float, instants: Sequence[float], ahead: bool = False) -> bool:
+    """The replay has caught up with the clock (``ahead``: is one submission instant ahead of
+    it) and Slurm is not launching or ending a job."""
     if obs.queue is None or any(row[0] in BUSY_STATES for row in obs.queue):
         return False
-    return obs.done or obs.submitted >= submissions_due(now, obs.t0, instants)
+    due = submissions_ahead_due if ahead else submissions_due
+    return obs.done or obs.submitted >= due(now, obs.t0, instants)
+
+
+def as_at(obs: Observation, now: float, submit_of: Mapping[int, float]) -> Observation:
+    """What of ``obs`` is in play at ``now`` when jobs are submitted ahead: the jobs whose
+    instant has come (counted as submitted; their rows in the queue), not those still waiting
+    for their begin (``submit_of``: plan job id -> submission offset)."""
+    if obs.t0 is None:
+        return obs
+
+    def waiting(row: tuple[str, str, str]) -> bool:
+        offset = submit_of.get(int(row[1][1:])) if row[1][1:].isdigit() else None
+        return row[0] == "PENDING" and offset is not None and math.ceil(obs.t0 + offset - 1e-9) > now + 1e-9
+
+    instants = sorted(submit_of.values())
+    come = int(np.searchsorted(eligible_at(obs.t0, instants), now + 1e-9, side="right"))
+    queue = None if obs.queue is None else tuple(row for row in obs.queue if not waiting(row))
+    return replace(obs, submitted=min(obs.submitted, come), queue=queue)
 
 
 def ends_due(now: float, running: Mapping[int, float], durations: Mapping[int, float]) -> int:
@@ -125,10 +180,12 @@ class EventDriver:
 
     def __init__(
         self, clock: VirtualClock, plan: pd.DataFrame, observe: Callable[[], Observation],
-        running: Callable[[Observation], Mapping[int, float]],
+        running: Callable[[Observation], Mapping[int, float]], ahead: bool = False,
     ) -> None:  # fmt: skip
         self.clock = clock
+        self.ahead = ahead  # the replay submits ahead (harness replay --submit-ahead)
         self.instants = np.sort(plan["submit"].to_numpy(float)).tolist()
+        self.submit_of = dict(zip(plan["job_id"].astype(int), plan["submit"].to_numpy(float), strict=True))
         self.durations = job_durations(plan)
         self.observe = observe
         self.running = running
@@ -147,25 +204,27 @@ class EventDriver:
 
     def _run(self) -> None:
         seen: Observation | None = None
+        seen_jobs: tuple = ()  # the jobs in play at the last change
         moved: Observation | None = None  # the look the last move was decided on
         changed_at, dirty = time.monotonic(), True
         while not self._stop.wait(POLL_S):
             obs = self.observe()
             self._note_main_cycle(obs)
-            if seen is None or obs != seen:
-                dirty = dirty or seen is None or obs.jobs != seen.jobs
-                seen, changed_at = obs, time.monotonic()
-                continue
             now = self.clock.now()
-            if not quiescent(obs, now, self.instants) or (obs.done and not obs.queue):
+            view = as_at(obs, now, self.submit_of) if self.ahead else obs
+            if seen is None or obs != seen or view.jobs != seen_jobs:
+                dirty = dirty or seen is None or view.jobs != seen_jobs
+                seen, seen_jobs, changed_at = obs, view.jobs, time.monotonic()
+                continue
+            if not quiescent(obs, now, self.instants, self.ahead) or (obs.done and not obs.queue):
                 continue  # (an empty queue after the last submission: the run is over, the clock rests)
-            kind = self._ready(obs, moved, now, time.monotonic() - changed_at)
+            kind = self._ready(view, moved, now, time.monotonic() - changed_at)
             if kind is None:
                 continue
             if kind:
                 self.moves[kind] += 1
             self.clock.jump(self._target(obs, now, dirty))
-            moved, changed_at, dirty = obs, time.monotonic(), False
+            moved, changed_at, dirty = view, time.monotonic(), False
 
     def _ready(self, obs: Observation, moved: Observation | None, now: float, still: float) -> str | None:
         """None: not yet; else '' (Slurm's signals), 'fallback' (the settle time alone) or
@@ -186,7 +245,9 @@ class EventDriver:
         if dirty:
             target, kind = now + 1.0, "creep"
         else:
-            target = next_event(now, obs.t0, self.instants, obs.submitted, self.running(obs), self.durations)
+            target = next_event(
+                now, obs.t0, self.instants, obs.submitted, self.running(obs), self.durations, self.ahead
+            )
             kind = "jump"
         self.moves[kind] += 1
         return target

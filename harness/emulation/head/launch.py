@@ -115,7 +115,7 @@ class HeadRun:
         """With ``--clock events``: the driver of the held clock, started."""
         if not (self.spec.events and isinstance(self.clock, VirtualClock)):
             return None
-        driver = EventDriver(self.clock, plan, self._observe, _running_of)
+        driver = EventDriver(self.clock, plan, self._observe, _running_of, ahead=True)
         driver.start()
         return driver
 
@@ -160,6 +160,8 @@ class HeadRun:
             "--bb-license", platform.deployment.bb_license, "--partition", platform.compute.partition,
             *(["--resume"] if self.resume else []),
             *(["--clock-page", self.backend.shared_path(CLOCK_PAGE)] if self.spec.virtual else []),
+            # the event clock: each job in Slurm's queue before its instant (events.py)
+            *(["--submit-ahead"] if self.spec.events else []),
         ]  # fmt: skip
 
     def agent_command(self) -> list[str]:

@@ -34,7 +34,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -57,6 +57,7 @@ from harness.model.records import Submission
 from harness.model.rundir import SHARED_JOBS, SIGSLEEP_LOG, STARTED, STATUS, STOP_FILE, SUBMISSIONS
 from harness.policies.tiers import io_words, staged_job_io
 from harness.slurm.config import BANDWIDTH_LICENSE, URGENT_PARTITION
+from harness.slurm.jobcomp import slurm_instant
 from harness.slurm.jobspec import encode_comment
 
 DEFAULT_SIGSLEEP = "/usr/local/bin/sigsleep"
@@ -78,6 +79,10 @@ class ReplayOptions:
     retry_for: float = 300.0  # seconds a submission is retried while slurmctld does not answer
     resume: bool = False  # continue the run in run_dir (same t0; no job submitted twice)
     clock: str | None = None  # the virtual clock's page (harness.model.clock); None: the wall clock
+    # submit each job one submission instant early, eligible at its own (whole) second with
+    # ``sbatch --begin``: on the event clock, Slurm's passes at that second then see it
+    # (eligible_instants, release_instants)
+    ahead: bool = False
 
 
 @dataclass
@@ -110,8 +115,27 @@ def slurm_time_limit(walltime_s: float) -> str:
     return str(slurm_limit_minutes(walltime_s))
 
 
-def sbatch_command(job: dict, opts: ReplayOptions, intended: float) -> list[str]:
-    """The sbatch invocation of one plan row (a dict of the plan columns)."""
+def eligible_instants(intended: Sequence[float]) -> list[float]:
+    """The whole seconds at which jobs submitted ahead become eligible: Slurm stamps whole
+    seconds, and the event clock stops on whole seconds."""
+    return [float(math.ceil(instant - 1e-9)) for instant in intended]
+
+
+def release_instants(eligible: Sequence[float]) -> list[float]:
+    """When each job is submitted ahead: at the previous (earlier) eligible instant of the plan,
+    so that Slurm's queue holds the next instant's jobs, and only those, before the clock gets
+    there; the first instant's jobs at once (-inf). ``eligible`` is sorted."""
+    released, previous, current = [], -math.inf, -math.inf
+    for instant in eligible:
+        if instant > current:
+            previous, current = current, instant
+        released.append(previous)
+    return released
+
+
+def sbatch_command(job: dict, opts: ReplayOptions, intended: float, begin: float | None = None) -> list[str]:
+    """The sbatch invocation of one plan row (a dict of the plan columns); ``begin``: the
+    instant it becomes eligible, when it is submitted ahead."""
     bb_total = int(job["nodes"]) * int(job["bb_per_node_mb"])
     phases = str(job.get(PLAN_COLUMN) or "")  # io-aware: compute and checkpoint phases
     work = ["--phases", phases, "--time-scale", f"{float(job['io_time_scale']):.9g}"] if phases else [
@@ -151,6 +175,8 @@ def sbatch_command(job: dict, opts: ReplayOptions, intended: float) -> list[str]
         licenses += [f"{BANDWIDTH_LICENSE}:{mbps}"] if mbps > 0 else []
     if licenses:
         cmd.append("--licenses=" + ",".join(licenses))
+    if begin is not None:
+        cmd.append(f"--begin={slurm_instant(begin)}")
     cmd += list(opts.extra_sbatch)
     cmd.append("--wrap=" + "".join(line + "\n" for line in io) + "exec " + shlex.join(sigsleep))
     return cmd
@@ -246,18 +272,22 @@ class Replayer:
             t0 = self.status.t0
             self._write_status(force=True)
             rows = self.plan.to_dict("records")
+            intended = self.intended_instants(t0)
+            eligible = eligible_instants(intended)
+            begins: list[float | None] = list(eligible) if self.opts.ahead else [None] * len(rows)
+            releases = release_instants(eligible) if self.opts.ahead else intended
             pool = ThreadPoolExecutor(self.opts.workers) if self.opts.workers > 1 else None
             try:
-                for index, (job, intended) in enumerate(zip(rows, self.intended_instants(t0), strict=True)):
+                for index, job in enumerate(rows):
                     if int(job["job_id"]) in done:
                         continue
-                    if not self._wait_until(intended):
+                    if not self._wait_until(releases[index]):
                         self.status.stopped = True
                         break
                     if pool is None:
-                        self._submit_one(out, index, job, intended)
+                        self._submit_one(out, index, job, intended[index], begins[index])
                     else:
-                        pool.submit(self._submit_one, out, index, job, intended)
+                        pool.submit(self._submit_one, out, index, job, intended[index], begins[index])
             finally:
                 if pool is not None:
                     pool.shutdown(wait=True)
@@ -276,9 +306,11 @@ class Replayer:
             self.sleep(min(remaining, 0.5))
             self._write_status()
 
-    def _submit_one(self, out: TextIO, index: int, job: dict, intended: float) -> None:
-        cmd = sbatch_command(job, self.opts, intended)
+    def _submit_one(self, out: TextIO, index: int, job: dict, intended: float, begin: float | None) -> None:
+        cmd = sbatch_command(job, self.opts, intended, begin)
         before = self.clock()
+        # submitted ahead, the job enters Slurm's eligible queue at its begin (or at once if late)
+        entered = before if begin is None else max(begin, before)
         outcome = submit_retrying(
             cmd, int(job["job_id"]), self.submit_fn, self._find, retry_for=self.opts.retry_for,
             clock=self.clock, sleep=self.sleep, stop=self._should_stop,
@@ -290,11 +322,13 @@ class Replayer:
             "job_id": int(job["job_id"]),
             "slurm_job_id": slurm_id,
             "intended": round(intended, 6),
-            "actual": round(before, 6),
+            "actual": round(entered, 6),
             "returned": round(after, 6),
-            "lag": round(before - intended, 6),
+            "lag": round(entered - intended, 6),
             "attempts": outcome.attempts,
         }
+        if begin is not None:
+            record["sent"] = round(before, 6)
         with self._lock:
             self.status.retries += outcome.attempts - 1
             self.status.retried_jobs += outcome.attempts > 1
@@ -308,7 +342,7 @@ class Replayer:
                     self.status.errors.append(f"job {int(job['job_id'])}: {error}")
             else:
                 self.status.submitted += 1
-            self.status.max_lag = max(self.status.max_lag, before - intended)
+            self.status.max_lag = max(self.status.max_lag, entered - intended)
             out.write(json.dumps(record) + "\n")
             # on the virtual clock every submission is told at once: an event-driven clock
             # moves only once the replay has made every submission due

@@ -6,6 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pandas as pd
+
+from harness.analysis.agreement import schedule_agreement
 from harness.analysis.compare import aggregate_repetitions
 from harness.emulation.run.experiment import Experiment
 from harness.emulation.run.specs import RunOptions, run_id_for
@@ -41,6 +44,7 @@ def run_repetitions(
     top = {key: value["AVE"] for key, value in stats.items()} | {
         "repetitions": stats,
         "n_repetitions": done,
+        "schedule_agreement": repeated_schedules(parent, done),
     }
     write_json(parent / rundir.METRICS, top)
     first = read_json(parent / rundir.repetition_name(0) / rundir.MANIFEST)
@@ -48,3 +52,14 @@ def run_repetitions(
                 "repetition_dirs": [rundir.repetition_name(i) for i in range(done)]}  # fmt: skip
     write_json(parent / rundir.MANIFEST, manifest)
     return parent
+
+
+def repeated_schedules(parent: Path, done: int) -> dict:
+    """Whether the repetitions gave the same schedule (harness.analysis.agreement): the first
+    ``done`` repetitions' results, in the trace's seconds."""
+    schedules = []
+    for i in range(done):
+        path = parent / rundir.repetition_name(i) / rundir.RESULTS
+        if path.is_file():
+            schedules.append(pd.read_parquet(path, columns=["job_id", "start"]))
+    return schedule_agreement(schedules)
