@@ -367,6 +367,11 @@ def replay_command(
 @click.option(
     "--release-all", is_flag=True, help="Release every held job (hand the queue back to Slurm) and exit."
 )
+@click.option(
+    "--clock-page", "clock_page", type=click.Path(exists=True, dir_okay=False), default=None,
+    help="Decide on the emulation's virtual clock (its page); with --run-dir, say after each look when "
+    "it began (agent.json), for the event clock.",
+)  # fmt: skip
 @user_errors(SlurmCommandError)
 def agent_command(
     policy: str | None,
@@ -378,10 +383,12 @@ def agent_command(
     time_limit: float,
     release_all: bool,
     policy_param: tuple[str, ...],
+    clock_page: str | None,
 ) -> None:
     """The ordering agent: apply a simulator policy inside the live Slurm (run beside slurmctld)."""
     from harness.emulation.head import agent as agent_mod
-    from harness.model.rundir import DECISIONS, STOP_FILE
+    from harness.model.clock import VirtualClock
+    from harness.model.rundir import AGENT_STATUS, DECISIONS, STOP_FILE
     from harness.platform import load_platform
     from harness.policies.registry import get_policy
     from harness.policies.tunables import parse_assignments
@@ -401,6 +408,8 @@ def agent_command(
         load_platform(platform_file),
         client,
         log_path=log,
+        **({"clock": VirtualClock(Path(clock_page)).now} if clock_page else {}),
+        status_path=run_dir / AGENT_STATUS if clock_page and run_dir else None,
     )
     stop_file = run_dir / STOP_FILE if run_dir else None
     runner.run(poll=poll, should_stop=lambda: bool(stop_file and stop_file.exists()))

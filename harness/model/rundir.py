@@ -63,6 +63,7 @@ STATUS = "replay.json"  # the replay: t0, counts, done/stopped, errors
 SIGSLEEP_LOG = "jobs.jsonl"  # the jobs themselves (sigsleep): start, end, suspension
 STARTED = "started.jsonl"  # sigsleep on a virtual clock: one line per job once it has read its start
 DECISIONS = "decisions.jsonl"  # the ordering agent: one line per policy call
+AGENT_STATUS = "agent.json"  # the agent on a virtual clock: when its last look began (wall clock)
 STOP_FILE = "STOP"  # created by the host: the replay and the agent stop
 RAW_FILES = (SUBMISSIONS, SIGSLEEP_LOG, STATUS, DECISIONS, STARTED)
 

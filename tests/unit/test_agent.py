@@ -7,6 +7,7 @@ a released job with a node list runs there; finished jobs leave the queue.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from harness.emulation.head.agent import Agent, release_all
@@ -215,3 +216,24 @@ def test_staging_out_job_not_started_by_the_agent_is_adopted_with_its_bb_only(tm
     assert state.free_compute == tuple(range(96))
     # c009 -> chassis 1's BB node 1 (10,000 MB left), c010 -> BB node 0, the nearest with room
     assert state.free_bb_mb == (10_000, 10_000) + (40_000,) * 10
+
+
+def test_on_a_virtual_clock_each_look_says_when_it_began(tmp_path: Path) -> None:
+    """The event clock moves only after a look of the agent that began after the last change:
+    the agent says when each look began (wall clock) once its decision is enforced."""
+    slurm = ScriptedSlurm()
+    status = tmp_path / "agent.json"
+    agent = Agent(get_policy("fcfs"), load_platform(), SlurmClient(runner=slurm), tmp_path / "d.jsonl",
+                  clock=lambda: 1000.0, status_path=status)  # fmt: skip
+    slurm.submit(1, 4, 50.0, 10)
+    looks = {"n": 0}
+
+    def two_looks() -> bool:
+        looks["n"] += 1
+        return looks["n"] > 2
+
+    before = time.time()
+    agent.run(poll=0.01, should_stop=two_looks)
+    said = json.loads(status.read_text())
+    assert before <= said["looked"] <= time.time() and said["calls"] == 1
+    assert slurm.jobs[1]["state"] == "RUNNING"  # enforced before it said so

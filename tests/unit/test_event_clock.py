@@ -229,3 +229,43 @@ def test_a_job_waiting_for_its_begin_is_neither_a_change_nor_pending() -> None:
 
 def replace_backfill(obs: Observation, backfill_at: float) -> Observation:
     return Observation(obs.t0, obs.submitted, obs.queue, obs.done, activity(backfill_at=backfill_at))
+
+
+def test_without_backfill_pending_jobs_need_no_backfill_pass() -> None:
+    # sched/builtin (slurm-fcfs, the agent's policies): no backfill pass ever comes
+    stale = Observation(1000.0, 3, PENDING, False, activity(backfill_at=0.0))
+    assert not slurm_settled(stale, None, 1030.0)
+    assert slurm_settled(stale, None, 1030.0, backfill=False)
+
+
+def test_the_agent_looking_is_not_a_change_of_the_cluster() -> None:
+    first = Observation(1000.0, 1, PENDING, False, activity(), 0, agent_looked=5.0)
+    assert first == Observation(1000.0, 1, PENDING, False, activity(), 0, agent_looked=9.0)
+
+
+def test_with_an_agent_the_clock_waits_for_its_look_after_the_last_change() -> None:
+    """One held job; the agent's looks begin before the driver saw the cluster (they are
+    stale) for 0.3 s, then after: the clock moves only then."""
+    plan = pd.DataFrame({"job_id": [1], "submit": [0.0], "runtime": [100.0], "walltime": [200.0]})
+    began = time.time()
+    fresh_from = began + 0.3
+    moved_at: list[float] = []
+
+    def observe() -> Observation:
+        now = time.time()
+        looked = now - 0.02 if now >= fresh_from else began - 1.0
+        return Observation(1000.0, 1, (("PENDING", "t1", ""),), True, activity(), 0, agent_looked=looked)
+
+    class Recording(HeldClock):
+        def jump(self, instant: float) -> None:
+            moved_at.append(time.time())
+            super().jump(instant)
+
+    clock = Recording(1000.0)
+    driver = EventDriver(clock, plan, observe, lambda obs: {}, agent=True, backfill=False)  # type: ignore[arg-type]
+    driver.start()
+    while not moved_at and time.time() - began < 5:
+        time.sleep(0.01)
+    driver.stop()
+    assert moved_at and moved_at[0] >= fresh_from
+    assert driver.moves["forced"] == 0 and driver.moves["fallback"] == 0

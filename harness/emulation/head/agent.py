@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.emulation.iolive.tiers import move_to_slow_tier
+from harness.model.atomic import atomic_write_text
 from harness.model.hostlist import compress_hostlist, expand_hostlist
 from harness.model.timescale import TimeScale
 from harness.platform import Machine
@@ -48,8 +49,13 @@ class Agent:
         client: SlurmClient,
         log_path: Path | None = None,
         clock: Callable[[], float] = time.time,
+        status_path: Path | None = None,
     ) -> None:
+        """``clock``: the run's clock (a virtual clock's ``now`` on one); ``status_path``: where
+        to say, after each look, when it began (the event clock moves only once the agent has
+        looked at, and acted on, the cluster's latest state)."""
         self.policy = policy
+        self.status_path = status_path
         self.platform = platform
         self.topology = Topology.from_platform(platform)
         self.client = client
@@ -215,11 +221,19 @@ class Agent:
         signal.signal(signal.SIGINT, request_stop)
         kernels.warm_up()  # compiling during the first decision would delay it by seconds
         while not (stop["now"] or should_stop()):
+            looked = time.time()  # the wall clock: the host compares it with when it saw a change
             try:
                 self.step()
             except SlurmCommandError as exc:  # slurmctld busy or restarting: try again
                 self._log({"t": round(self.clock(), 6), "error": str(exc)})
+            else:
+                self._write_status(looked)
             time.sleep(poll)
+
+    def _write_status(self, looked: float) -> None:
+        """After a look that went through: when it began and how many calls so far."""
+        if self.status_path is not None:
+            atomic_write_text(self.status_path, json.dumps({"looked": looked, "calls": self.calls}) + "\n")
 
 
 def _managed(job: SlurmJob) -> bool:

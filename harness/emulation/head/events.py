@@ -35,7 +35,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -60,6 +60,9 @@ class Observation:
     done: bool  # the replay has made every submission
     activity: SlurmActivity | None = None  # slurmctld's counters (sdiag); None: not known
     unstarted: int = 0  # jobs Slurm runs whose sigsleep has not written its start marker yet
+    # the ordering agent: when its last look began (wall clock; None: no look yet). It looks
+    # every 0.1 s: not a change of the cluster
+    agent_looked: float | None = field(default=None, compare=False)
 
     @property
     def jobs(self) -> tuple:
@@ -157,17 +160,20 @@ def ends_due(now: float, running: Mapping[int, float], durations: Mapping[int, f
     )
 
 
-def slurm_settled(obs: Observation, moved: Observation | None, now: float, main_ran: bool = False) -> bool:
+def slurm_settled(
+    obs: Observation, moved: Observation | None, now: float, main_ran: bool = False, backfill: bool = True
+) -> bool:  # fmt: skip
     """slurmctld's signals that it is done with ``now``: no RPC agent or backfill pass in
-    flight and, with jobs pending, a backfill pass at ``now`` and, if a job was submitted or
-    ended since the last move, a main cycle since, unless one already ran at ``now``
-    (``main_ran``: the main scheduler runs once per instant, the next one waits a second)."""
+    flight and, with jobs pending, a backfill pass at ``now`` (``backfill``: sched/backfill
+    runs; sched/builtin has no such pass) and, if a job was submitted or ended since the last
+    move, a main cycle since, unless one already ran at ``now`` (``main_ran``: the main
+    scheduler runs once per instant, the next one waits a second)."""
     act = obs.activity
     if act is None or act.busy:
         return False
     if not any(row[0] == "PENDING" for row in obs.queue or ()):
         return True
-    if act.backfill_at < now - 1e-6:
+    if backfill and act.backfill_at < now - 1e-6:
         return False
     before = moved.activity if moved is not None else None
     if main_ran or before is None or before.accepted_or_ended == act.accepted_or_ended:
@@ -181,9 +187,16 @@ class EventDriver:
     def __init__(
         self, clock: VirtualClock, plan: pd.DataFrame, observe: Callable[[], Observation],
         running: Callable[[Observation], Mapping[int, float]], ahead: bool = False,
+        agent: bool = False, backfill: bool = True,
     ) -> None:  # fmt: skip
+        """``ahead``: the replay submits ahead (``harness replay --submit-ahead``); ``agent``: an
+        ordering agent decides, and the clock waits for its look at the latest change;
+        ``backfill``: slurmctld runs sched/backfill."""
         self.clock = clock
-        self.ahead = ahead  # the replay submits ahead (harness replay --submit-ahead)
+        self.ahead = ahead
+        self.agent = agent
+        self.backfill = backfill
+        self._changed_wall = 0.0  # when the driver last saw a change (wall clock, as the agent's)
         self.instants = np.sort(plan["submit"].to_numpy(float)).tolist()
         self.submit_of = dict(zip(plan["job_id"].astype(int), plan["submit"].to_numpy(float), strict=True))
         self.durations = job_durations(plan)
@@ -215,6 +228,7 @@ class EventDriver:
             if seen is None or obs != seen or view.jobs != seen_jobs:
                 dirty = dirty or seen is None or view.jobs != seen_jobs
                 seen, seen_jobs, changed_at = obs, view.jobs, time.monotonic()
+                self._changed_wall = time.time()
                 continue
             if not quiescent(obs, now, self.instants, self.ahead) or (obs.done and not obs.queue):
                 continue  # (an empty queue after the last submission: the run is over, the clock rests)
@@ -229,11 +243,22 @@ class EventDriver:
     def _ready(self, obs: Observation, moved: Observation | None, now: float, still: float) -> str | None:
         """None: not yet; else '' (Slurm's signals), 'fallback' (the settle time alone) or
         'forced' (a start marker or a job's end that never came)."""
-        if obs.unstarted or ends_due(now, self.running(obs), self.durations):
+        if (
+            obs.unstarted
+            or ends_due(now, self.running(obs), self.durations)
+            or not self._agent_caught_up(obs)
+        ):
             return "forced" if still >= HARD_WAIT_S else None
-        if still >= SETTLE_S and slurm_settled(obs, moved, now, self._main[1] >= now):
+        if still >= SETTLE_S and slurm_settled(obs, moved, now, self._main[1] >= now, self.backfill):
             return ""
         return "fallback" if still >= FALLBACK_S else None
+
+    def _agent_caught_up(self, obs: Observation) -> bool:
+        """Without an agent, always; with one, once a look of its began after the last change
+        the driver saw (it then saw that change, and its decision on it is applied)."""
+        if not self.agent:
+            return True
+        return obs.agent_looked is not None and obs.agent_looked > self._changed_wall
 
     def _note_main_cycle(self, obs: Observation) -> None:
         """The instant of the daemons when a main scheduling cycle was last seen to run."""

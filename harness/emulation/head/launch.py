@@ -54,13 +54,15 @@ class HeadRun:
 
     def __init__(
         self, backend: ClusterBackend, run_id: str, spec: ReplaySpec, seed: int, uses_agent: bool,
-        say: Callable[[str], None], quiet: bool = False, verbose: bool = False,
+        say: Callable[[str], None], quiet: bool = False, verbose: bool = False, backfill: bool = True,
     ) -> None:  # fmt: skip
+        """``backfill``: slurmctld runs sched/backfill (its passes are among the event clock's signals)."""
         self.backend = backend
         self.run_id = run_id
         self.spec = spec
         self.seed = seed
         self.uses_agent = uses_agent
+        self.backfill = backfill
         self.say = say
         self.quiet = quiet
         self.verbose = verbose
@@ -115,7 +117,10 @@ class HeadRun:
         """With ``--clock events``: the driver of the held clock, started."""
         if not (self.spec.events and isinstance(self.clock, VirtualClock)):
             return None
-        driver = EventDriver(self.clock, plan, self._observe, _running_of, ahead=True)
+        driver = EventDriver(
+            self.clock, plan, self._observe, _running_of,
+            ahead=not self.uses_agent, agent=self.uses_agent, backfill=self.backfill,
+        )  # fmt: skip
         driver.start()
         return driver
 
@@ -128,8 +133,17 @@ class HeadRun:
         self._read_started()
         running = {int(r[1][1:]) for r in rows or () if r[0] == "RUNNING" and r[1][1:].isdigit()}
         return Observation(
-            t0, submitted, rows, bool(status.get("done")), activity, len(running - self.started)
-        )
+            t0, submitted, rows, bool(status.get("done")), activity, len(running - self.started),
+            self._agent_looked() if self.uses_agent else None,
+        )  # fmt: skip
+
+    def _agent_looked(self) -> float | None:
+        """When the agent's last look began (wall clock), from its status; None: not yet."""
+        data = self.backend.read_from(f"{self.shared}/{rundir.AGENT_STATUS}", 0)
+        try:
+            return float(json.loads(data or b"{}")["looked"])
+        except (ValueError, KeyError, TypeError):
+            return None
 
     def _look(self) -> tuple[list[str] | None, SlurmActivity | None]:
         """squeue's rows of the run's jobs (None: no answer) and slurmctld's activity (sdiag)."""
@@ -160,8 +174,9 @@ class HeadRun:
             "--bb-license", platform.deployment.bb_license, "--partition", platform.compute.partition,
             *(["--resume"] if self.resume else []),
             *(["--clock-page", self.backend.shared_path(CLOCK_PAGE)] if self.spec.virtual else []),
-            # the event clock: each job in Slurm's queue before its instant (events.py)
-            *(["--submit-ahead"] if self.spec.events else []),
+            # the event clock: each job in Slurm's queue before its instant (events.py); not
+            # with the agent, which would see (and start) a held job before its instant
+            *(["--submit-ahead"] if self.spec.events and not self.uses_agent else []),
         ]  # fmt: skip
 
     def agent_command(self) -> list[str]:
@@ -170,6 +185,7 @@ class HeadRun:
             "--policy-seed", str(self.spec.policy_seed),
             "--run-dir", self.backend.shared_path(self.shared), "--user", SUBMIT_USER,
             "--platform", self.platform_on_head(),
+            *(["--clock-page", self.backend.shared_path(CLOCK_PAGE)] if self.spec.virtual else []),
             *(arg for pair in self.spec.policy_params for arg in ("--policy-param", pair)),
         ]  # fmt: skip
 

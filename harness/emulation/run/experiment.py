@@ -111,11 +111,6 @@ class Experiment:
         for plugin in plugins_for(opts):
             self.sched = plugin.configure(self.sched)
         self.sched = replace(self.sched, clock=clock_for(opts))
-        if opts.replay.events and self.sched.external_ordering:
-            raise RunError(
-                f"--clock events runs Slurm's own policies (slurm-fcfs, slurm-backfill-D); the ordering "
-                f"agent of {opts.replay.policy!r} is not synchronised with the event clock yet"
-            )
         self.sched = with_priorities(self.sched, opts)
         self.backend = make_backend(opts.cluster)
 

@@ -150,6 +150,7 @@ def replay(ctx: RunContext) -> dict[str, Any]:
         ctx.say,
         quiet=ctx.opts.quiet,
         verbose=ctx.opts.verbose,
+        backfill=ctx.sched.mode == "backfill",
     )
     path = ctx.run_dir / rundir.REPLAY_PLAN
     plan = plan_on_clock(*ctx.plan(), ctx.scale, ctx.plugins, ctx.backend.platform, path)
