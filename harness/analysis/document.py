@@ -18,7 +18,10 @@ from harness.model.metric_names import metric_spec
 from harness.model.rundir import SIMULATOR
 
 # Sections of metrics.json that get their own part of the report, not a table row.
-SECTION_KEYS = ("cross_check", "submission", "repetitions", "faults", "staging", "agent", "fidelity")
+SECTION_KEYS = (
+    "cross_check", "submission", "repetitions", "faults", "staging", "agent", "fidelity", "host_load",
+    "schedule_agreement",
+)  # fmt: skip
 
 
 @dataclass
@@ -161,7 +164,7 @@ def _optional_sections(run: RunData) -> list[Section]:
     sections = []
     reps = run.metrics.get("repetitions")
     if isinstance(reps, dict) and reps:
-        sections.append(_repetitions_section(reps))
+        sections.append(_repetitions_section(reps, run.metrics.get("schedule_agreement")))
     check = run.metrics.get("cross_check")
     if isinstance(check, dict):
         sections.append(_cross_check_section(check))
@@ -187,6 +190,14 @@ def _optional_sections(run: RunData) -> list[Section]:
     faults = run.metrics.get("faults")
     if isinstance(faults, dict):
         sections.append(_faults_section(faults))
+    load = run.metrics.get("host_load")
+    if isinstance(load, dict) and load:
+        rows = [[k, _summarise(v)] for k, v in load.items()]
+        text = (
+            "The 1-minute load average of the machine that ran `harness run` while the replay went on "
+            "(on the wall clock, latency under load is multiplied into the trace's time)."
+        )
+        sections.append(Section("Host load", [text, Table(["figure", "value"], rows)]))
     return sections
 
 
@@ -279,7 +290,7 @@ def _phase_blocks(phases: Any, ticked: dict[str, Any]) -> list[Block]:
     ]
 
 
-def _repetitions_section(reps: dict[str, Any]) -> Section:
+def _repetitions_section(reps: dict[str, Any], agreement: Any = None) -> Section:
     rows = []
     for key, st in reps.items():
         if not isinstance(st, dict):
@@ -299,7 +310,15 @@ def _repetitions_section(reps: dict[str, Any]) -> Section:
         "Over the repeated runs: mean (AVE), standard deviation (SSD), relative SD in % (RSD), "
         "95 % CI half-width (C95)."
     )
-    return Section("Repetitions", [text, Table(["metric", "key", "AVE", "SSD", "RSD %", "C95"], rows)])
+    blocks: list[Block] = [text, Table(["metric", "key", "AVE", "SSD", "RSD %", "C95"], rows)]
+    if isinstance(agreement, dict) and agreement.get("repetitions"):
+        blocks.append(
+            f"Schedules: {agreement['identical_start_order']} of {agreement['repetitions']} repetitions "
+            f"started the jobs in the first one's order; Kendall tau against it at least "
+            f"{agreement['kendall_tau_min']:.3f}; at least {agreement['jobs_same_start_min']} of "
+            f"{agreement['jobs_started_first']} jobs started in the same second."
+        )
+    return Section("Repetitions", blocks)
 
 
 def _cross_check_section(check: dict[str, Any]) -> Section:

@@ -176,6 +176,25 @@ def test_optional_sections_appear_only_when_present(tmp_path: Path) -> None:
     assert "| 3 | 103 | 2.5 | 0.1 |" in md
     assert "| lag_p50_s | 0.012 s |" in md and "| lag_p99_s | 0.046 s |" in md
     assert "| Mean wait | `mean_wait` | 26.67 | 1.50 | 5.62 | 3.20 |" in md
+    assert "Schedules:" not in md and "Host load" not in md
+
+
+def test_repeated_schedules_and_the_host_load_are_reported(tmp_path: Path) -> None:
+    extra = {
+        "repetitions": {"mean_wait": {"AVE": 26.6667, "SSD": 1.5, "RSD": 5.625, "C95": 3.2}},
+        "schedule_agreement": {"repetitions": 5, "identical_start_order": 3, "kendall_tau_min": 0.9712,
+                               "jobs_same_start_min": 181, "jobs_started_first": 200, "pairs": []},
+        "host_load": {"start_1min": 1.2, "end_1min": 0.8, "mean_1min": 1.5, "max_1min": 2.25,
+                      "samples": 40, "cpus": 2},
+    }  # fmt: skip
+    run_dir = make_run(tmp_path, extra_metrics=extra)
+    write_report(run_dir)
+    md = (run_dir / "report.md").read_text()
+    assert (
+        "Schedules: 3 of 5 repetitions started the jobs in the first one's order; Kendall tau against it "
+        "at least 0.971; at least 181 of 200 jobs started in the same second." in md
+    )
+    assert "## Host load" in md and "| max_1min | 2.250 |" in md and "| cpus | 2 |" in md
 
 
 def test_cross_check_with_staging_shows_its_figures_and_disagreements(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ from harness.emulation.head.launch import SUBMIT_USER, HeadRun
 from harness.emulation.head.progress import RunObserver
 from harness.emulation.iolive.plugin import LiveIO
 from harness.emulation.plugin import Collected, RunPlugin
+from harness.emulation.run.hostload import LoadSampler
 from harness.emulation.run.slurm_time import (
     collected_delays,
     collected_results,
@@ -158,8 +159,22 @@ def replay(ctx: RunContext) -> dict[str, Any]:
     head.observer = RunObserver(
         ctx.run_dir, plan, ctx.backend.platform, ctx.scale, ctx.opts.replay.interim_every
     )
-    complete, reason = head.run(plan)
-    return {"complete": complete, "reason": reason, "fault_events": head.monitor.events}
+    with LoadSampler() as load:
+        complete, reason = head.run(plan)
+    ctx.say(_load_line(load.summary()))
+    return {
+        "complete": complete, "reason": reason, "fault_events": head.monitor.events,
+        "host_load": load.summary(),
+    }  # fmt: skip
+
+
+def _load_line(load: dict[str, Any]) -> str:
+    if not load:
+        return "host load: not known on this system"
+    return (
+        f"host load (1 min) while it ran: {load['start_1min']:g} at the start, mean {load['mean_1min']:g}, "
+        f"max {load['max_1min']:g}, {load['end_1min']:g} at the end ({load['cpus']} CPUs)"
+    )
 
 
 def collect(ctx: RunContext) -> dict[str, Any]:
@@ -286,6 +301,8 @@ def measure(ctx: RunContext) -> dict[str, Any]:
     metrics.update(ctx.found("collect").get("sections", {}))
     metrics.update(ctx.found("fidelity"))
     metrics.update(ctx.found("preemption"))
+    if ctx.found("replay").get("host_load"):
+        metrics["host_load"] = ctx.found("replay")["host_load"]
     write_json(ctx.run_dir / rundir.METRICS, metrics)
     return {"jobs": len(ran)}
 
