@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from harness.model.hostlist import HostlistError, expand_hostlist
-from harness.platform.errors import PlatformError
 from harness.platform.loading import bundled_platform_file, platform_from_dict
 from harness.platform.platform import Platform
 from harness.platform.site import SLURM_WORD, Gres, NodeType, Partition, Site, site_to_dict
@@ -46,14 +45,38 @@ from harness.platform.slurm_conf import (
 # The site's scheduler settings, kept as written (Slurm's spelling of each key).
 KEPT_SETTINGS = {
     canonical(key): key
-    for key in (
-        "SchedulerType SchedulerParameters SchedulerTimeSlice SelectType SelectTypeParameters PriorityType "
-        "PriorityDecayHalfLife PriorityMaxAge PriorityFavorSmall PriorityFlags PriorityCalcPeriod "
-        "PriorityUsageResetPeriod PriorityWeightAge PriorityWeightAssoc PriorityWeightFairshare "
-        "PriorityWeightJobSize PriorityWeightPartition PriorityWeightQOS PriorityWeightTRES "
-        "FairShareDampeningFactor PreemptType PreemptMode PreemptExemptTime EnforcePartLimits "
-        "DefMemPerCPU DefMemPerNode MaxMemPerCPU MaxMemPerNode OverTimeLimit AccountingStorageEnforce"
-    ).split()
+    for key in [
+        "SchedulerType",
+        "SchedulerParameters",
+        "SchedulerTimeSlice",
+        "SelectType",
+        "SelectTypeParameters",
+        "PriorityType",
+        "PriorityDecayHalfLife",
+        "PriorityMaxAge",
+        "PriorityFavorSmall",
+        "PriorityFlags",
+        "PriorityCalcPeriod",
+        "PriorityUsageResetPeriod",
+        "PriorityWeightAge",
+        "PriorityWeightAssoc",
+        "PriorityWeightFairshare",
+        "PriorityWeightJobSize",
+        "PriorityWeightPartition",
+        "PriorityWeightQOS",
+        "PriorityWeightTRES",
+        "FairShareDampeningFactor",
+        "PreemptType",
+        "PreemptMode",
+        "PreemptExemptTime",
+        "EnforcePartLimits",
+        "DefMemPerCPU",
+        "DefMemPerNode",
+        "MaxMemPerCPU",
+        "MaxMemPerNode",
+        "OverTimeLimit",
+        "AccountingStorageEnforce",
+    ]
 }
 # Global keys that change scheduling and are not emulated: why, for the error.
 SCHEDULING_GLOBAL = {
@@ -70,32 +93,94 @@ SCHEDULING_GLOBAL = {
 }
 # Values of those keys that change nothing (the default topology).
 HARMLESS_VALUES = {"topologyplugin": ("topology/flat", "topology/default", "topology/none", "")}
-NODE_MODELLED = (
-    "nodename cpus procs boards socketsperboard sockets corespersocket threadspercore realmemory gres "
-    "features feature weight state"
-).split()
-NODE_IGNORED = "nodehostname nodeaddr port tmpdisk reason comment bcastaddr cpubind activefeatures extra".split()
+NODE_MODELLED = [
+    "nodename",
+    "cpus",
+    "procs",
+    "boards",
+    "socketsperboard",
+    "sockets",
+    "corespersocket",
+    "threadspercore",
+    "realmemory",
+    "gres",
+    "features",
+    "feature",
+    "weight",
+    "state",
+]
+NODE_IGNORED = [
+    "nodehostname",
+    "nodeaddr",
+    "port",
+    "tmpdisk",
+    "reason",
+    "comment",
+    "bcastaddr",
+    "cpubind",
+    "activefeatures",
+    "extra",
+]
 NODE_SCHEDULING = {
     "corespeccount": "reserves cores for the system",
     "cpuspeclist": "reserves CPUs for the system",
     "memspeclimit": "reserves memory for the system",
     "restrictedcorespergpu": "restricts cores to GPU jobs",
 }
-PARTITION_MODELLED = (
-    "partitionname nodes default maxtime defaulttime maxnodes state prioritytier oversubscribe shared"
-).split()
-PARTITION_IGNORED = (
-    "hidden allocnodes disablerootjobs powerdownonidle tresbillingweights suspendtime suspendtimeout "
-    "resumetimeout cpubind"
-).split()
+PARTITION_MODELLED = [
+    "partitionname",
+    "nodes",
+    "default",
+    "maxtime",
+    "defaulttime",
+    "maxnodes",
+    "state",
+    "prioritytier",
+    "oversubscribe",
+    "shared",
+]
+PARTITION_IGNORED = [
+    "hidden",
+    "allocnodes",
+    "disablerootjobs",
+    "powerdownonidle",
+    "tresbillingweights",
+    "suspendtime",
+    "suspendtimeout",
+    "resumetimeout",
+    "cpubind",
+]
 PARTITION_SCHEDULING = {
     key: "limits who may run there or how jobs share it, which the emulation does not reproduce"
-    for key in (
-        "allowaccounts allowgroups allowqos denyaccounts denyqos qos preemptmode priorityjobfactor "
-        "maxcpuspernode maxcpuspersocket maxmempernode maxmempercpu defmempercpu defmempernode "
-        "defcpupergpu defmempergpu exclusiveuser exclusivetopo lln gracetime alternate reqresv rootonly "
-        "selecttypeparameters overtimelimit minnodes jobdefaults"
-    ).split()
+    for key in [
+        "allowaccounts",
+        "allowgroups",
+        "allowqos",
+        "denyaccounts",
+        "denyqos",
+        "qos",
+        "preemptmode",
+        "priorityjobfactor",
+        "maxcpuspernode",
+        "maxcpuspersocket",
+        "maxmempernode",
+        "maxmempercpu",
+        "defmempercpu",
+        "defmempernode",
+        "defcpupergpu",
+        "defmempergpu",
+        "exclusiveuser",
+        "exclusivetopo",
+        "lln",
+        "gracetime",
+        "alternate",
+        "reqresv",
+        "rootonly",
+        "selecttypeparameters",
+        "overtimelimit",
+        "minnodes",
+        "jobdefaults",
+    ]
 }
 # A partition's access list of ALL (or none) is Slurm's default: it changes nothing.
 HARMLESS_PARTITION_VALUES = ("all", "")
@@ -157,8 +242,9 @@ def site_from_conf(lines: list[ConfLine], drop: Iterable[str] = (), origin: str 
         more = reading.refused[1:]
         also = f"; also {', '.join(f'{k} ({w})' for w, k, _ in more[:4])}" if more else ""
         also += " ..." if len(more) > 4 else ""
-        raise where.error(key, f"changes scheduling and is not emulated: {why}; drop it knowingly with "
-                          f"--drop {key}{also}")
+        raise where.error(
+            key, f"changes scheduling and is not emulated: {why}; drop it knowingly with --drop {key}{also}"
+        )
     gres_types = _gres_types(reading)
     node_types = _node_types(reading, gres_types)
     partitions, notes = _partitions(reading, node_types)
@@ -215,12 +301,18 @@ def _record(
             values[name] = (line.where, value)
         elif name in ignored:
             reading.ignore(f"{kind}:{key}")
-        elif name in scheduling and kind == "PartitionName" and value.strip().lower() in HARMLESS_PARTITION_VALUES:
+        elif (
+            name in scheduling
+            and kind == "PartitionName"
+            and value.strip().lower() in HARMLESS_PARTITION_VALUES
+        ):
             reading.ignore(f"{kind}:{key}")  # AllowGroups=ALL: Slurm's default, changes nothing
         elif name in scheduling:
             reading.scheduling(line.where, key, f"{scheduling[name]} ({kind}={line.first_value})")
         else:
-            raise line.where.error(key, f"not a {kind} key this reader knows (Slurm's slurm.conf(5) lists them)")
+            raise line.where.error(
+                key, f"not a {kind} key this reader knows (Slurm's slurm.conf(5) lists them)"
+            )
     if line.first_value.upper() == "DEFAULT":
         defaults.update(values)
         return
@@ -321,8 +413,9 @@ def _node_state(values: dict[str, tuple[Where, str]]) -> str:
     state = NODE_STATES_READ.get(text.strip().lower())
     if state is None:
         raise place.error(
-            "State", f"{text!r}: FUTURE and CLOUD nodes are not emulated; states read: UNKNOWN, IDLE, DOWN, "
-            "DRAIN, FAIL, FAILING"
+            "State",
+            f"{text!r}: FUTURE and CLOUD nodes are not emulated; states read: UNKNOWN, IDLE, DOWN, "
+            "DRAIN, FAIL, FAILING",
         )
     return state
 
@@ -373,7 +466,9 @@ def _partitions(reading: _Reading, types: list[NodeType]) -> tuple[list[Partitio
     else:
         chosen = defaults[-1].name
         if len(defaults) > 1:
-            notes.append(f"several partitions are Default=YES: {chosen}, the last, is the default (as in Slurm)")
+            notes.append(
+                f"several partitions are Default=YES: {chosen}, the last, is the default (as in Slurm)"
+            )
     return [replace(p, default=p.name == chosen) for p in parts], notes
 
 
@@ -509,7 +604,9 @@ def _named_like(node: str, prefix: str) -> bool:
 
 def _describe(site: Site) -> str:
     kinds = ", ".join(f"{len(t.nodes)} x {t.name}" for t in site.node_types)
-    return f"{len(site.node_names())} nodes ({kinds}) in {len(site.partitions)} partition(s), from {site.origin}"
+    return (
+        f"{len(site.node_names())} nodes ({kinds}) in {len(site.partitions)} partition(s), from {site.origin}"
+    )
 
 
 def gres_summary(site: Site) -> str:

@@ -172,7 +172,9 @@ def _site_layout(machine: dict[str, Any]) -> dict[str, Any]:
     CPU count and memory of its node types (the simulator's homogeneous view)."""
     for name in ("topology", "compute"):
         if name in machine:
-            raise PlatformError(f"[machine.{name}] cannot be given with [machine.site]: the site's nodes replace it")
+            raise PlatformError(
+                f"[machine.{name}] cannot be given with [machine.site]: the site's nodes replace it"
+            )
     site = site_from_dict(machine["site"])
     count = len(site.node_names())
     compute = NodeKind(
@@ -182,7 +184,13 @@ def _site_layout(machine: dict[str, Any]) -> dict[str, Any]:
         real_memory_mb=min(kind.real_memory_mb for kind in site.node_types),
         partition=site.default_partition.name,
     )
-    return {"groups": 1, "chassis_per_group": 1, "compute_per_chassis": count, "compute": compute, "site": site}
+    return {
+        "groups": 1,
+        "chassis_per_group": 1,
+        "compute_per_chassis": count,
+        "compute": compute,
+        "site": site,
+    }
 
 
 # The keys of every table of the current format (the first format is migrated before the check).
@@ -202,7 +210,11 @@ _KEYS: dict[str, str] = {
 def _known_keys(data: dict[str, Any], machine: dict[str, Any]) -> None:
     """Refuse a key no table knows (``per_chasis``), with the closest known one."""
     tables = {"": data, "platform": data["platform"], "machine": machine, "deployment": data["deployment"]}
-    tables |= {f"machine.{name}": machine[name] for name in ("topology", "compute", "burst_buffer") if name in machine}
+    tables |= {
+        f"machine.{name}": machine[name]
+        for name in ("topology", "compute", "burst_buffer")
+        if name in machine
+    }
     for where, table in tables.items():
         try:
             checks.known_keys(table, _KEYS[where].split(), where or "top level")

@@ -78,9 +78,13 @@ class Machine:
             raise PlatformError("a site's machine is one chassis holding every site node")
         taken = set(site.node_names()) & {self.bb.name(i + 1) for i in range(self.bb_count)}
         if taken:
-            raise PlatformError(f"burst-buffer node names {sorted(taken)[:3]} are site nodes: change its prefix")
+            raise PlatformError(
+                f"burst-buffer node names {sorted(taken)[:3]} are site nodes: change its prefix"
+            )
         if self.bb.partition in {p.name for p in site.partitions}:
-            raise PlatformError(f"burst_buffer.partition {self.bb.partition!r} is a site partition: rename it")
+            raise PlatformError(
+                f"burst_buffer.partition {self.bb.partition!r} is a site partition: rename it"
+            )
 
     # -- sizes ---------------------------------------------------------------
     @property

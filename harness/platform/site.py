@@ -145,7 +145,9 @@ class Site:
             _check_node_type(kind, self.gres_types)
         defaults = [p.name for p in self.partitions if p.default]
         if len(defaults) != 1:
-            raise PlatformError(f"machine.site.partitions: exactly one must be the default, got {defaults or 'none'}")
+            raise PlatformError(
+                f"machine.site.partitions: exactly one must be the default, got {defaults or 'none'}"
+            )
         known: set[str] = set()
         for part in self.partitions:
             _check_partition(part, seen)
@@ -220,7 +222,9 @@ def _check_partition(part: Partition, nodes: set[str]) -> None:
     if part.priority_tier is not None:
         _check_int(part.priority_tier, f"{where}.priority_tier", 0, MAX_TIER)
     if part.state not in PARTITION_STATES:
-        raise PlatformError(f"{where}.state: expected one of {', '.join(PARTITION_STATES)}, got {part.state!r}")
+        raise PlatformError(
+            f"{where}.state: expected one of {', '.join(PARTITION_STATES)}, got {part.state!r}"
+        )
     if part.oversubscribe is not None and not OVERSUBSCRIBE.fullmatch(part.oversubscribe):
         raise PlatformError(f"{where}.oversubscribe: expected EXCLUSIVE, NO, YES[:n] or FORCE[:n], "
                             f"got {part.oversubscribe!r}")  # fmt: skip
@@ -240,11 +244,15 @@ def _check_int(value: Any, where: str, minimum: int, maximum: int = MAX_INT32) -
 
 
 # -- the TOML form ([machine.site]) ------------------------------------------------------------
-NODE_TYPE_KEYS = ("name nodes cpus real_memory_mb sockets cores_per_socket threads_per_core features gres "
-                  "weight state").split()  # fmt: skip
-PARTITION_KEYS = ("name nodes default max_time_min default_time_min max_nodes state priority_tier "
-                  "oversubscribe").split()  # fmt: skip
-SITE_KEYS = "origin gres_types licenses settings node_types partitions".split()
+NODE_TYPE_KEYS = [
+    "name", "nodes", "cpus", "real_memory_mb", "sockets", "cores_per_socket", "threads_per_core", "features",
+    "gres", "weight", "state",
+]  # fmt: skip
+PARTITION_KEYS = [
+    "name", "nodes", "default", "max_time_min", "default_time_min", "max_nodes", "state", "priority_tier",
+    "oversubscribe",
+]  # fmt: skip
+SITE_KEYS = ["origin", "gres_types", "licenses", "settings", "node_types", "partitions"]
 
 
 def site_to_dict(site: Site) -> dict[str, Any]:
@@ -303,8 +311,12 @@ def site_from_dict(table: Any) -> Site:
     if not isinstance(table, dict):
         raise PlatformError(f"[{where}] must be a table")
     _known(table, SITE_KEYS, where)
-    types = [_node_type(entry, f"{where}.node_types[{i}]") for i, entry in enumerate(_list(table, "node_types"))]
-    parts = [_partition(entry, f"{where}.partitions[{i}]") for i, entry in enumerate(_list(table, "partitions"))]
+    types = [
+        _node_type(entry, f"{where}.node_types[{i}]") for i, entry in enumerate(_list(table, "node_types"))
+    ]
+    parts = [
+        _partition(entry, f"{where}.partitions[{i}]") for i, entry in enumerate(_list(table, "partitions"))
+    ]
     licenses = _mapping(table.get("licenses", {}), f"{where}.licenses")
     settings = _mapping(table.get("settings", {}), f"{where}.settings")
     for key, value in settings.items():
@@ -357,7 +369,9 @@ def _partition(entry: Any, where: str) -> Partition:
         max_nodes=_optional(table, "max_nodes", where, 1),
         state=_string(table.get("state", "UP"), f"{where}.state"),
         priority_tier=_optional(table, "priority_tier", where, 0, MAX_TIER),
-        oversubscribe=_string(table["oversubscribe"], f"{where}.oversubscribe") if "oversubscribe" in table else None,
+        oversubscribe=_string(table["oversubscribe"], f"{where}.oversubscribe")
+        if "oversubscribe" in table
+        else None,
     )
 
 
@@ -394,7 +408,9 @@ def _required(table: dict[str, Any], key: str, where: str) -> Any:
     return table[key]
 
 
-def _optional(table: dict[str, Any], key: str, where: str, minimum: int, maximum: int = MAX_INT32) -> int | None:
+def _optional(
+    table: dict[str, Any], key: str, where: str, minimum: int, maximum: int = MAX_INT32
+) -> int | None:
     return _check_int(table[key], f"{where}.{key}", minimum, maximum) if key in table else None
 
 

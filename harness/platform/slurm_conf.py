@@ -75,7 +75,9 @@ def read_slurm_conf(path: str | Path) -> list[ConfLine]:
 
 def _read(path: Path, depth: int, shown: str, including: Where | None) -> list[ConfLine]:
     if depth > MAX_INCLUDE_DEPTH:
-        raise (including or Where(shown, 0)).error("Include", f"includes nest deeper than {MAX_INCLUDE_DEPTH}")
+        raise (including or Where(shown, 0)).error(
+            "Include", f"includes nest deeper than {MAX_INCLUDE_DEPTH}"
+        )
     text = _text(path, shown, including)
     lines: list[ConfLine] = []
     for where, logical in _logical_lines(text, shown):

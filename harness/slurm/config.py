@@ -239,8 +239,9 @@ def site_partition_lines(site: Site, sched: SchedulerConfig) -> list[str]:
 
 
 def partition_line(part: Partition, oversubscribe: str | None) -> str:
-    words = [f"PartitionName={part.name}", f"Nodes={part.hostlist}", f"Default={'YES' if part.default else 'NO'}",
-             f"MaxTime={format_minutes(part.max_time_min)}"]  # fmt: skip
+    default = "YES" if part.default else "NO"
+    words = [f"PartitionName={part.name}", f"Nodes={part.hostlist}", f"Default={default}"]
+    words.append(f"MaxTime={format_minutes(part.max_time_min)}")
     if part.default_time_min is not None:
         words.append(f"DefaultTime={format_minutes(part.default_time_min)}")
     if part.max_nodes is not None:
@@ -285,7 +286,9 @@ def site_context(platform: Platform, sched: SchedulerConfig, ports: Mapping[str,
     harness_licenses = [bb_license] + ([BANDWIDTH_LICENSE] if sched.bandwidth_license else [])
     clash = [name for name, _ in site.licenses if name in harness_licenses]
     if clash or bb_license in site.gres_types:
-        raise PlatformError(f"site license or GRES {(clash or [bb_license])[0]!r} is the harness's own: rename it")
+        raise PlatformError(
+            f"site license or GRES {(clash or [bb_license])[0]!r} is the harness's own: rename it"
+        )
     licenses = [f"{bb_license}:{platform.bb_total_mb}"]
     licenses += [f"{BANDWIDTH_LICENSE}:{int(platform.io.pfs_capacity_mbps(platform.compute_count))}"] if (
         sched.bandwidth_license) else []  # fmt: skip
@@ -333,7 +336,9 @@ def template_context(
         "cluster_name": cluster_name,
         "controller_addr": controller_addr,
         # a site's nodes have lines of their own types (site_nodes)
-        "compute_nodes": node_lines(platform.compute_nodes(), ports, addresses) if platform.site is None else [],
+        "compute_nodes": node_lines(platform.compute_nodes(), ports, addresses)
+        if platform.site is None
+        else [],
         "bb_nodes": node_lines(platform.bb_nodes(), ports, addresses),
         "compute_hostlist": compress_hostlist(platform.compute_nodes()),
         "bb_hostlist": compress_hostlist(platform.bb_nodes()),
