@@ -198,6 +198,7 @@ class FromSlurm:
     ignored: tuple[str, ...] = ()  # keys not modelled, each once: ``SlurmctldHost``, ``NodeName:NodeAddr``
     dropped: tuple[str, ...] = ()  # scheduling keys left out on request (--drop)
     notes: tuple[str, ...] = ()  # choices made where the file left one open
+    cluster_name: str | None = None  # the file's ClusterName: the platform's name by default
 
 
 @dataclass
@@ -256,7 +257,15 @@ def site_from_conf(lines: list[ConfLine], drop: Iterable[str] = (), origin: str 
         settings=tuple((spelling, value) for _, spelling, value in _kept(reading)),
         origin=origin,
     )
-    return FromSlurm(site, tuple(reading.ignored), tuple(reading.dropped), tuple(notes))
+    cluster = next((value for (_, key, value) in _named(lines, "clustername")), None)
+    return FromSlurm(site, tuple(reading.ignored), tuple(reading.dropped), tuple(notes), cluster)
+
+
+def _named(lines: list[ConfLine], name: str) -> list[tuple[Where, str, str]]:
+    """Every ``name=value`` pair of the global lines."""
+    records = ("nodename", "partitionname")
+    return [(line.where, key, value) for line in lines for key, value in line.pairs
+            if canonical(key) == name and canonical(line.first_key) not in records]  # fmt: skip
 
 
 # -- one line ----------------------------------------------------------------------------------
@@ -334,7 +343,7 @@ def _node_types(reading: _Reading, gres_types: list[str]) -> list[NodeType]:
         if same is not None:  # two lines of one configuration make one type
             types[types.index(same)] = replace(same, nodes=same.nodes + kind.nodes)
         else:
-            types.append(replace(kind, name=_type_name(names[0], [t.name for t in types])))
+            types.append(replace(kind, name=type_name(names[0], [t.name for t in types])))
     if not types:
         raise SlurmConfError("no NodeName lines: the file declares no nodes")
     return types
@@ -420,7 +429,7 @@ def _node_state(values: dict[str, tuple[Where, str]]) -> str:
     return state
 
 
-def _type_name(first_node: str, taken: list[str]) -> str:
+def type_name(first_node: str, taken: list[str]) -> str:
     """``gpu`` for ``gpu01``; ``gpu-2`` when a type of that name exists already."""
     base = re.sub(r"[^A-Za-z0-9._-]", "", first_node.rstrip("0123456789").rstrip("-_.")) or "nodes"
     base = base if SLURM_WORD.fullmatch(base) else "nodes"
