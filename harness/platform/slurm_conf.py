@@ -192,17 +192,16 @@ def slurm_minutes(text: str) -> int | None:
     match = _TIME.fullmatch(value)
     if match is None:
         raise ValueError(f"{text!r} is not a Slurm time (M, M:S, H:M:S, D-H, D-H:M, D-H:M:S or UNLIMITED)")
-    days, first, second, third = (int(g) if g is not None else None for g in match.groups())
-    if days is None:
-        # no day part: M, M:S or H:M:S
-        if second is None:
-            seconds = first * 60
-        elif third is None:
-            seconds = first * 60 + second
+    days, first, second, third = match.groups()
+    parts = [int(p) for p in (first, second, third) if p is not None]
+    if days is None:  # no day part: M, M:S or H:M:S
+        if len(parts) == 3:
+            seconds = parts[0] * 3600 + parts[1] * 60 + parts[2]
         else:
-            seconds = first * 3600 + second * 60 + third
-    else:
-        seconds = days * 86400 + first * 3600 + (second or 0) * 60 + (third or 0)
+            seconds = parts[0] * 60 + (parts[1] if len(parts) == 2 else 0)
+    else:  # D-H, D-H:M, D-H:M:S
+        hours, mins, secs = [*parts, 0, 0][:3]
+        seconds = int(days) * 86400 + hours * 3600 + mins * 60 + secs
     return -(-seconds // 60)
 
 
