@@ -15,11 +15,15 @@ from harness.platform.writing import platform_to_toml
 @click.group(
     "platform",
     cls=HarnessGroup,
-    examples=["harness platform from-trace kth.swf -o kth.toml", "harness platform show kth.toml"],
+    examples=[
+        "harness platform from-trace kth.swf -o kth.toml",
+        "harness platform from-slurm /etc/slurm/slurm.conf -o site.toml",
+        "harness platform show kth.toml",
+    ],
 )
 def platform_group() -> None:
-    """Platform files (TOML): make one for a trace, show one. Every command that takes a
-    platform accepts --platform FILE."""
+    """Platform files (TOML): make one for a trace or from a site's slurm.conf, show one.
+    Every command that takes a platform accepts --platform FILE."""
 
 
 @platform_group.command(
@@ -101,6 +105,139 @@ def from_trace(trace: str, output: Path, bb_ratio: int, bb_capacity_mb: int | No
     click.echo(f"{output}: {_line(made.platform)}")
 
 
+@platform_group.command(
+    "from-slurm",
+    examples=[
+        "harness platform from-slurm /etc/slurm/slurm.conf -o site.toml",
+        "harness platform from-slurm slurm.conf --drop AllowGroups --drop QOS -o site.toml",
+        "harness platform from-slurm --scontrol nodes.json --scontrol partitions.json -o site.toml",
+    ],
+)
+@click.argument("file", required=False)
+@click.option(
+    "--scontrol",
+    "scontrol_files",
+    multiple=True,
+    help="`scontrol show node --json` and `scontrol show partition --json` output, in one file or "
+    "two (give --scontrol twice); instead of FILE.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Platform file to write (.toml); without it the TOML goes to stdout and the summary to stderr.",
+)
+@click.option(
+    "--name",
+    type=NameType(label=True),
+    default=None,
+    help="Platform name (default: ClusterName, else the file's).",
+)
+@click.option(
+    "--drop",
+    multiple=True,
+    metavar="KEY",
+    help="A key that changes scheduling and is not emulated (AllowGroups, TopologyPlugin ...): "
+    "leave it out knowingly instead of stopping. Repeatable.",
+)
+@click.option(
+    "--default-partition",
+    default=None,
+    help="With --scontrol: the default partition (Slurm's JSON does not say; default: the first).",
+)
+def from_slurm(file: str | None, scontrol_files: tuple[str, ...], output: Path | None, name: str | None,
+               drop: tuple[str, ...], default_partition: str | None) -> None:  # fmt: skip
+    """Write the platform of a Slurm site's own machine, read from its slurm.conf FILE (or from
+    scontrol's JSON): node types, features, GRES (GPUs emulated without GPUs), partitions with
+    their limits and default, and its scheduler settings (kept, not applied). Keys it does not
+    model are listed; a key that changes scheduling and is not emulated is an error unless
+    dropped (--drop)."""
+    from harness.model.atomic import OutputError, atomic_write_text
+    from harness.platform.from_slurm import read_site, site_platform
+    from harness.platform.scontrol import read_scontrol
+
+    if (file is None) == (not scontrol_files):
+        raise click.UsageError("give a slurm.conf FILE or --scontrol JSON (one of the two)")
+    if default_partition is not None and not scontrol_files:
+        raise click.UsageError("--default-partition is for --scontrol (slurm.conf says Default=YES)")
+    if file is not None:
+        read = read_site(file, drop=drop)
+        inputs = [Path(file)]
+    else:
+        read = read_scontrol(scontrol_files, drop=drop, default_partition=default_partition)
+        inputs = [Path(f) for f in scontrol_files]
+    label = name or _site_label(read.cluster_name, inputs[0])
+    platform = site_platform(read.site, label)
+    comment = (
+        f"Made by `harness platform from-slurm` from {read.site.origin}: a Slurm site's own machine.\n"
+        "GPUs are emulated without GPUs (stand-in device files); the site's scheduler settings are\n"
+        "kept in [machine.site.settings], not applied (docs/site-whatif.md)."
+    )
+    text = platform_to_toml(platform, comment)
+    summary = _site_summary(platform, read)
+    if output is None:
+        click.echo(text, nl=False)
+        click.echo(summary, err=True)
+        return
+    try:
+        atomic_write_text(output, text, inputs=inputs)
+    except OutputError as exc:
+        raise click.ClickException(str(exc)) from None
+    if load_platform(output).machine != platform.machine:  # what was written must load back the same
+        raise click.ClickException(f"{output}: the platform written does not load back the same")
+    click.echo(f"{output}: platform '{platform.name}'\n{summary}")
+
+
+def _site_label(cluster_name: str | None, first: Path) -> str:
+    """The platform's name: the site's ClusterName when it is a safe name, else the file's stem."""
+    from harness.model import checks
+
+    for candidate in (cluster_name, first.stem, "site"):
+        try:
+            return checks.safe_name(candidate, "name", checks.LABEL, checks.LABEL_RULE)
+        except checks.InputError:
+            continue
+    return "site"
+
+
+def _site_summary(p: Platform, read: object) -> str:
+    """Node types, partitions, GRES, licenses; the settings kept; the keys dropped and ignored."""
+    from harness.platform.from_slurm import FromSlurm, gres_summary
+    from harness.platform.slurm_conf import format_minutes
+
+    assert isinstance(read, FromSlurm) and p.site is not None
+    site = p.site
+    lines = [f"nodes        {len(site.node_names()):,} site nodes + {p.bb_count} burst-buffer node(s)"]
+    for i, kind in enumerate(site.node_types):
+        extra = [f"features {','.join(kind.features)}"] if kind.features else []
+        extra += [f"gres {','.join(str(g) for g in kind.gres)}"] if kind.gres else []
+        extra += [f"weight {kind.weight}"] if kind.weight is not None else []
+        head = "node types   " if i == 0 else " " * 13
+        lines.append(f"{head}{kind.name}: {len(kind.nodes)} x {kind.cpus} CPUs, {kind.real_memory_mb:,} MB"
+                     + "".join(f", {e}" for e in extra) + f" ({kind.hostlist})")  # fmt: skip
+    for i, part in enumerate(site.partitions):
+        head = "partitions   " if i == 0 else " " * 13
+        limits = f"MaxTime {format_minutes(part.max_time_min)}"
+        limits += f", MaxNodes {part.max_nodes}" if part.max_nodes is not None else ""
+        limits += f", PriorityTier {part.priority_tier}" if part.priority_tier is not None else ""
+        lines.append(
+            f"{head}{part.name}{' (default)' if part.default else ''}: {part.hostlist}, {limits}, "
+            f"{part.state}"
+        )
+    lines.append(f"GRES         {gres_summary(site)}")
+    if site.licenses:
+        lines.append(f"licenses     {', '.join(f'{n}:{c}' for n, c in site.licenses)}")
+    kept = "; ".join(f"{k}={v}" for k, v in site.settings) or "none"
+    lines.append(f"kept         {kept} (recorded, not applied)")
+    if read.dropped:
+        lines.append(f"dropped      {', '.join(read.dropped)} (change scheduling; left out as asked)")
+    if read.ignored:
+        lines.append(f"ignored      {', '.join(read.ignored)} (not modelled)")
+    lines += [f"note         {note}" for note in read.notes]
+    return "\n".join(lines)
+
+
 @platform_group.command("show", examples=["harness platform show", "harness platform show kth.toml --json"])
 @click.argument("file", default="default")
 @json_option
@@ -115,6 +252,20 @@ def show(file: str, as_json: bool) -> None:
         return
     d = p.deployment
     first, last = d.slurmd_base_port, d.slurmd_base_port + p.node_count - 1
+    if p.site is not None:
+        from harness.platform.from_slurm import FromSlurm
+
+        head = [
+            f"platform     {p.name} ({p.source})",
+            f"             {p.description}" if p.description else "",
+        ]
+        tail = (
+            f"deployment   controller {d.controller_host}:{d.controller_port}, slurmd ports {first}-{last}, "
+            f"{d.node_containers} container(s), license '{d.bb_license}'"
+        )
+        lines = [*head, _site_summary(p, FromSlurm(p.site)), tail]
+        click.echo("\n".join(line for line in lines if line))
+        return
     topo = f"{p.groups} group(s) x {p.chassis_per_group} chassis x {p.compute_per_chassis} compute nodes"
     if p.compute_total is not None:
         topo += f" (last chassis partial: {p.compute_total} in all)"

@@ -9,6 +9,9 @@ The format (``harness/platform/default.toml`` is the study's machine)::
     [machine.compute]       prefix, digits, cpus, real_memory_mb, partition
     [machine.burst_buffer]  the same, capacity_mb, per_chassis (BB nodes in a chassis, default 1)
     [machine.io]            bandwidths and storage tiers (optional; see platform/bandwidths.py)
+    [machine.site]          a Slurm site's own machine instead of [machine.topology] and
+                            [machine.compute]: node types, partitions, GRES, licenses and
+                            its scheduler settings (platform/site.py; `platform from-slurm`)
     [deployment]            controller_host, controller_port, slurmd_base_port,
                             node_containers, bb_license, slurmd_timeout (s, default
                             300), message_timeout (s, default 30), slurmd_conf
@@ -36,8 +39,12 @@ from harness.platform.bandwidths import BandwidthError, bandwidths_from_dict
 from harness.platform.deployment import DEFAULT_DBD_PORT, MAX_PORT, Accounting, Deployment
 from harness.platform.machine import Machine, NodeKind, PlatformError
 from harness.platform.platform import Platform
+from harness.platform.site import site_from_dict
 
 DEFAULT_PLATFORM = "default"
+# The compute kind of a site's machine names no node (the site's nodes have their own names):
+# a prefix only for the rule that the compute and BB prefixes differ.
+SITE_PREFIX = "site"
 # Names written into slurm.conf / gres / licenses: no spaces, '=', ',', '#', quotes or newlines.
 SLURM_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}")
@@ -119,22 +126,22 @@ def platform_from_dict(data: dict[str, Any], source: str = "<dict>") -> Platform
         data = migrate_first_format(data, source)
     machine_data, deployment = _table(data, "machine", source), _table(data, "deployment", source)
     meta = _table(data, "platform", source)
-    topo = _table(machine_data, "topology", source, "machine.")
+    site = "site" in machine_data
+    topo = {} if site else _table(machine_data, "topology", source, "machine.")
     bb = _table(machine_data, "burst_buffer", source, "machine.")
     try:
         _known_keys(data, machine_data)
+        name = _checked(_label, _require(meta, "name", str, "platform"), "platform.name")
+        description = _checked(checks.one_line, meta.get("description", ""), "platform.description")
+        layout = _site_layout(machine_data) if site else _study_layout(machine_data, topo, source)
         machine = Machine(
-            name=_checked(_label, _require(meta, "name", str, "platform"), "platform.name"),
-            description=_checked(checks.one_line, meta.get("description", ""), "platform.description"),
-            groups=_require(topo, "groups", int, "machine.topology"),
-            chassis_per_group=_require(topo, "chassis_per_group", int, "machine.topology"),
-            compute_per_chassis=_require(topo, "compute_per_chassis", int, "machine.topology"),
-            compute=_node_kind(_table(machine_data, "compute", source, "machine."), "machine.compute"),
+            name=name,
+            description=description,
             bb=_node_kind(bb, "machine.burst_buffer"),
             bb_capacity_mb=_require(bb, "capacity_mb", int, "machine.burst_buffer"),
             bb_per_chassis=_require({"per_chassis": 1, **bb}, "per_chassis", int, "machine.burst_buffer"),
             io=bandwidths_from_dict(machine_data.get("io", {}), source),
-            compute_total=_optional_int(topo, "compute_total", "machine.topology"),
+            **layout,
         )
         total = machine.bb_count * machine.bb_capacity_mb
         if total > MAX_LICENSES:
@@ -149,12 +156,49 @@ def platform_from_dict(data: dict[str, Any], source: str = "<dict>") -> Platform
         raise PlatformError(str(exc)) from None
 
 
+def _study_layout(machine: dict[str, Any], topo: dict[str, Any], source: str) -> dict[str, Any]:
+    """The study's compute nodes: groups x chassis x nodes of one kind (``[machine.topology]``)."""
+    return {
+        "groups": _require(topo, "groups", int, "machine.topology"),
+        "chassis_per_group": _require(topo, "chassis_per_group", int, "machine.topology"),
+        "compute_per_chassis": _require(topo, "compute_per_chassis", int, "machine.topology"),
+        "compute": _node_kind(_table(machine, "compute", source, "machine."), "machine.compute"),
+        "compute_total": _optional_int(topo, "compute_total", "machine.topology"),
+    }
+
+
+def _site_layout(machine: dict[str, Any]) -> dict[str, Any]:
+    """A site's nodes (``[machine.site]``) in one chassis; ``compute`` stands for the smallest
+    CPU count and memory of its node types (the simulator's homogeneous view)."""
+    for name in ("topology", "compute"):
+        if name in machine:
+            raise PlatformError(
+                f"[machine.{name}] cannot be given with [machine.site]: the site's nodes replace it"
+            )
+    site = site_from_dict(machine["site"])
+    count = len(site.node_names())
+    compute = NodeKind(
+        prefix=SITE_PREFIX,
+        digits=len(str(count)),
+        cpus=min(kind.cpus for kind in site.node_types),
+        real_memory_mb=min(kind.real_memory_mb for kind in site.node_types),
+        partition=site.default_partition.name,
+    )
+    return {
+        "groups": 1,
+        "chassis_per_group": 1,
+        "compute_per_chassis": count,
+        "compute": compute,
+        "site": site,
+    }
+
+
 # The keys of every table of the current format (the first format is migrated before the check).
 _NODE_KIND = "prefix digits cpus real_memory_mb partition"
 _KEYS: dict[str, str] = {
     "": "platform machine deployment",
     "platform": "name description",
-    "machine": "topology compute burst_buffer io",
+    "machine": "topology compute burst_buffer io site",
     "machine.topology": "groups chassis_per_group compute_per_chassis compute_total",
     "machine.compute": _NODE_KIND,
     "machine.burst_buffer": f"{_NODE_KIND} capacity_mb per_chassis",
@@ -166,7 +210,11 @@ _KEYS: dict[str, str] = {
 def _known_keys(data: dict[str, Any], machine: dict[str, Any]) -> None:
     """Refuse a key no table knows (``per_chasis``), with the closest known one."""
     tables = {"": data, "platform": data["platform"], "machine": machine, "deployment": data["deployment"]}
-    tables |= {f"machine.{name}": machine[name] for name in ("topology", "compute", "burst_buffer")}
+    tables |= {
+        f"machine.{name}": machine[name]
+        for name in ("topology", "compute", "burst_buffer")
+        if name in machine
+    }
     for where, table in tables.items():
         try:
             checks.known_keys(table, _KEYS[where].split(), where or "top level")

@@ -12,12 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.model.checks import InputError
 from harness.platform.bandwidths import Bandwidths
+from harness.platform.errors import PlatformError
+from harness.platform.site import Site
 
-
-class PlatformError(InputError):
-    """A platform description is missing a field or holds an impossible value."""
+__all__ = ["Machine", "NodeKind", "PlatformError"]
 
 
 @dataclass(frozen=True)
@@ -48,8 +47,14 @@ class Machine:
     # Total compute nodes when the last chassis is partial (a traced machine of 1,002 nodes in
     # chassis of 8: 126 chassis, the last with 2); None: every chassis is full.
     compute_total: int | None = None
+    # A Slurm site's own machine ([machine.site], harness.platform.site): its nodes are the
+    # compute nodes, by their own names, in one chassis; ``compute`` then stands for the
+    # smallest node type (what the simulator's homogeneous model sees). None: the study's layout.
+    site: Site | None = None
 
     def __post_init__(self) -> None:
+        if self.site is not None:
+            self._check_site(self.site)
         full = self.chassis * self.compute_per_chassis
         if (
             self.compute_total is not None
@@ -66,6 +71,20 @@ class Machine:
         for kind, count in ((self.compute, self.compute_count), (self.bb, self.bb_count)):
             if len(str(count)) > kind.digits:
                 raise PlatformError(f"{kind.prefix}: {count} nodes need more than {kind.digits} digits")
+
+    def _check_site(self, site: Site) -> None:
+        """One chassis holds every site node; the BB nodes' names are not the site's."""
+        if self.chassis != 1 or self.compute_per_chassis != len(site.node_names()) or self.compute_total:
+            raise PlatformError("a site's machine is one chassis holding every site node")
+        taken = set(site.node_names()) & {self.bb.name(i + 1) for i in range(self.bb_count)}
+        if taken:
+            raise PlatformError(
+                f"burst-buffer node names {sorted(taken)[:3]} are site nodes: change its prefix"
+            )
+        if self.bb.partition in {p.name for p in site.partitions}:
+            raise PlatformError(
+                f"burst_buffer.partition {self.bb.partition!r} is a site partition: rename it"
+            )
 
     # -- sizes ---------------------------------------------------------------
     @property
@@ -92,7 +111,15 @@ class Machine:
 
     # -- names ---------------------------------------------------------------
     def compute_nodes(self) -> list[str]:
+        if self.site is not None:
+            return self.site.node_names()
         return [self.compute.name(i + 1) for i in range(self.compute_count)]
+
+    def compute_name(self, index: int) -> str:
+        """The name of the 0-based compute node ``index`` (``c001`` for 0; a site's own name)."""
+        if self.site is not None:
+            return self.site.node_names()[index]
+        return self.compute.name(index + 1)
 
     def bb_nodes(self) -> list[str]:
         return [self.bb.name(i + 1) for i in range(self.bb_count)]
@@ -142,4 +169,4 @@ class Machine:
             "compute_per_chassis": self.compute_per_chassis,
             "bb_per_chassis": self.bb_per_chassis,
             "io": self.io.as_dict(),
-        }
+        } | ({"site": self.site.as_dict()} if self.site is not None else {})

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from harness.platform.loading import load_platform
 from harness.platform.machine import NodeKind
 from harness.platform.platform import Platform
+from harness.platform.site import Site, site_to_dict
 
 
 def _value(value: Any) -> str:
@@ -18,11 +20,32 @@ def _value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return repr(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
     return json.dumps(str(value), ensure_ascii=False)  # a TOML basic string
 
 
-def _table(name: str, values: dict[str, Any]) -> list[str]:
-    return [f"[{name}]", *(f"{key} = {_value(v)}" for key, v in values.items() if v is not None), ""]
+def _key(key: str) -> str:
+    """A bare TOML key when it can be one, else a quoted one (a license named ``a.b``)."""
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key, ensure_ascii=False)
+
+
+def _table(name: str, values: dict[str, Any], header: str = "") -> list[str]:
+    lines = (f"{_key(key)} = {_value(v)}" for key, v in values.items() if v is not None)
+    return [header or f"[{name}]", *lines, ""]
+
+
+def _site_tables(site: Site) -> list[str]:
+    """``[machine.site]`` with its licenses, settings, node types and partitions."""
+    table = site_to_dict(site)
+    lines = _table("machine.site", {"origin": table["origin"], "gres_types": table["gres_types"]})
+    lines += _table("machine.site.licenses", table["licenses"])
+    lines += _table("machine.site.settings", table["settings"])
+    for kind in table["node_types"]:
+        lines += _table("", kind, header="[[machine.site.node_types]]")
+    for part in table["partitions"]:
+        lines += _table("", part, header="[[machine.site.partitions]]")
+    return lines
 
 
 def _kind(kind: NodeKind) -> dict[str, Any]:
@@ -48,8 +71,11 @@ def platform_to_toml(platform: Platform, comment: str = "") -> str:
     lines = [f"# {line}" if line else "#" for line in comment.splitlines()]
     lines += [""] if lines else []
     lines += _table("platform", {"name": p.name, "description": p.description})
-    lines += _table("machine.topology", topology)
-    lines += _table("machine.compute", _kind(p.compute))
+    if p.site is not None:
+        lines += _site_tables(p.site)
+    else:
+        lines += _table("machine.topology", topology)
+        lines += _table("machine.compute", _kind(p.compute))
     lines += _table("machine.burst_buffer", bb)
     lines += _table("machine.io", io_plain)
     if io.hierarchy is not None:

@@ -2,7 +2,7 @@
 
 Everything here is plain immutable data so that the simulator and the live Slurm
 hook can build it from their own records and hand it to the same policy code.
-Node indices are 0-based: compute node ``i`` is ``platform.compute.name(i + 1)``,
+Node indices are 0-based: compute node ``i`` is ``platform.compute_name(i)``,
 BB node ``b`` is ``platform.bb.name(b + 1)``.
 """
 

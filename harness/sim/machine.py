@@ -16,7 +16,7 @@ class SimulationError(RuntimeError):
 def bb_map_string(platform: Machine, alloc: Allocation) -> str:
     """``c001:bb01,c002:bb01``: each compute node with the BB node holding its share."""
     return ",".join(
-        f"{platform.compute.name(c + 1)}:{platform.bb.name(b + 1)}"
+        f"{platform.compute_name(c)}:{platform.bb.name(b + 1)}"
         for c, b in zip(alloc.compute, alloc.bb, strict=True)
     )
 

@@ -7,6 +7,10 @@ one Python process waits on all its children. Run by the image's entrypoint::
     python -m harness.cluster.node.supervisor c0001,c0002,...   [--command /usr/sbin/slurmd]
         [--env-file /etc/slurm/clock.env] [--conf-dir /etc/slurm/nodes]
 
+Before the daemons start, every GPU stand-in a gres.conf line names (``File=`` under
+:data:`GPU_STANDIN_DIR`, a site's platform) is made: a symbolic link to ``/dev/null``, a
+character device as slurmd's check of a GPU's file wants (docs/site-whatif.md).
+
 ``--env-file`` adds its ``KEY=VALUE`` lines to the daemons' environment only (the virtual
 clock's preload: the supervisor itself stays on the real clock). With ``--conf-dir``, a node
 whose ``slurm-<node>.conf`` is there reads it (``-f``) instead of the whole cluster's slurm.conf.
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -32,6 +37,11 @@ RESTART_DELAY_S = 1.0
 STOP_GRACE_S = 10.0
 HOLD_DIR = Path("/run/slurm")  # hold-<node> there: restart <node> only once it is gone
 START_ATTEMPTS = 10
+# Where a site's gres.conf puts its GPU stand-ins (harness.slurm.config.GPU_STANDIN_DIR, the
+# same path: a unit test holds them equal; this module imports nothing of the harness).
+GPU_STANDIN_DIR = "/run/slurm/gres"
+GRES_CONF = Path("/etc/slurm/gres.conf")
+STANDIN_TARGET = "/dev/null"
 
 
 def log(message: str) -> None:
@@ -121,12 +131,48 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--conf-dir", type=Path, help="where slurm-<node>.conf, a node's own slurm.conf, may be"
     )
+    parser.add_argument("--gres-conf", type=Path, default=GRES_CONF, help="gres.conf naming GPU stand-ins")
     args = parser.parse_args(argv)
     nodes = [n for n in args.nodes.split(",") if n]
     if not nodes:
         parser.error("no node names given")
     env = read_env_file(args.env_file) if args.env_file else None
+    standins = make_gpu_standins(args.gres_conf)
+    if standins:
+        log(f"{len(standins)} GPU stand-in(s) in {GPU_STANDIN_DIR} (links to {STANDIN_TARGET})")
     return Supervisor(nodes, args.command, Path(args.spool), env, args.conf_dir).run()
+
+
+def gpu_standins(gres_conf: str) -> list[str]:
+    """The stand-in paths of a gres.conf text: every ``File=`` under :data:`GPU_STANDIN_DIR`,
+    its ``[a-b]`` range expanded (``.../gpu[0-1]`` is ``gpu0`` and ``gpu1``)."""
+    paths: list[str] = []
+    for line in gres_conf.splitlines():
+        for word in line.split("#", 1)[0].split():
+            if not word.startswith("File=" + GPU_STANDIN_DIR + "/"):
+                continue
+            value = word[len("File=") :]
+            match = re.fullmatch(r"(.*)\[(\d+)-(\d+)\]", value)
+            if match is None:
+                paths.append(value)
+            else:
+                paths += [f"{match[1]}{n}" for n in range(int(match[2]), int(match[3]) + 1)]
+    return list(dict.fromkeys(paths))
+
+
+def make_gpu_standins(gres_conf: Path, root: Path = Path("/")) -> list[Path]:
+    """Make the GPU stand-ins ``gres_conf`` names (links to /dev/null), under ``root``; none
+    when the file is absent or names none (the study's platforms)."""
+    if not gres_conf.is_file():
+        return []
+    made = []
+    for name in gpu_standins(gres_conf.read_text()):
+        link = root / name.lstrip("/")
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.is_symlink():
+            link.symlink_to(STANDIN_TARGET)
+        made.append(link)
+    return made
 
 
 def read_env_file(path: Path) -> dict[str, str]:

@@ -173,7 +173,7 @@ class Agent:
             if getattr(start, "tier", None) == LPS and by_id[start.job_id].bb_per_node_mb > 0:
                 self._to_slow_tier(start.job_id)  # released as a new job, without BB, at a next call
                 continue
-            names = compress_hostlist([self.platform.compute.name(c + 1) for c in start.allocation.compute])
+            names = compress_hostlist([self.platform.compute_name(c) for c in start.allocation.compute])
             if not self._try(functools.partial(self.client.set_nodelist, start.job_id, names)):
                 continue
             released.append(start.job_id)

@@ -95,7 +95,7 @@ def flow_rates(flows: list[Flow], machine: Machine) -> np.ndarray:
     if not flows:
         return np.zeros(0)
     net = IONetwork.from_platform(machine)
-    index = {machine.compute.name(i + 1): i for i in range(machine.compute_count)}
+    index = {name: i for i, name in enumerate(machine.compute_nodes())}
     rows: list[tuple[int, ...]] = []
     weights: list[float] = []
     owner: list[tuple[int, float]] = []  # (flow, its share of the flow's bytes)
@@ -122,7 +122,7 @@ def flow_rates(flows: list[Flow], machine: Machine) -> np.ndarray:
 # -- the files -------------------------------------------------------------------------------
 def known_flows(flows: list[Flow], machine: Machine, report: Callable[[str], None]) -> list[Flow]:
     """The flows whose nodes are all compute nodes of ``machine`` (the others reported)."""
-    known = {machine.compute.name(i + 1) for i in range(machine.compute_count)}
+    known = set(machine.compute_nodes())
     kept = []
     for f in flows:
         if f.channel == "stage" or known.issuperset(f.nodes):
