@@ -39,7 +39,6 @@ def _action_option(rule: str) -> Any:
     "from-sacct",
     cls=HarnessCommand,
     examples=[
-        "sacct -a -X --json -S 2024-01-01 -E 2024-02-01 > jan.json",
         "harness workload from-sacct jan.json -o jan.parquet --swf jan.swf",
         "harness workload from-sacct jan.txt -o jan.parquet --timezone Europe/Paris",
     ],
@@ -69,8 +68,9 @@ def _action_option(rule: str) -> Any:
 )
 @click.option(
     "--bb-license",
-    default=None,
-    help="A license whose count is the job's burst buffer in MB (the project's own: bb).",
+    default="bb",
+    show_default=True,
+    help="Slurm license that stands for burst-buffer capacity: its count is the job's BB request, MB.",
 )
 @_action_option("zero_runtime")
 @_action_option("unknown_walltime")
@@ -85,6 +85,8 @@ def _action_option(rule: str) -> Any:
 @json_option
 def from_sacct_command(source: str, output: Path, swf_path: Path | None, as_json: bool, **opts: Any) -> None:
     """Turn FILE (sacct --json, or sacct -P text) into a job plan, in the trace's own seconds.
+
+    FILE comes from, e.g., 'sacct -a --json -S 2024-01-01 -E 2024-02-01 > jan.json'.
 
     Steps are left out; array tasks and het-job components are jobs of their own. Users and
     accounts are pseudonymised unless --keep-names (docs/workload.md, "Workloads from sacct").

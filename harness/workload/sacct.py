@@ -94,7 +94,7 @@ class SacctOptions:
     zone: tzinfo = UTC  # of the text format's instants
     actions: dict[str, str] = field(default_factory=dict)
     walltime_factor: float = DEFAULT_WALLTIME_FACTOR
-    bb_license: str | None = None  # a license whose count is the job's burst buffer, MB
+    bb_license: str | None = "bb"  # the license whose count is the job's burst buffer, MB (as the replay's)
 
 
 def read_sacct(path: str | Path, zone: tzinfo = UTC) -> SacctRead:

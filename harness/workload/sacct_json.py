@@ -138,18 +138,21 @@ def read_sacct_json(path: str, document: Any) -> SacctRead:
 
 def _meta(document: dict[str, Any], read: SacctRead) -> None:
     """Slurm's release and data_parser, and sacct's own errors and warnings (kept as notes)."""
-    meta = document.get("meta") if isinstance(document.get("meta"), dict) else {}
-    slurm = meta.get("slurm") or meta.get("Slurm") or {}
-    if isinstance(slurm, dict):
-        version = slurm.get("version") if isinstance(slurm.get("version"), dict) else {}
-        numbered = ".".join(str(version.get(k, "")) for k in ("major", "minor", "micro")).strip(".")
-        read.slurm_version = str(slurm.get("release") or numbered or "")
-    plugin = meta.get("plugin") if isinstance(meta.get("plugin"), dict) else {}
-    read.data_parser = str(plugin.get("data_parser") or "")
+    meta = _object(document.get("meta"))
+    slurm = _object(meta.get("slurm") or meta.get("Slurm"))  # 23.02 spelt it "Slurm"
+    version = _object(slurm.get("version"))
+    numbered = ".".join(str(version.get(k, "")) for k in ("major", "minor", "micro")).strip(".")
+    read.slurm_version = str(slurm.get("release") or numbered or "")
+    read.data_parser = str(_object(meta.get("plugin")).get("data_parser") or "")
     for kind in ("errors", "warnings"):
-        for entry in document.get(kind) or []:
+        entries = document.get(kind)
+        for entry in entries if isinstance(entries, list) else []:
             text = entry.get("description") or entry.get("error") if isinstance(entry, dict) else entry
             read.notes.append(f"sacct {kind[:-1]}: {text}")
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _count_unknown(data: dict[str, Any], counts: Counter[str]) -> None:
