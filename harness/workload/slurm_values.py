@@ -9,6 +9,7 @@ with what was expected; the caller adds where the value came from.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from datetime import UTC, datetime, tzinfo
@@ -42,6 +43,7 @@ BASE_STATES: dict[str, int] = {
 # States of a job still in the system when sacct ran: its end is not known yet.
 UNFINISHED_STATES = frozenset({"PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "RESIZING", "CONFIGURING"})
 
+_INSTANT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")
 _DURATION = re.compile(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?(?:\.\d+)?")
 _MEMORY = re.compile(r"(\d+(?:\.\d+)?)([KMGTP]?)([nc]?)", re.IGNORECASE)
 _MB_PER_UNIT = {"K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3}
@@ -86,12 +88,22 @@ def timestamp(text: str, zone: tzinfo = UTC) -> float | None:
     """Slurm's ``2026-11-22T07:27:19`` as epoch seconds, read in ``zone`` (Slurm prints the
     local time of the host, without a zone; the project's containers run in UTC). None for
     ``Unknown``, ``None`` and an empty field."""
-    if text.strip().upper() in UNKNOWN_TIME_WORDS:
+    word = text.strip()
+    if word.upper() in UNKNOWN_TIME_WORDS:
         return None
+    return _instant(word, zone)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _instant(word: str, zone: tzinfo) -> float:
+    """Cached: a history repeats its instants (submit = eligible, one job's end another's
+    start), and strptime was a third of reading an sacct table."""
     try:
-        instant = datetime.strptime(text.strip(), "%Y-%m-%dT%H:%M:%S")
+        if not _INSTANT.fullmatch(word):
+            raise ValueError
+        instant = datetime.fromisoformat(word)
     except ValueError:
-        raise SlurmValueError(f"expected an instant like 2024-05-01T12:00:00, got {text!r}") from None
+        raise SlurmValueError(f"expected an instant like 2024-05-01T12:00:00, got {word!r}") from None
     return instant.replace(tzinfo=zone).timestamp()
 
 
