@@ -1,4 +1,4 @@
-"""``harness workload inspect | prepare | split``: SWF traces into job plans."""
+"""``harness workload inspect | prepare | split | from-sacct``: traces into job plans."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from harness.cli.from_sacct import from_sacct_command
 from harness.cli.generate import generate
 from harness.cli.options import PARTS, HarnessGroup, json_option, output_option
 from harness.cli.workload_options import selection_kwargs, selection_options, trace_kwargs, trace_options
@@ -89,6 +90,7 @@ def workload() -> None:
 
 
 workload.add_command(generate)
+workload.add_command(from_sacct_command)
 
 # -- inspect ----------------------------------------------------------------------------
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from harness.workload.slurm_values import timestamp
+
 TIME_KEYS = ("SubmitTime", "StartTime", "EndTime")
 
 
@@ -27,9 +29,7 @@ def parse_line(line: str) -> dict[str, str]:
 
 def slurm_time(text: str) -> float | None:
     """Slurm's ``2026-11-22T07:27:19`` (the containers run in UTC) as epoch seconds."""
-    if not text or text in ("Unknown", "None"):
-        return None
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp()
+    return timestamp(text, UTC)
 
 
 def slurm_instant(epoch: float) -> str:

@@ -13,11 +13,13 @@ for has its end time or the time runs out.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from harness.model.commands import CommandResult
+from harness.workload.slurm_values import json_number
 
 Runner = Callable[[list[str]], CommandResult]
 CHUNK = 500  # job ids per sacct call (keeps the command line short)
@@ -33,10 +35,12 @@ def sacct_command(job_ids: Iterable[int]) -> list[str]:
 
 
 def _time(value: Any) -> float | None:
-    """A time field of sacct's JSON: an integer, or ``{"set", "infinite", "number"}``."""
-    if isinstance(value, dict):
-        value = value.get("number") if value.get("set") and not value.get("infinite") else None
-    return None if value in UNSET else float(value)
+    """A time field of sacct's JSON: an integer, or ``{"set", "infinite", "number"}``; None
+    when unset, infinite or 0 (read by :func:`harness.workload.slurm_values.json_number`)."""
+    if value is None or (isinstance(value, dict) and "set" not in value):  # an absent key read as {}
+        return None
+    number = json_number(value)
+    return None if number in UNSET or number == math.inf else number
 
 
 def job_record(job: dict[str, Any]) -> dict[str, Any]:
