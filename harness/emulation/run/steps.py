@@ -202,7 +202,8 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     bb_license = ctx.backend.platform.deployment.bb_license
     staged = ctx.sched.burst_buffer == "lua"  # Slurm holds the pool, not a license
     tolerance = AGREEMENT_S * (ctx.opts.replay.speedup or 1.0)  # a real launch delay, on the run's clock
-    check = cross_check(results, slurm_jobs, t0, source, bb_license, staged, tolerance).as_dict()
+    ahead = {int(s["job_id"]) for s in submissions if "sent" in s}  # sbatch --begin (the event clock)
+    check = cross_check(results, slurm_jobs, t0, source, bb_license, staged, tolerance, ahead).as_dict()
     for plugin in ctx.plugins:
         parts = plugin.check(results, slurm_jobs, collected)
         check.update(parts)
