@@ -27,7 +27,12 @@ from pathlib import Path
 
 MAGIC = 0x314B434F4C435648  # "HVCLOCK1" little-endian, as vclock.h
 PAGE_SIZE = 4096
-LAYOUT = struct.Struct("<QQdddd")  # magic, seq, base_v, base_real, rate, poll_s
+LAYOUT = struct.Struct("<QQdddd")  # magic, seq, base_v, base_real, rate, poll_s (as vclock.h)
+# after them, read by the daemons' side only (sigsleep reads the fields above): how far the
+# daemons' instant is behind the page's (the event clock lets an instant's jobs end before
+# Slurm's passes of that instant run; 0 on a page written before it existed)
+DAEMONS_LAG = struct.Struct("<d")
+DAEMONS_LAG_OFFSET = LAYOUT.size
 DEFAULT_POLL_S = 0.1  # longest real wait of a reader before it reads the page again
 HELD_POLL_S = 0.02  # the same while the clock moves by jumps
 
@@ -56,9 +61,10 @@ def preload_env(faketime_file: str) -> dict[str, str]:
 
 
 def faketime_line(reading: Reading, real: float) -> str:
-    """The faketime file's content for the clock at ``real``: its instant and how fast waits go."""
+    """The faketime file's content for the clock at ``real``: the daemons' instant and how fast
+    waits go."""
     scale = reading.rate if reading.rate > 0 else 1.0
-    return f"{reading.at(real):.6f} x{scale:.9g}\n"
+    return f"{reading.daemons_at(real):.6f} x{scale:.9g}\n"
 
 
 def write_faketime(path: Path, line: str) -> None:
@@ -79,9 +85,13 @@ class Reading:
     base_real: float
     rate: float
     poll_s: float
+    daemons_lag: float = 0.0  # the daemons read this much less than the page's readers
 
     def at(self, real: float) -> float:
         return self.base_v + (real - self.base_real) * self.rate
+
+    def daemons_at(self, real: float) -> float:
+        return self.at(real) - self.daemons_lag
 
 
 class WallClock:
@@ -140,12 +150,17 @@ class VirtualClock:
     def reading(self) -> Reading:
         while True:
             _, before, base_v, base_real, rate, poll_s = LAYOUT.unpack_from(self._page)
+            (lag,) = DAEMONS_LAG.unpack_from(self._page, DAEMONS_LAG_OFFSET)
             after = LAYOUT.unpack_from(self._page)[1]
             if before == after and not before & 1:
-                return Reading(base_v, base_real, rate, poll_s)
+                return Reading(base_v, base_real, rate, poll_s, lag)
 
     def now(self) -> float:
         return self.reading().at(time.time())
+
+    def daemons_now(self) -> float:
+        """The instant the Slurm daemons read (behind :meth:`now` by the page's daemons' lag)."""
+        return self.reading().daemons_at(time.time())
 
     @property
     def rate(self) -> float:
@@ -160,9 +175,12 @@ class VirtualClock:
         time.sleep(max(0.0, min(seconds / c.rate if c.rate > 0 else poll, poll)))
 
     # -- the controller's side ------------------------------------------------------------
-    def set(self, instant: float | None, rate: float, poll_s: float | None = None) -> float:
+    def set(
+        self, instant: float | None, rate: float, poll_s: float | None = None, daemons_lag: float = 0.0
+    ) -> float:  # fmt: skip
         """From now on the clock reads ``instant`` (None: where it is) and goes at ``rate``;
-        never backwards. Returns the instant it reads now."""
+        never backwards; the daemons read ``daemons_lag`` seconds less (they never go backwards
+        either). Returns the instant it reads now."""
         check_rate(rate)
         with self.locked():
             now_real = time.time()
@@ -171,12 +189,16 @@ class VirtualClock:
             instant = here if instant is None else float(instant)
             if instant < here - 1e-6:
                 raise ClockError(f"the clock only goes forward: {instant:.6f} < {here:.6f}")
-            new = Reading(instant, now_real, float(rate), float(current.poll_s if poll_s is None else poll_s))
+            if instant - daemons_lag < current.daemons_at(now_real) - 1e-6:
+                raise ClockError(f"the daemons' clock only goes forward: {instant - daemons_lag:.6f}")
+            poll = float(current.poll_s if poll_s is None else poll_s)
+            new = Reading(instant, now_real, float(rate), poll, float(daemons_lag))
             if self.faketime is not None:  # the daemons first, then the page's readers
                 write_faketime(self.faketime, faketime_line(new, now_real))
             seq = LAYOUT.unpack_from(self._page)[1]
             struct.pack_into("<Q", self._page, 8, seq + 1)  # odd: readers wait
             struct.pack_into("<dddd", self._page, 16, new.base_v, new.base_real, new.rate, new.poll_s)
+            DAEMONS_LAG.pack_into(self._page, DAEMONS_LAG_OFFSET, new.daemons_lag)
             struct.pack_into("<Q", self._page, 8, seq + 2)
         return instant
 
@@ -197,9 +219,10 @@ class VirtualClock:
         """Stop the clock where it is; its reading."""
         return self.set(None, 0.0, HELD_POLL_S)
 
-    def jump(self, instant: float) -> None:
-        """Move a held clock forward to ``instant`` (it stays held)."""
-        self.set(instant, 0.0, HELD_POLL_S)
+    def jump(self, instant: float, daemons_lag: float = 0.0) -> None:
+        """Move a held clock forward to ``instant`` (it stays held), the daemons to ``instant -
+        daemons_lag``."""
+        self.set(instant, 0.0, HELD_POLL_S, daemons_lag)
 
     def close(self) -> None:
         self._page.close()

@@ -167,3 +167,20 @@ def test_the_ticker_never_writes_between_the_controllers_file_and_page(tmp_path:
     clock.jump(V0 + 60.0)
     ticker.join()
     assert (tmp_path / "faketime").read_text() == f"{V0 + 60.0:.6f} x1\n"
+
+
+def test_the_daemons_can_stay_a_second_behind_the_page_and_never_go_back(tmp_path: Path) -> None:
+    """The event clock moves the page to an instant where jobs end, the daemons a second behind
+    (their faketime file and the ticker's line), then the daemons up to the page."""
+    faketime = tmp_path / "faketime"
+    VirtualClock.create(tmp_path / "page", start=V0, rate=0.0).close()
+    clock = VirtualClock(tmp_path / "page", writable=True, faketime=faketime)
+    reader = VirtualClock(tmp_path / "page")
+    clock.jump(V0 + 100.0, daemons_lag=1.0)
+    assert reader.now() == V0 + 100.0 and reader.daemons_now() == V0 + 99.0
+    assert faketime.read_text() == f"{V0 + 99.0:.6f} x1\n"
+    assert faketime_line(reader.reading(), time.time()) == f"{V0 + 99.0:.6f} x1\n"  # the ticker's
+    clock.jump(V0 + 100.0)
+    assert reader.daemons_now() == V0 + 100.0 and faketime.read_text() == f"{V0 + 100.0:.6f} x1\n"
+    with pytest.raises(ClockError, match="daemons' clock only goes forward"):
+        clock.jump(V0 + 100.5, daemons_lag=1.0)

@@ -143,15 +143,21 @@ def test_the_controller_shell_answers_every_look_and_starts_again_when_it_dies()
 class HeldClock:
     def __init__(self, now: float) -> None:
         self.at = now
+        self.lag = 0.0
+        self.moves: list[tuple[float, float]] = []  # (page, daemons) after each move
 
     def now(self) -> float:
         return self.at
 
+    def daemons_now(self) -> float:
+        return self.at - self.lag
+
     def set(self, instant: float, rate: float) -> None:
         self.at = instant
 
-    def jump(self, instant: float) -> None:
-        self.at = instant
+    def jump(self, instant: float, daemons_lag: float = 0.0) -> None:
+        self.at, self.lag = instant, daemons_lag
+        self.moves.append((instant, instant - daemons_lag))
 
 
 def test_the_driver_waits_for_the_start_marker_and_slurms_signals_not_for_a_fixed_time() -> None:
@@ -257,9 +263,9 @@ def test_with_an_agent_the_clock_waits_for_its_look_after_the_last_change() -> N
         return Observation(1000.0, 1, (("PENDING", "t1", ""),), True, activity(), 0, agent_looked=looked)
 
     class Recording(HeldClock):
-        def jump(self, instant: float) -> None:
+        def jump(self, instant: float, daemons_lag: float = 0.0) -> None:
             moved_at.append(time.time())
-            super().jump(instant)
+            super().jump(instant, daemons_lag)
 
     clock = Recording(1000.0)
     driver = EventDriver(clock, plan, observe, lambda obs: {}, agent=True, backfill=False)  # type: ignore[arg-type]
@@ -269,3 +275,34 @@ def test_with_an_agent_the_clock_waits_for_its_look_after_the_last_change() -> N
     driver.stop()
     assert moved_at and moved_at[0] >= fresh_from
     assert driver.moves["forced"] == 0 and driver.moves["fallback"] == 0
+
+
+def test_a_jump_to_a_jobs_end_lets_it_end_before_the_daemons_get_there() -> None:
+    """Job 1 (started at 1000, 100 s) ends at 1100: the page goes to 1100 with the daemons at
+    1099; only once Slurm has ended the job do the daemons (and Slurm's passes) reach 1100.
+    Job 2 is submitted ahead at 1100 + 50: the clock then jumps there in one move (no end)."""
+    plan = pd.DataFrame({"job_id": [1, 2], "submit": [0.0, 150.0], "runtime": [100.0, 10.0],
+                         "walltime": [200.0, 20.0]})  # fmt: skip
+    clock = HeldClock(1000.0)
+    gone_at: list[float] = []
+
+    def observe() -> Observation:
+        # the job leaves the queue 0.2 s after the page reached its end
+        if clock.at >= 1100.0 and not gone_at:
+            gone_at.append(time.monotonic())
+        ended = clock.at >= 1100.0 and time.monotonic() - gone_at[0] >= 0.2
+        queue = () if ended else (("RUNNING", "t1", "1970-01-01T00:16:40"),)
+        return Observation(1000.0, 2, queue, False, activity(backfill_at=clock.daemons_now()))
+
+    def running(obs: Observation) -> dict[int, float]:
+        return {1: 1000.0} if obs.queue else {}
+
+    driver = EventDriver(clock, plan, observe, running, ahead=True)  # type: ignore[arg-type]
+    began = time.monotonic()
+    driver.start()
+    while len(clock.moves) < 4 and time.monotonic() - began < 5:
+        time.sleep(0.01)
+    driver.stop()
+    # a first step (the start is a change); to the end with the daemons a second behind; the
+    # daemons; then (the job gone: a change) one second on, nothing ending: both together
+    assert clock.moves[:4] == [(1001.0, 1001.0), (1100.0, 1099.0), (1100.0, 1100.0), (1101.0, 1101.0)]

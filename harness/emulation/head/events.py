@@ -45,6 +45,9 @@ from harness.model.clock import VirtualClock
 
 SETTLE_S = 0.1  # real seconds without a change before slurmctld's signals are believed
 FALLBACK_S = 0.3  # ... and before the cluster counts as quiescent without them
+# how far the daemons stay behind the page while an instant's jobs end: Slurm stamps whole
+# seconds, so one second keeps its passes out of that instant until the driver lets them in
+DAEMONS_LEAD_S = 1.0
 HARD_WAIT_S = 10.0  # longest wait for a job's start marker or end before the clock moves anyway
 POLL_S = 0.03  # real seconds between two looks
 BUSY_STATES = ("COMPLETING", "CONFIGURING")
@@ -220,6 +223,7 @@ class EventDriver:
         seen_jobs: tuple = ()  # the jobs in play at the last change
         moved: Observation | None = None  # the look the last move was decided on
         changed_at, dirty = time.monotonic(), True
+        leading = False  # the page is at an instant the daemons have not reached yet
         while not self._stop.wait(POLL_S):
             obs = self.observe()
             self._note_main_cycle(obs)
@@ -237,8 +241,27 @@ class EventDriver:
                 continue
             if kind:
                 self.moves[kind] += 1
-            self.clock.jump(self._target(obs, now, dirty))
+            if leading:  # the instant's jobs have ended (and been submitted): now Slurm's passes
+                self.clock.jump(now)
+                leading, moved, changed_at = False, view, time.monotonic()
+                continue
+            target = self._target(obs, now, dirty)
+            leading = self._lead_needed(obs, target)
+            self.clock.jump(target, DAEMONS_LEAD_S if leading else 0.0)
             moved, changed_at, dirty = view, time.monotonic(), False
+
+    def _lead_needed(self, obs: Observation, target: float) -> bool:
+        """Whether a job ends at ``target`` (or, not submitting ahead, one is submitted then):
+        the page then goes there first and the daemons a second behind, until those jobs have
+        ended (and been submitted); only then do the daemons, and Slurm's passes, reach it."""
+        ends = (
+            start + self.durations[job] for job, start in self.running(obs).items() if job in self.durations
+        )
+        if any(math.ceil(end - 1e-9) <= target for end in ends):
+            return True
+        if self.ahead or obs.t0 is None or obs.submitted >= len(self.instants):
+            return False
+        return math.ceil(obs.t0 + self.instants[obs.submitted] - 1e-9) <= target
 
     def _ready(self, obs: Observation, moved: Observation | None, now: float, still: float) -> str | None:
         """None: not yet; else '' (Slurm's signals), 'fallback' (the settle time alone) or
@@ -249,7 +272,10 @@ class EventDriver:
             or not self._agent_caught_up(obs)
         ):
             return "forced" if still >= HARD_WAIT_S else None
-        if still >= SETTLE_S and slurm_settled(obs, moved, now, self._main[1] >= now, self.backfill):
+        slurm_now = self.clock.daemons_now()  # Slurm's passes are at the daemons' instant
+        if still >= SETTLE_S and slurm_settled(
+            obs, moved, slurm_now, self._main[1] >= slurm_now, self.backfill
+        ):
             return ""
         return "fallback" if still >= FALLBACK_S else None
 
@@ -263,7 +289,7 @@ class EventDriver:
     def _note_main_cycle(self, obs: Observation) -> None:
         """The instant of the daemons when a main scheduling cycle was last seen to run."""
         if obs.activity is not None and obs.activity.main_cycles != self._main[0]:
-            self._main = (obs.activity.main_cycles, self.clock.now())
+            self._main = (obs.activity.main_cycles, self.clock.daemons_now())
 
     def _target(self, obs: Observation, now: float, dirty: bool) -> float:
         """Where the clock goes next: a second on after a change, else the next event."""
