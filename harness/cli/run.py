@@ -37,7 +37,13 @@ from harness.cli.options import (
 from harness.cli.sizing import size_options, sized_platform_file
 from harness.cli.workload_options import selection_kwargs, selection_options, trace_kwargs, trace_options
 from harness.model.clock import MAX_SPEEDUP
-from harness.model.exitcodes import EXIT_INCOMPLETE, EXIT_INTERRUPTED, INTERRUPTED, Terminated
+from harness.model.exitcodes import (
+    EXIT_INCOMPLETE,
+    EXIT_INTERRUPTED,
+    INTERRUPTED,
+    Terminated,
+    stop_signal_reason,
+)
 from harness.model.io_models import ALLOC_ONLY, MODELS
 from harness.slurm.client import SlurmCommandError
 
@@ -215,7 +221,7 @@ def _shrink(kw: dict[str, Any]) -> float:
 
 
 def _terminate(signum: int, frame: Any) -> None:
-    raise Terminated(f"stopped by {signal.Signals(signum).name}")
+    raise Terminated(stop_signal_reason(signum))
 
 
 def _finish(run_dir: Path, cluster: Any, as_json: bool) -> int:

@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from harness.experiments.grid import Cell
-from harness.model.exitcodes import Terminated
+from harness.model.exitcodes import Terminated, stop_signal_reason
 from harness.model.expdir import RUN_DIR
 from harness.model.io_models import ALLOC_ONLY
 
@@ -107,7 +107,7 @@ def _sigterm_stops_the_run() -> Iterator[None]:
         return
 
     def stop(signum: int, frame: object) -> None:
-        raise Terminated(f"stopped by {signal.Signals(signum).name}")
+        raise Terminated(stop_signal_reason(signum))
 
     previous = signal.signal(signal.SIGTERM, stop)
     try:

@@ -12,10 +12,24 @@ EXIT_INCOMPLETE = 3  # a run that ended incomplete: timed out, cancelled, stoppe
 EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT), after cleaning up (128 + SIGINT, as shells report it)
 
 INTERRUPTED = "interrupted by the user (Ctrl-C)"
+STOPPED_BY = "stopped by "  # then the signal's name (SIGTERM)
 
 
 class Terminated(KeyboardInterrupt):
     """Raised in the main thread on SIGTERM, so that a run cleans up as on Ctrl-C."""
+
+
+def stop_signal_reason(signum: int) -> str:
+    """The incomplete reason of a run stopped by a signal (SIGTERM: ``harness runs stop``'s kin)."""
+    import signal
+
+    return f"{STOPPED_BY}{signal.Signals(signum).name}"
+
+
+def asked_to_stop(reason: str | None) -> bool:
+    """Whether a run's incomplete reason is a stop asked by the user (Ctrl-C or a signal): the
+    repetitions or cells after it are not started."""
+    return bool(reason) and (reason == INTERRUPTED or str(reason).startswith(STOPPED_BY))
 
 
 def describe_exit(returncode: int | None) -> str:

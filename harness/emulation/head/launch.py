@@ -71,7 +71,10 @@ class HeadRun:
         self.observer: RunObserver | None = None  # writes progress and interim results as the run goes
         self.monitor = FaultMonitor()
         self.resume = False
-        self.started: set[int] = set()  # plan job ids whose sigsleep wrote its start marker
+        # plan job id -> its start as its sigsleep read it (its start marker): on the event
+        # clock a job Slurm starts while the daemons are a second behind the page starts at the
+        # page's instant, a second after Slurm's stamp
+        self.started: dict[int, float] = {}
         self._started_offset = 0
         opener = getattr(backend, "open_shell", None)  # the Docker backend: one shell for every look
         self.shell = ControllerShell(opener) if opener is not None else None
@@ -118,7 +121,7 @@ class HeadRun:
         if not (self.spec.events and isinstance(self.clock, VirtualClock)):
             return None
         driver = EventDriver(
-            self.clock, plan, self._observe, _running_of,
+            self.clock, plan, self._observe, self._running,
             ahead=not self.uses_agent, agent=self.uses_agent, backfill=self.backfill,
         )  # fmt: skip
         driver.start()
@@ -133,7 +136,7 @@ class HeadRun:
         self._read_started()
         running = {int(r[1][1:]) for r in rows or () if r[0] == "RUNNING" and r[1][1:].isdigit()}
         return Observation(
-            t0, submitted, rows, bool(status.get("done")), activity, len(running - self.started),
+            t0, submitted, rows, bool(status.get("done")), activity, len(running - self.started.keys()),
             self._agent_looked() if self.uses_agent else None,
         )  # fmt: skip
 
@@ -160,9 +163,13 @@ class HeadRun:
             return
         whole = data[: data.rindex(b"\n") + 1]
         self._started_offset += len(whole)
-        self.started |= {
-            int(m["job_id"]) for m in parse_jsonl(whole.decode(errors="replace")) if "job_id" in m
-        }
+        for marker in parse_jsonl(whole.decode(errors="replace")):
+            if "job_id" in marker:
+                self.started[int(marker["job_id"])] = float(marker.get("start") or 0.0)
+
+    def _running(self, obs: Observation) -> dict[int, float]:
+        """Plan job id -> start of the running jobs: sigsleep's own (its marker), else Slurm's."""
+        return {job: self.started.get(job) or start for job, start in _running_of(obs).items()}
 
     def replay_command(self) -> list[str]:
         cdir = self.backend.shared_path(self.shared)

@@ -15,7 +15,7 @@ from harness.emulation.run.specs import RunOptions, run_id_for
 from harness.emulation.run.state import mark_process
 from harness.emulation.run.steps import Progress
 from harness.model import rundir
-from harness.model.exitcodes import INTERRUPTED
+from harness.model.exitcodes import asked_to_stop
 from harness.model.jsonio import read_json, write_json
 
 
@@ -37,8 +37,8 @@ def run_repetitions(
         metrics.append(read_json(rep_dir / rundir.METRICS))
         rep_manifest = read_json(rep_dir / rundir.MANIFEST)
         complete &= bool(rep_manifest["complete"])
-        if rep_manifest.get("incomplete_reason") == INTERRUPTED:
-            break  # Ctrl-C stops the repetitions, not only the one under way
+        if asked_to_stop(rep_manifest.get("incomplete_reason")):
+            break  # Ctrl-C or SIGTERM stops the repetitions, not only the one under way
     done = len(metrics)
     stats = aggregate_repetitions(metrics)
     top = {key: value["AVE"] for key, value in stats.items()} | {
