@@ -210,12 +210,13 @@ def test_an_event_clock_replays_the_plan_as_slurm_at_x1_would(event_runs: list[P
         # the clock stands still while Slurm launches a job: Slurm's start is sigsleep's, to
         # the second (a one-second step may come between the two)
         check = metrics["cross_check"]
-        assert check["max_start_diff_s"] <= 1.0
-        # a job's sigsleep ends when it sees the clock jump to its end on the page: Slurm stamps
-        # that end (and a submission made at a jump) with the jump's instant, not the one before
-        # (2-3 of the 20 jobs were seconds to minutes early while the daemons' faketime file
-        # lagged the page by the ticker's 10 ms)
-        assert check["ok"] and check["max_end_diff_s"] <= 1.0 and check["n_mismatches"] == 0, check
+        assert check["max_start_diff_s"] <= 1.0 + 1e-3
+        # a job's sigsleep ends when it sees the clock jump to its end on the page; the daemons
+        # are then one second behind until Slurm has ended it (so that Slurm's passes of that
+        # instant come after it): Slurm stamps the end a second early at most, never more (2-3 of
+        # the 20 jobs were seconds to minutes early while the daemons' faketime file lagged the
+        # page by the ticker's 10 ms); a submission made ahead agrees with its eligible time
+        assert check["ok"] and check["max_end_diff_s"] <= 1.0 + 1e-3 and check["n_mismatches"] == 0, check
         fidelity = metrics["fidelity"]
         wait = fidelity["tick_aware"]["metrics"]["mean_wait"]
         assert abs(wait["emulated"] - wait["simulated"]) <= 0.05 * wait["simulated"] + 2.0, wait
@@ -231,3 +232,33 @@ def test_two_event_clock_runs_give_the_same_schedule(event_runs: list[Path]) -> 
     assert kendalltau(first["start"], second["start"]).statistic >= 0.95
     waits = [read_json(d / rundir.METRICS)["mean_wait"] for d in event_runs]
     assert abs(waits[0] - waits[1]) <= 0.01 * max(waits) + 1.0, waits
+
+
+@pytest.fixture(scope="module")
+def agent_event_run(event_runs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The busy plan once more, with the ordering agent's backfill-1 deciding (sched/builtin,
+    every job held until the agent releases it), the clock moved by events."""
+    opts = read_json(event_runs[0] / rundir.MANIFEST)["options"]
+    spec = RunOptions(WorkloadSpec(trace=Path(opts["workload"]["trace"]), shrink=0.0),
+                      ClusterSpec(name=NAME, platform=opts["cluster"]["platform"]),
+                      ReplaySpec(policy="backfill-1", events=True, compare_sim=True),
+                      runs_dir=tmp_path_factory.mktemp("agent-events"), quiet=True)  # fmt: skip
+    return Experiment(spec, progress=print).execute()
+
+
+def test_the_ordering_agent_decides_on_the_event_clock(agent_event_run: Path) -> None:
+    """The agent reads the virtual clock and the clock waits for its look after each change:
+    every job runs, Slurm agrees with sigsleep, and the schedule is the agent's policy's (its
+    twin)."""
+    manifest = read_json(agent_event_run / rundir.MANIFEST)
+    assert manifest["complete"] is True, manifest.get("incomplete_reason")
+    results = pd.read_parquet(agent_event_run / rundir.RESULTS)
+    assert len(results) == JOBS and (results["status"] == "completed").all()
+    metrics = read_json(agent_event_run / rundir.METRICS)
+    assert metrics["cross_check"]["ok"], metrics["cross_check"]
+    agent = metrics["agent"]
+    assert agent["started"] == JOBS and agent["errors"] == 0 and agent["decisions"] >= 5, agent
+    fidelity = metrics["fidelity"]
+    wait = fidelity["metrics"]["mean_wait"]
+    assert abs(wait["emulated"] - wait["simulated"]) <= 0.10 * wait["simulated"] + 10.0, wait
+    assert fidelity["start_order"]["kendall_tau"] >= 0.9
