@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from harness.analysis.blocks import Banner, Block, Image, Section, Table
+from harness.analysis.fidelity_section import fidelity_section
 from harness.analysis.formatting import UNITS, format_alternative, format_number
+from harness.analysis.plain import plain, summarise
 from harness.analysis.plots import PLOT_CAPTIONS
 from harness.analysis.rundata import RunData
 from harness.model.metric_names import metric_spec
@@ -22,36 +24,6 @@ SECTION_KEYS = (
     "cross_check", "submission", "repetitions", "faults", "staging", "agent", "fidelity", "host_load",
     "schedule_agreement",
 )  # fmt: skip
-
-
-@dataclass
-class Table:
-    headers: list[str]
-    rows: list[list[str]]
-    # Per row, (metric key, raw JSON value): kept as data attributes in the HTML.
-    data: Sequence[tuple[str, str] | None] | None = None
-
-
-@dataclass
-class Banner:
-    text: str
-    ok: bool
-
-
-@dataclass
-class Image:
-    path: str  # relative to the run directory
-    alt: str
-    caption: str
-
-
-Block = str | Table | Banner | Image
-
-
-@dataclass
-class Section:
-    title: str
-    blocks: list[Block]
 
 
 def build_document(run: RunData, plots: Sequence[Path]) -> tuple[str, list[Section]]:
@@ -83,17 +55,17 @@ def _header_section(run: RunData) -> Section:
     rows = [
         ["Policy", str(m.get("policy", "?"))],
         ["Trace", str(m.get("trace", "?"))],
-        ["Shrink", _plain(m.get("shrink"))],
+        ["Shrink", plain(m.get("shrink"))],
         ["Speed-up", _speedup(m, run.speedup)],
         ["Platform", platform],
         ["Started at", str(m.get("started_at", "?"))],
         ["Slurm version", str(m.get("slurm_version", "?"))],
         ["Harness version", str(m.get("harness_version", "?"))],
-        ["Seed", _plain(m.get("seed", m.get("plan", {}).get("seed")))],
+        ["Seed", plain(m.get("seed", m.get("plan", {}).get("seed")))],
     ]
     if simulated:  # no Slurm, no start time; the simulator's own settings instead
         rows = [r for r in rows if r[0] not in ("Started at", "Slurm version")]
-        rows += [[f"Simulator {key}", _plain(value)] for key, value in (m.get("settings") or {}).items()]
+        rows += [[f"Simulator {key}", plain(value)] for key, value in (m.get("settings") or {}).items()]
     blocks: list[Block] = [banner, Table(["", ""], rows)]
     blocks += [f"Note: {n}." for n in run.notes]
     return Section("Run", blocks)
@@ -147,7 +119,7 @@ def _metrics_section(run: RunData) -> Section:
     blocks: list[Block] = [intro, table]
     others = [k for k in run.metrics if k not in SECTION_KEYS and k not in keys]
     if others:
-        blocks.append(Table(["other figure", "value"], [[k, _plain(run.metrics[k])] for k in others]))
+        blocks.append(Table(["other figure", "value"], [[k, plain(run.metrics[k])] for k in others]))
     return Section("Metrics", blocks)
 
 
@@ -175,24 +147,24 @@ def _optional_sections(run: RunData) -> list[Section]:
         sections.append(Section("Submission lag", [text, Table(["figure", "value"], rows)]))
     staging = run.metrics.get("staging")
     if isinstance(staging, dict):
-        rows = [[k, _summarise(v)] for k, v in staging.items()]
+        rows = [[k, summarise(v)] for k, v in staging.items()]
         text = ("Slurm's burst-buffer staging and the jobs' I/O phases (`--model io-aware`; times in the "
                 "run's shrunk seconds, dilations without unit).")  # fmt: skip
         sections.append(Section("Staging and I/O phases", [text, Table(["figure", "value"], rows)]))
     agent = run.metrics.get("agent")
     if isinstance(agent, dict):
-        rows = [[k, _summarise(v)] for k, v in agent.items()]
+        rows = [[k, summarise(v)] for k, v in agent.items()]
         text = "Calls of the policy by the ordering agent and their latency (wall-clock seconds)."
         sections.append(Section("Ordering agent", [text, Table(["figure", "value"], rows)]))
     fidelity = run.metrics.get("fidelity")
     if isinstance(fidelity, dict):
-        sections.append(_fidelity_section(fidelity))
+        sections.append(fidelity_section(fidelity))
     faults = run.metrics.get("faults")
     if isinstance(faults, dict):
         sections.append(_faults_section(faults))
     load = run.metrics.get("host_load")
     if isinstance(load, dict) and load:
-        rows = [[k, _summarise(v)] for k, v in load.items()]
+        rows = [[k, summarise(v)] for k, v in load.items()]
         text = (
             "The 1-minute load average of the machine that ran `harness run` while the replay went on "
             "(on the wall clock, latency under load is multiplied into the trace's time)."
@@ -214,80 +186,14 @@ def _faults_section(faults: dict[str, Any]) -> Section:
     ]
     events = [e for e in faults.get("events") or [] if isinstance(e, dict)]
     if events:
-        rows = [[_plain(e.get(k, "")) for k in ("at", "until", "event")] + [",".join(e.get("nodes", []))]
+        rows = [[plain(e.get(k, "")) for k in ("at", "until", "event")] + [",".join(e.get("nodes", []))]
                 for e in events]  # fmt: skip
         blocks += ["Faults seen (seconds since t0):", Table(["at (s)", "until (s)", "event", "nodes"], rows)]
     jobs = [j for j in faults.get("affected_jobs") or [] if isinstance(j, dict)]
     if jobs:
         headers = ["job_id", "slurm_job_id", "outcome", "what"]
-        blocks += ["Jobs affected:", Table(headers, [[_plain(j.get(h)) for h in headers] for j in jobs])]
+        blocks += ["Jobs affected:", Table(headers, [[plain(j.get(h)) for h in headers] for j in jobs])]
     return Section("Faults", blocks)
-
-
-def _fidelity_section(fidelity: dict[str, Any]) -> Section:
-    """Emulation against the simulation of the same plan and policy (original time)."""
-    order = fidelity.get("start_order") or {}
-    text = (
-        f"The same plan simulated with `{fidelity.get('simulator_policy')}`. Start order agreement "
-        f"(Kendall's tau over {order.get('jobs', '?')} jobs): {_summarise(order.get('kendall_tau'))}; "
-        f"mean absolute start shift: {_summarise(fidelity.get('mean_abs_start_shift_s'))} s."
-    )
-    ticked = fidelity.get("tick_aware") or {}
-    tick_metrics = ticked.get("metrics") or {}
-    rows = []
-    for key, v in (fidelity.get("metrics") or {}).items():
-        if not isinstance(v, dict):
-            continue
-        row = [key, *(_summarise(v.get(k)) for k in ("emulated", "simulated", "rel_diff"))]
-        if ticked:
-            t = tick_metrics.get(key) or {}
-            row += [_summarise(t.get("simulated")), _summarise(t.get("rel_diff"))]
-        rows.append(row)
-    headers = ["metric", "emulated", "ideal twin", "relative difference"]
-    if ticked:
-        headers += ["tick-aware twin", "relative difference (tick-aware)"]
-        text += (
-            f" Tick-aware twin: the policy only on Slurm's pass every {_summarise(ticked.get('tick_s'))} s "
-            f"and a launch delay of {_summarise(ticked.get('launch_delay_s'))} s after it (original time; "
-            f"the median over {ticked.get('launch_delay_jobs', '?')} jobs)"
-            + ("; time limits rounded up to Slurm's whole minutes." if ticked.get("minute_limits") else ".")
-        )
-    text += _tier_sentence(fidelity.get("tiers"))
-    blocks: list[Block] = [text, Table(headers, rows), *_phase_blocks(fidelity.get("staging"), ticked)]
-    return Section("Fidelity: emulation vs simulation", blocks)
-
-
-def _tier_sentence(tiers: Any) -> str:
-    """A tier-choosing run: where the emulation and the twin put the jobs with a BB request."""
-    if not (isinstance(tiers, dict) and tiers.get("jobs")):
-        return ""
-    e, s = tiers.get("emulated") or {}, tiers.get("simulated") or {}
-    return (
-        f" Storage tiers of the {tiers['jobs']} jobs with a burst-buffer request: emulated "
-        f"{e.get('hps', 0)} on HPS and {e.get('lps', 0)} on LPS, twin {s.get('hps', 0)} and "
-        f"{s.get('lps', 0)}; the same tier for {tiers.get('same_tier', 0)}."
-    )
-
-
-def _phase_blocks(phases: Any, ticked: dict[str, Any]) -> list[Block]:
-    """``--model io-aware``: the twin's model of Slurm's staging and the I/O phases compared."""
-    if not (isinstance(phases, dict) and phases):
-        return []
-    blocks: list[Block] = []
-    if ticked.get("stage_delay_s") is not None:
-        blocks.append(
-            f"Tick-aware twin of Slurm's staging: a stage-in begins "
-            f"{_summarise(ticked.get('stage_delay_s'))} s after the pass that picked the job, a "
-            f"staged-in job starts on the next pass; staged-in jobs get nodes "
-            f"`{ticked.get('staged_start')}` (docs/io-live.md)."
-        )
-    rows = [[key, *(_summarise(v.get(k)) for k in ("emulated", "simulated", "rel_diff"))]
-            for key, v in phases.items() if isinstance(v, dict)]  # fmt: skip
-    return [
-        *blocks,
-        "I/O phases, emulated beside the ideal twin (mean seconds, original time; dilation: no unit):",
-        Table(["figure", "emulated", "ideal twin", "relative difference"], rows),
-    ]
 
 
 def _repetitions_section(reps: dict[str, Any], agreement: Any = None) -> Section:
@@ -336,7 +242,7 @@ def _cross_check_section(check: dict[str, Any]) -> Section:
     flat = {k: v for k, v in check.items() if not isinstance(v, dict)}
     flat |= {f"{k}: {sub}": v2 for k, v in check.items() if isinstance(v, dict) for sub, v2 in v.items()}
     skip = ("disagreements", "mismatches")
-    rows = [[k, _summarise(v)] for k, v in flat.items() if k.rsplit(": ", 1)[-1] not in skip]
+    rows = [[k, summarise(v)] for k, v in flat.items() if k.rsplit(": ", 1)[-1] not in skip]
     blocks: list[Block] = [
         "Start and end of every job as seen by sigsleep (the job itself) and by Slurm "
         f"({'sacct, its accounting database' if check.get('source') == 'sacct' else 'its jobcomp log'}).",
@@ -349,7 +255,7 @@ def _cross_check_section(check: dict[str, Any]) -> Section:
         if bad:
             headers = list(dict.fromkeys(h for d in bad[:20] for h in d))
             blocks.append(f"First {min(len(bad), 20)} {label}disagreements:")
-            blocks.append(Table(headers, [[_plain(d.get(h)) for h in headers] for d in bad[:20]]))
+            blocks.append(Table(headers, [[plain(d.get(h)) for h in headers] for d in bad[:20]]))
     return Section("Cross-check: Slurm vs sigsleep", blocks)
 
 
@@ -378,7 +284,7 @@ def _manifest_section(run: RunData) -> Section:
         "complete",
         "incomplete_reason",
     }
-    rows = [[k, _plain(v)] for k, v in _flatten(run.manifest) if k.split(".")[0] not in shown]
+    rows = [[k, plain(v)] for k, v in _flatten(run.manifest) if k.split(".")[0] not in shown]
     if not rows:
         return Section("Other manifest fields", ["None."])
     return Section("Other manifest fields", [Table(["field", "value"], rows)])
@@ -392,25 +298,8 @@ def _flatten(d: dict[str, Any], prefix: str = "", depth: int = 0) -> Iterable[tu
             yield f"{prefix}{k}", v
 
 
-def _plain(value: Any, limit: int = 160) -> str:
-    if value is None:
-        return "n/a"
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _summarise(value: Any) -> str:
-    """Lists of job ids can be long: their length and the first few."""
-    if isinstance(value, list):
-        head = ", ".join(_plain(v, 40) for v in value[:10])
-        return f"{len(value)}" + (f" ({head}{', ...' if len(value) > 10 else ''})" if value else "")
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    return _plain(value)
-
-
 def _seconds3(key: str, value: Any) -> str:
     # Lags are sub-second, so three decimals rather than the metrics' two.
     if isinstance(value, float):
         return f"{value:.3f} s" if key.endswith("_s") else f"{value:.3f}"
-    return _plain(value)
+    return plain(value)

@@ -13,13 +13,13 @@ from harness.cli.options import HarnessGroup
 
 # command name -> (module, attribute) of its click command
 COMMANDS: dict[str, tuple[str, str]] = {
-    "agent": ("harness.cli.run", "agent_command"),
+    "agent": ("harness.cli.head", "agent_command"),
     "cluster": ("harness.cli.cluster", "cluster"),
     "compare": ("harness.cli.compare", "compare_command"),
     "experiment": ("harness.cli.experiment", "experiment"),
     "platform": ("harness.cli.platform", "platform_group"),
     "policies": ("harness.cli.policies", "policies_command"),
-    "replay": ("harness.cli.run", "replay_command"),
+    "replay": ("harness.cli.head", "replay_command"),
     "run": ("harness.cli.run", "run_command"),
     "runs": ("harness.cli.runs", "runs_group"),
     "shrink-limit": ("harness.cli.shrink_limit", "shrink_limit_command"),

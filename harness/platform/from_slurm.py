@@ -22,14 +22,14 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
-from harness.model.hostlist import HostlistError, expand_hostlist
 from harness.platform.loading import bundled_platform_file, platform_from_dict
 from harness.platform.platform import Platform
-from harness.platform.site import SLURM_WORD, Gres, NodeType, Partition, Site, site_to_dict
+from harness.platform.site import SLURM_WORD, Gres, NodeType, Site
+from harness.platform.site_partitions import partitions_of
+from harness.platform.site_toml import site_to_dict
 from harness.platform.sized import deployed_for_size
 from harness.platform.slurm_conf import (
     ConfLine,
@@ -37,157 +37,25 @@ from harness.platform.slurm_conf import (
     Where,
     canonical,
     read_slurm_conf,
-    slurm_bool,
     slurm_count,
-    slurm_minutes,
 )
-
-# The site's scheduler settings, kept as written (Slurm's spelling of each key).
-KEPT_SETTINGS = {
-    canonical(key): key
-    for key in [
-        "SchedulerType",
-        "SchedulerParameters",
-        "SchedulerTimeSlice",
-        "SelectType",
-        "SelectTypeParameters",
-        "PriorityType",
-        "PriorityDecayHalfLife",
-        "PriorityMaxAge",
-        "PriorityFavorSmall",
-        "PriorityFlags",
-        "PriorityCalcPeriod",
-        "PriorityUsageResetPeriod",
-        "PriorityWeightAge",
-        "PriorityWeightAssoc",
-        "PriorityWeightFairshare",
-        "PriorityWeightJobSize",
-        "PriorityWeightPartition",
-        "PriorityWeightQOS",
-        "PriorityWeightTRES",
-        "FairShareDampeningFactor",
-        "PreemptType",
-        "PreemptMode",
-        "PreemptExemptTime",
-        "EnforcePartLimits",
-        "DefMemPerCPU",
-        "DefMemPerNode",
-        "MaxMemPerCPU",
-        "MaxMemPerNode",
-        "OverTimeLimit",
-        "AccountingStorageEnforce",
-    ]
-}
-# Global keys that change scheduling and are not emulated: why, for the error.
-SCHEDULING_GLOBAL = {
-    "topologyplugin": "places jobs by the network topology (topology.conf), which the emulation lacks",
-    "topologyparam": "tunes topology-aware placement, which the emulation lacks",
-    "nodeset": "defines node sets, which this reader does not resolve",
-    "downnodes": "marks nodes down",
-    "frontendname": "declares front-end nodes, which are not emulated",
-    "jobsubmitplugins": "changes jobs at submission (the emulation runs its own job_submit.lua)",
-    "burstbuffertype": "stages jobs through a burst buffer (the emulation has its own)",
-    "suspendprogram": "powers nodes down (power saving is not emulated)",
-    "resumeprogram": "powers nodes up (power saving is not emulated)",
-    "nodefeaturesplugins": "changes node features at boot, which is not emulated",
-}
-# Values of those keys that change nothing (the default topology).
-HARMLESS_VALUES = {"topologyplugin": ("topology/flat", "topology/default", "topology/none", "")}
-NODE_MODELLED = [
-    "nodename",
-    "cpus",
-    "procs",
-    "boards",
-    "socketsperboard",
-    "sockets",
-    "corespersocket",
-    "threadspercore",
-    "realmemory",
-    "gres",
-    "features",
-    "feature",
-    "weight",
-    "state",
-]
-NODE_IGNORED = [
-    "nodehostname",
-    "nodeaddr",
-    "port",
-    "tmpdisk",
-    "reason",
-    "comment",
-    "bcastaddr",
-    "cpubind",
-    "activefeatures",
-    "extra",
-]
-NODE_SCHEDULING = {
-    "corespeccount": "reserves cores for the system",
-    "cpuspeclist": "reserves CPUs for the system",
-    "memspeclimit": "reserves memory for the system",
-    "restrictedcorespergpu": "restricts cores to GPU jobs",
-}
-PARTITION_MODELLED = [
-    "partitionname",
-    "nodes",
-    "default",
-    "maxtime",
-    "defaulttime",
-    "maxnodes",
-    "state",
-    "prioritytier",
-    "oversubscribe",
-    "shared",
-]
-PARTITION_IGNORED = [
-    "hidden",
-    "allocnodes",
-    "disablerootjobs",
-    "powerdownonidle",
-    "tresbillingweights",
-    "suspendtime",
-    "suspendtimeout",
-    "resumetimeout",
-    "cpubind",
-]
-PARTITION_SCHEDULING = {
-    key: "limits who may run there or how jobs share it, which the emulation does not reproduce"
-    for key in [
-        "allowaccounts",
-        "allowgroups",
-        "allowqos",
-        "denyaccounts",
-        "denyqos",
-        "qos",
-        "preemptmode",
-        "priorityjobfactor",
-        "maxcpuspernode",
-        "maxcpuspersocket",
-        "maxmempernode",
-        "maxmempercpu",
-        "defmempercpu",
-        "defmempernode",
-        "defcpupergpu",
-        "defmempergpu",
-        "exclusiveuser",
-        "exclusivetopo",
-        "lln",
-        "gracetime",
-        "alternate",
-        "reqresv",
-        "rootonly",
-        "selecttypeparameters",
-        "overtimelimit",
-        "minnodes",
-        "jobdefaults",
-    ]
-}
-# A partition's access list of ALL (or none) is Slurm's default: it changes nothing.
-HARMLESS_PARTITION_VALUES = ("all", "")
-NODE_STATES_READ = {"unknown": "UNKNOWN", "idle": "UNKNOWN", "down": "DOWN", "drain": "DRAIN",
-                    "fail": "FAIL", "failing": "FAILING"}  # fmt: skip
-PARTITION_STATES_READ = ("UP", "DOWN", "DRAIN", "INACTIVE")
-NAMING_BB_PREFIXES = ("bb", "hbb", "harness-bb")  # the BB node prefix: the first the site does not use
+from harness.platform.slurm_conf_keys import (
+    HARMLESS_PARTITION_VALUES,
+    HARMLESS_VALUES,
+    KEPT_SETTINGS,
+    NAMING_BB_PREFIXES,
+    NODE_IGNORED,
+    NODE_MODELLED,
+    NODE_SCHEDULING,
+    NODE_STATES_READ,
+    PARTITION_IGNORED,
+    PARTITION_MODELLED,
+    PARTITION_SCHEDULING,
+    SCHEDULING_GLOBAL,
+    Reading,
+    key_spelling,
+    node_names,
+)
 
 
 @dataclass(frozen=True)
@@ -201,31 +69,7 @@ class FromSlurm:
     cluster_name: str | None = None  # the file's ClusterName: the platform's name by default
 
 
-@dataclass
-class _Reading:
-    """The state of one pass over a file's lines."""
-
-    drop: set[str]
-    node_defaults: dict[str, tuple[Where, str]] = field(default_factory=dict)
-    partition_defaults: dict[str, tuple[Where, str]] = field(default_factory=dict)
-    nodes: list[tuple[ConfLine, dict[str, tuple[Where, str]]]] = field(default_factory=list)
-    partitions: list[tuple[ConfLine, dict[str, tuple[Where, str]]]] = field(default_factory=list)
-    globals: dict[str, tuple[Where, str, str]] = field(default_factory=dict)  # key -> where, spelling, value
-    ignored: list[str] = field(default_factory=list)
-    dropped: list[str] = field(default_factory=list)
-    refused: list[tuple[Where, str, str]] = field(default_factory=list)  # where, key, why
-
-    def ignore(self, name: str) -> None:
-        if name not in self.ignored:
-            self.ignored.append(name)
-
-    def scheduling(self, where: Where, key: str, why: str) -> None:
-        """A key that changes scheduling: dropped when asked, else refused (all named at the end)."""
-        if canonical(key) in self.drop:
-            if key not in self.dropped:
-                self.dropped.append(key)
-        else:
-            self.refused.append((where, key, why))
+_Reading = Reading
 
 
 def read_site(path: str | Path, drop: Iterable[str] = ()) -> FromSlurm:
@@ -248,7 +92,7 @@ def site_from_conf(lines: list[ConfLine], drop: Iterable[str] = (), origin: str 
         )
     gres_types = _gres_types(reading)
     node_types = _node_types(reading, gres_types)
-    partitions, notes = _partitions(reading, node_types)
+    partitions, notes = partitions_of(reading, node_types)
     site = Site(
         node_types=tuple(node_types),
         partitions=tuple(partitions),
@@ -333,7 +177,7 @@ def _node_types(reading: _Reading, gres_types: list[str]) -> list[NodeType]:
     types: list[NodeType] = []
     seen: dict[str, Where] = {}
     for line, values in reading.nodes:
-        names = _names(line.where, "NodeName", line.first_value)
+        names = node_names(line.where, "NodeName", line.first_value)
         for name in names:
             if name in seen:
                 raise line.where.error("NodeName", f"node {name} is already declared at {seen[name]}")
@@ -358,9 +202,9 @@ def _node_type(where: Where, names: list[str], values: dict[str, tuple[Where, st
         try:
             number = slurm_count(text)
         except ValueError as exc:
-            raise place.error(_spelling(key), str(exc)) from None
+            raise place.error(key_spelling(key), str(exc)) from None
         if number is None or number < (0 if key == "weight" else 1):
-            raise place.error(_spelling(key), f"expected a whole number >= 1, got {text!r}")
+            raise place.error(key_spelling(key), f"expected a whole number >= 1, got {text!r}")
         return number
 
     boards = count("boards", 1) or 1
@@ -440,116 +284,6 @@ def type_name(first_node: str, taken: list[str]) -> str:
     return name
 
 
-def _names(where: Where, key: str, text: str) -> list[str]:
-    try:
-        names = expand_hostlist(text)
-    except HostlistError as exc:
-        raise where.error(key, f"bad range: {exc}") from None
-    if not names:
-        raise where.error(key, "no node names")
-    bad = [n for n in names if not SLURM_WORD.fullmatch(n)]
-    if bad:
-        raise where.error(key, f"{bad[0]!r} is not a node name (letters, digits, '.', '_', '-')")
-    return names
-
-
-# -- partitions --------------------------------------------------------------------------------
-def _partitions(reading: _Reading, types: list[NodeType]) -> tuple[list[Partition], list[str]]:
-    every = [node for kind in types for node in kind.nodes]
-    known = set(every)
-    parts: list[Partition] = []
-    notes: list[str] = []
-    for line, values in reading.partitions:
-        name = line.first_value
-        if not SLURM_WORD.fullmatch(name):
-            raise line.where.error("PartitionName", f"{name!r} is not a partition name")
-        if any(p.name == name for p in parts):
-            raise line.where.error("PartitionName", f"partition {name} is declared twice")
-        parts.append(_partition(line.where, name, values, every, known))
-    if not parts:
-        raise SlurmConfError("no PartitionName lines: jobs need a partition to run in")
-    defaults = [p for p in parts if p.default]
-    if not defaults:
-        notes.append(f"no partition is Default=YES: {parts[0].name}, the first, is the emulation's default")
-        chosen = parts[0].name
-    else:
-        chosen = defaults[-1].name
-        if len(defaults) > 1:
-            notes.append(
-                f"several partitions are Default=YES: {chosen}, the last, is the default (as in Slurm)"
-            )
-    return [replace(p, default=p.name == chosen) for p in parts], notes
-
-
-def _partition(where: Where, name: str, values: dict[str, tuple[Where, str]], every: list[str],
-               known: set[str]) -> Partition:  # fmt: skip
-    def value(key: str, parse: Any, default: Any = None) -> Any:
-        if key not in values:
-            return default
-        place, text = values[key]
-        try:
-            return parse(text)
-        except ValueError as exc:
-            raise place.error(_spelling(key), str(exc)) from None
-
-    nodes = _partition_nodes(where, values, every, known)
-    oversubscribe = value("oversubscribe", _oversubscribe) or value("shared", _oversubscribe)
-    return Partition(
-        name=name,
-        nodes=nodes,
-        default=value("default", slurm_bool, False),
-        max_time_min=value("maxtime", slurm_minutes),
-        default_time_min=value("defaulttime", slurm_minutes),
-        max_nodes=value("maxnodes", _positive_or_unlimited),
-        state=value("state", _partition_state, "UP"),
-        priority_tier=value("prioritytier", _tier),
-        oversubscribe=oversubscribe,
-    )
-
-
-def _partition_nodes(where: Where, values: dict[str, tuple[Where, str]], every: list[str],
-                     known: set[str]) -> tuple[str, ...]:  # fmt: skip
-    if "nodes" not in values:
-        raise where.error("Nodes", "missing: a partition without nodes runs no job")
-    place, text = values["nodes"]
-    if text.strip().upper() == "ALL":
-        return tuple(every)
-    names = _names(place, "Nodes", text)
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise place.error("Nodes", f"unknown node {unknown[0]} (no NodeName line declares it)")
-    return tuple(dict.fromkeys(names))
-
-
-def _oversubscribe(text: str) -> str:
-    value = text.strip().upper()
-    if not re.fullmatch(r"EXCLUSIVE|NO|YES(:\d+)?|FORCE(:\d+)?", value):
-        raise ValueError(f"{text!r}: expected EXCLUSIVE, NO, YES[:n] or FORCE[:n]")
-    return value
-
-
-def _positive_or_unlimited(text: str) -> int | None:
-    number = slurm_count(text)
-    if number is not None and number < 1:
-        raise ValueError(f"{text!r}: expected a whole number >= 1 or UNLIMITED")
-    return number
-
-
-def _partition_state(text: str) -> str:
-    value = text.strip().upper()
-    if value not in PARTITION_STATES_READ:
-        raise ValueError(f"{text!r}: expected one of {', '.join(PARTITION_STATES_READ)}")
-    return value
-
-
-def _tier(text: str) -> int:
-    number = slurm_count(text)
-    if number is None or number > 65533:
-        raise ValueError(f"{text!r}: expected a whole number in 0..65533")
-    return number
-
-
-# -- the globals -------------------------------------------------------------------------------
 def _gres_types(reading: _Reading) -> list[str]:
     if "grestypes" not in reading.globals:
         return []
@@ -576,15 +310,6 @@ def _licenses(reading: _Reading) -> list[tuple[str, int]]:
 
 def _kept(reading: _Reading) -> list[tuple[Where, str, str]]:
     return [entry for key, entry in reading.globals.items() if key in KEPT_SETTINGS]
-
-
-def _spelling(key: str) -> str:
-    """Slurm's spelling of a lower-cased key, for messages."""
-    spellings = {"cpus": "CPUs", "realmemory": "RealMemory", "corespersocket": "CoresPerSocket",
-                 "threadspercore": "ThreadsPerCore", "maxtime": "MaxTime", "defaulttime": "DefaultTime",
-                 "maxnodes": "MaxNodes", "prioritytier": "PriorityTier", "oversubscribe": "OverSubscribe",
-                 "socketsperboard": "SocketsPerBoard"}  # fmt: skip
-    return spellings.get(key, key.capitalize())
 
 
 # -- the platform ------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from harness.platform.bandwidths import BandwidthError, bandwidths_from_dict
 from harness.platform.deployment import DEFAULT_DBD_PORT, MAX_PORT, Accounting, Deployment
 from harness.platform.machine import Machine, NodeKind, PlatformError
 from harness.platform.platform import Platform
-from harness.platform.site import site_from_dict
+from harness.platform.site_toml import site_from_dict
 
 DEFAULT_PLATFORM = "default"
 # The compute kind of a site's machine names no node (the site's nodes have their own names):

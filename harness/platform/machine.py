@@ -15,6 +15,7 @@ from typing import Any
 from harness.platform.bandwidths import Bandwidths
 from harness.platform.errors import PlatformError
 from harness.platform.site import Site
+from harness.platform.site_toml import site_to_dict
 
 __all__ = ["Machine", "NodeKind", "PlatformError"]
 
@@ -169,4 +170,4 @@ class Machine:
             "compute_per_chassis": self.compute_per_chassis,
             "bb_per_chassis": self.bb_per_chassis,
             "io": self.io.as_dict(),
-        } | ({"site": self.site.as_dict()} if self.site is not None else {})
+        } | ({"site": site_to_dict(self.site)} if self.site is not None else {})

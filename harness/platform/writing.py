@@ -12,7 +12,8 @@ from typing import Any
 from harness.platform.loading import load_platform
 from harness.platform.machine import NodeKind
 from harness.platform.platform import Platform
-from harness.platform.site import Site, site_to_dict
+from harness.platform.site import Site
+from harness.platform.site_toml import site_to_dict
 
 
 def _value(value: Any) -> str:

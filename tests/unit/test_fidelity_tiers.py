@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from harness.analysis.document import _tier_sentence
+from harness.analysis.fidelity_section import _tier_sentence
 from harness.emulation.collect.fidelity import compare_with_simulation, tier_agreement
 from harness.platform import load_platform
 from harness.policies.registry import get_policy

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from harness.analysis.document import Table, _fidelity_section
+from harness.analysis.blocks import Table
+from harness.analysis.fidelity_section import fidelity_section as _fidelity_section
 from harness.emulation.collect.fidelity import (
     LaunchDelay,
     compare_with_both_twins,

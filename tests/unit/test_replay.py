@@ -8,14 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.emulation.head.replay import (
-    Replayer,
-    ReplayOptions,
-    eligible_instants,
-    release_instants,
-    sbatch_command,
-    slurm_time_limit,
-)
+from harness.emulation.head.ahead import eligible_instants, release_instants
+from harness.emulation.head.replay import Replayer, ReplayOptions, sbatch_command, slurm_time_limit
 from harness.model.rundir import STATUS, SUBMISSIONS
 
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from harness.emulation.head.ahead import eligible_instant, eligible_instants
 from harness.emulation.head.quiescence import SlurmActivity
 from harness.model.clock import VirtualClock
 
@@ -105,9 +106,8 @@ def submissions_due(now: float, t0: float | None, instants: Sequence[float]) -> 
 
 
 def eligible_at(t0: float, instants: Sequence[float]) -> np.ndarray:
-    """The whole seconds at which jobs submitted ahead become eligible (as the replay's
-    ``eligible_instants``), sorted as ``instants``."""
-    return np.ceil(np.asarray(instants, dtype=float) + t0 - 1e-9)
+    """The whole seconds at which jobs submitted ahead become eligible, sorted as ``instants``."""
+    return np.asarray(eligible_instants([t0 + instant for instant in instants]))
 
 
 def next_begin(now: float, t0: float | None, instants: Sequence[float]) -> float | None:
@@ -143,15 +143,16 @@ def as_at(obs: Observation, now: float, submit_of: Mapping[int, float]) -> Obser
     """What of ``obs`` is in play at ``now`` when jobs are submitted ahead: the jobs whose
     instant has come (counted as submitted; their rows in the queue), not those still waiting
     for their begin (``submit_of``: plan job id -> submission offset)."""
-    if obs.t0 is None:
+    t0 = obs.t0
+    if t0 is None:
         return obs
 
     def waiting(row: tuple[str, str, str]) -> bool:
         offset = submit_of.get(int(row[1][1:])) if row[1][1:].isdigit() else None
-        return row[0] == "PENDING" and offset is not None and math.ceil(obs.t0 + offset - 1e-9) > now + 1e-9
+        return row[0] == "PENDING" and offset is not None and eligible_instant(t0 + offset) > now + 1e-9
 
     instants = sorted(submit_of.values())
-    come = int(np.searchsorted(eligible_at(obs.t0, instants), now + 1e-9, side="right"))
+    come = int(np.searchsorted(eligible_at(t0, instants), now + 1e-9, side="right"))
     queue = None if obs.queue is None else tuple(row for row in obs.queue if not waiting(row))
     return replace(obs, submitted=min(obs.submitted, come), queue=queue)
 

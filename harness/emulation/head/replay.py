@@ -34,7 +34,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -42,6 +42,7 @@ from typing import TextIO
 
 import pandas as pd
 
+from harness.emulation.head.ahead import eligible_instants, release_instants
 from harness.emulation.head.faultlog import note_outage
 from harness.emulation.head.resubmit import (
     ATTEMPT_TIMEOUT_S,
@@ -113,24 +114,6 @@ def slurm_limit_minutes(walltime_s: float) -> int:
 
 def slurm_time_limit(walltime_s: float) -> str:
     return str(slurm_limit_minutes(walltime_s))
-
-
-def eligible_instants(intended: Sequence[float]) -> list[float]:
-    """The whole seconds at which jobs submitted ahead become eligible: Slurm stamps whole
-    seconds, and the event clock stops on whole seconds."""
-    return [float(math.ceil(instant - 1e-9)) for instant in intended]
-
-
-def release_instants(eligible: Sequence[float]) -> list[float]:
-    """When each job is submitted ahead: at the previous (earlier) eligible instant of the plan,
-    so that Slurm's queue holds the next instant's jobs, and only those, before the clock gets
-    there; the first instant's jobs at once (-inf). ``eligible`` is sorted."""
-    released, previous, current = [], -math.inf, -math.inf
-    for instant in eligible:
-        if instant > current:
-            previous, current = current, instant
-        released.append(previous)
-    return released
 
 
 def sbatch_command(job: dict, opts: ReplayOptions, intended: float, begin: float | None = None) -> list[str]:

@@ -65,3 +65,13 @@ class LoadSampler:
             "samples": len(values),
             "cpus": os.cpu_count() or 0,
         }
+
+
+def load_line(load: dict[str, Any]) -> str:
+    """One line for the run's progress: the load while it ran (``LoadSampler.summary``)."""
+    if not load:
+        return "host load: not known on this system"
+    return (
+        f"host load (1 min) while it ran: {load['start_1min']:g} at the start, mean {load['mean_1min']:g}, "
+        f"max {load['max_1min']:g}, {load['end_1min']:g} at the end ({load['cpus']} CPUs)"
+    )

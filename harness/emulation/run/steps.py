@@ -39,7 +39,7 @@ from harness.emulation.head.launch import SUBMIT_USER, HeadRun
 from harness.emulation.head.progress import RunObserver
 from harness.emulation.iolive.plugin import LiveIO
 from harness.emulation.plugin import Collected, RunPlugin
-from harness.emulation.run.hostload import LoadSampler
+from harness.emulation.run.hostload import LoadSampler, load_line
 from harness.emulation.run.slurm_time import (
     collected_delays,
     collected_results,
@@ -161,20 +161,11 @@ def replay(ctx: RunContext) -> dict[str, Any]:
     )
     with LoadSampler() as load:
         complete, reason = head.run(plan)
-    ctx.say(_load_line(load.summary()))
+    ctx.say(load_line(load.summary()))
     return {
         "complete": complete, "reason": reason, "fault_events": head.monitor.events,
         "host_load": load.summary(),
     }  # fmt: skip
-
-
-def _load_line(load: dict[str, Any]) -> str:
-    if not load:
-        return "host load: not known on this system"
-    return (
-        f"host load (1 min) while it ran: {load['start_1min']:g} at the start, mean {load['mean_1min']:g}, "
-        f"max {load['max_1min']:g}, {load['end_1min']:g} at the end ({load['cpus']} CPUs)"
-    )
 
 
 def collect(ctx: RunContext) -> dict[str, Any]:

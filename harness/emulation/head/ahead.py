@@ -1,0 +1,32 @@
+"""Submitting ahead on the event clock (``harness replay --submit-ahead``): each job is sent at
+the previous submission instant of the plan with ``sbatch --begin`` at its own instant, so that
+Slurm's passes of that instant see it (docs/virtual-time.md). The replay and the event clock's
+driver both count instants with these functions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+
+def eligible_instant(intended: float) -> float:
+    """The whole second at which a job submitted ahead becomes eligible: Slurm stamps whole
+    seconds, and the event clock stops on whole seconds."""
+    return float(math.ceil(intended - 1e-9))
+
+
+def eligible_instants(intended: Sequence[float]) -> list[float]:
+    return [eligible_instant(instant) for instant in intended]
+
+
+def release_instants(eligible: Sequence[float]) -> list[float]:
+    """When each job is submitted ahead: at the previous (earlier) eligible instant of the plan,
+    so that Slurm's queue holds the next instant's jobs, and only those, before the clock gets
+    there; the first instant's jobs at once (-inf). ``eligible`` is sorted."""
+    released, previous, current = [], -math.inf, -math.inf
+    for instant in eligible:
+        if instant > current:
+            previous, current = current, instant
+        released.append(previous)
+    return released
