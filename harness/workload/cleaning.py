@@ -122,12 +122,20 @@ class CleaningReport:
 
 def resolve_actions(actions: dict[str, str] | None) -> dict[str, str]:
     """Defaults overridden by ``actions``; unknown names are an error, not a silent no-op."""
-    chosen = dict(DEFAULT_ACTIONS)
+    return chosen_actions(actions, DEFAULT_ACTIONS, ACTIONS, "cleaning rule")
+
+
+def chosen_actions(
+    actions: dict[str, str] | None, defaults: dict[str, str], allowed: dict[str, tuple[str, ...]], kind: str
+) -> dict[str, str]:
+    """``defaults`` overridden by ``actions``, each checked against the rule's ``allowed`` actions
+    (``kind`` names the rules in the error: "cleaning rule", "sacct cleaning rule")."""
+    chosen = dict(defaults)
     for name, action in (actions or {}).items():
-        if name not in ACTIONS:
-            raise CleaningError(f"unknown cleaning rule '{name}' (rules: {', '.join(RULES)})")
-        if action not in ACTIONS[name]:
-            raise CleaningError(f"rule '{name}': action '{action}' not one of {', '.join(ACTIONS[name])}")
+        if name not in allowed:
+            raise CleaningError(f"unknown {kind} '{name}' (rules: {', '.join(allowed)})")
+        if action not in allowed[name]:
+            raise CleaningError(f"rule '{name}': action '{action}' not one of {', '.join(allowed[name])}")
         chosen[name] = action
     return chosen
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from harness.workload.cleaning import DEFAULT_WALLTIME_FACTOR, CleaningError, RuleResult
+from harness.workload.cleaning import DEFAULT_WALLTIME_FACTOR, CleaningError, RuleResult, chosen_actions
 
 RULES: tuple[str, ...] = (
     "duplicate_job_id",
@@ -88,14 +88,7 @@ class SacctCleaning:
 
 def resolve_actions(actions: dict[str, str] | None) -> dict[str, str]:
     """Defaults overridden by ``actions``; an unknown rule or action is an error."""
-    chosen = dict(DEFAULT_ACTIONS)
-    for name, action in (actions or {}).items():
-        if name not in ACTIONS:
-            raise CleaningError(f"unknown sacct cleaning rule '{name}' (rules: {', '.join(RULES)})")
-        if action not in ACTIONS[name]:
-            raise CleaningError(f"rule '{name}': action '{action}' not one of {', '.join(ACTIONS[name])}")
-        chosen[name] = action
-    return chosen
+    return chosen_actions(actions, DEFAULT_ACTIONS, ACTIONS, "sacct cleaning rule")
 
 
 def clean_sacct(
