@@ -34,8 +34,10 @@ def test_a_fixed_speed_up_runs_virtual_seconds_in_real_hundredths(binary: str, t
     [rec] = records(log)
     assert rec["reason"] == "completed" and proc.returncode == 0
     assert 1.9 < took < 2.6  # 100 / 50 real seconds, plus start-up
-    assert rec["running"] == pytest.approx(100.0, abs=0.05)
-    assert rec["end"] - rec["start"] == pytest.approx(100.0, abs=0.05)
+    # 1 virtual s of slack is 20 ms of real time for the wake-up under load (0.05 s, 1 ms real,
+    # failed in a CI run at 0.94 s); a record on the wall clock would say 2 s
+    assert rec["running"] == pytest.approx(100.0, abs=1.0)
+    assert rec["end"] - rec["start"] == pytest.approx(100.0, abs=1.0)
     assert V0 <= rec["start"] < V0 + 50.0 * 0.5  # virtual epoch seconds, not the host's
 
 
