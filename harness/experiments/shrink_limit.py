@@ -30,7 +30,7 @@ from harness.model.timescale import TimeScale
 LIMIT_METRICS: tuple[str, ...] = ("mean_wait", "mean_bsld", "util_compute", "makespan")
 DEFAULT_SHRINKS: tuple[float, ...] = (0.5, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995)
 # shrink, repeat -> one metrics dict (original time) per repetition
-Runner = Callable[[float, int], list[dict[str, Any]]]
+Runner = Callable[[TimeScale, int], list[dict[str, Any]]]  # one shrink's runs
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ def sweep(
     points = []
     for shrink in check_shrinks(shrinks):
         began = time.perf_counter()
-        runs = runner(shrink, repeat)
+        runs = runner(TimeScale(shrink), repeat)
         wall = time.perf_counter() - began
         values = {m: [float(r[m]) for r in runs] for m in metrics}
         points.append(ShrinkPoint(shrink, values, wall))
@@ -141,8 +141,7 @@ def simulator_runner(
 
     trace_plan, _ = load_plan_or_trace(source, platform=platform, **(prepare or {}))
 
-    def run(shrink: float, repeat: int) -> list[dict[str, Any]]:
-        scale = TimeScale(shrink)
+    def run(scale: TimeScale, repeat: int) -> list[dict[str, Any]]:
         plan = with_minute_limits(trace_plan, scale) if tick > 0 and is_native(policy) else trace_plan
         ticked, delay = float(scale.to_trace(tick)), float(scale.to_trace(launch_delay))
         out = []
@@ -161,7 +160,8 @@ def emulation_runner(opts: Any) -> Runner:
     from harness.model import rundir
     from harness.model.jsonio import read_json
 
-    def run(shrink: float, repeat: int) -> list[dict[str, Any]]:
+    def run(scale: TimeScale, repeat: int) -> list[dict[str, Any]]:
+        shrink = scale.shrink
         at = replace(opts, workload=replace(opts.workload, shrink=shrink), label=f"limit{shrink:g}")
         parent = run_repetitions(at, repeat)
         return [read_json(parent / rundir.repetition_name(i) / rundir.METRICS) for i in range(repeat)]

@@ -23,12 +23,6 @@ class ShrinkError(ValueError):
     """A shrink factor outside [0, 1)."""
 
 
-def check_shrink(shrink: float) -> float:
-    if not 0.0 <= shrink < 1.0:
-        raise ShrinkError(f"shrink factor must be in [0, 1), got {shrink}")
-    return float(shrink)
-
-
 @dataclass(frozen=True)
 class TimeScale:
     """``shrink``: the fraction of every trace time taken away on Slurm's clock (0: none)."""
@@ -36,7 +30,8 @@ class TimeScale:
     shrink: float = 0.0
 
     def __post_init__(self) -> None:
-        check_shrink(self.shrink)
+        if not 0.0 <= self.shrink < 1.0:
+            raise ShrinkError(f"shrink factor must be in [0, 1), got {self.shrink}")
 
     @classmethod
     def of_speedup(cls, speedup: float) -> TimeScale:

@@ -17,6 +17,7 @@ from harness.emulation.iolive.flows import FLOWS_DIR, RATES, Flow, FlowFileError
 from harness.emulation.iolive.staging import _own_rate as staging_rate
 from harness.emulation.iolive.staging import transfer_rates
 from harness.emulation.iolive.transfers import Transfer, active_transfers, register
+from harness.model.timescale import TRACE_TIME
 from harness.platform import load_platform
 
 MACHINE = load_platform(None)
@@ -82,7 +83,7 @@ def test_drains_share_the_pfs_and_staging_agrees_with_the_staging_command() -> N
     stage = [flow(1, "stage", "c[001-004]"), flow(2, "stage", "c[011-018]"), flow(3, "stage", "c020")]
     mine = flow_rates(stage, MACHINE)
     theirs = transfer_rates([Transfer(1, "in", 4, 1.0), Transfer(2, "in", 8, 1.0), Transfer(3, "in", 1, 1.0)],
-                            MACHINE, 1.0) / 1e6  # fmt: skip
+                            MACHINE, TRACE_TIME) / 1e6  # fmt: skip
     assert mine.tolist() == pytest.approx(theirs.tolist(), rel=1e-12)
 
 

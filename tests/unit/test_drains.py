@@ -30,6 +30,7 @@ from harness.emulation.iolive.phases import add_phases
 from harness.emulation.iolive.staging import _own_rate as staging_rate
 from harness.emulation.iolive.staging import run_transfer
 from harness.emulation.iolive.transfers import Transfer, active_transfers, register
+from harness.model.timescale import TimeScale
 from harness.platform import load_platform
 
 MACHINE = load_platform(None)
@@ -185,7 +186,7 @@ def test_io_time_counts_drains_beside_compute_and_solo_time_a_drain_outlasting_t
     row = {"job_id": 1, "slurm_job_id": 7, "stage_in_s": np.nan, "stage_out_s": 1.2,
            "stage_out_solo_s": 0.2, "stage_out_mb": 1000.0}  # fmt: skip
     drains = {7: [{"job": 7, "phase": 1, "mb": 1250.0, "start": 100.5, "end": 102.0, "solo_s": 1.0}]}
-    (cols,) = add_phases(pd.DataFrame([row]), [rec], MACHINE, 1.0, drains).to_dict("records")
+    (cols,) = add_phases(pd.DataFrame([row]), [rec], MACHINE, TimeScale(), drains).to_dict("records")
     assert cols["io_s"] == pytest.approx(1.0 + 1.2 + 0.5)  # checkpoint + stage-out + drain beside compute
     assert cols["io_bytes"] == pytest.approx((1250 + 1250 + 1000) * 1e6)
     assert cols["solo_s"] == pytest.approx(2.5)  # 0.5 + 1 + 0.5, then the drain's last 0.5 s

@@ -10,6 +10,7 @@ import pytest
 
 from harness.emulation.head.replay import ReplayOptions, sbatch_command
 from harness.emulation.iolive.phases import PLAN_COLUMN, add_phases, phase_list, phase_stats, with_phase_lists
+from harness.model.timescale import TimeScale
 from harness.platform import load_platform
 
 MACHINE = load_platform(None)
@@ -65,7 +66,7 @@ def test_phase_columns_and_dilation_against_the_same_job_alone() -> None:
         "stage_in_mb": [1250.0, np.nan], "stage_out_s": [np.nan] * 2, "stage_out_solo_s": [np.nan] * 2,
         "stage_out_mb": [np.nan] * 2,
     })  # fmt: skip
-    out = add_phases(results, [_record(1), {"job_id": 2, "running": 3.0}], MACHINE, time_scale=1.0)
+    out = add_phases(results, [_record(1), {"job_id": 2, "running": 3.0}], MACHINE, scale=TimeScale())
     one = out.iloc[0]
     assert (one["compute_s"], one["checkpoint_s"], one["io_s"]) == (20.0, 4.0, 6.0)
     assert one["io_bytes"] == 3750e6  # 2500 MB checkpoint + 1250 MB staged in
@@ -90,7 +91,7 @@ def test_a_job_on_lps_counts_its_pfs_phases_as_io() -> None:
     nan = [np.nan]
     results = pd.DataFrame({"job_id": [1], **{f"stage_{k}_{c}": nan for k in ("in", "out")
                                                for c in ("s", "solo_s", "mb")}})  # fmt: skip
-    one = add_phases(results, [rec], MACHINE, time_scale=1.0).iloc[0]
+    one = add_phases(results, [rec], MACHINE, scale=TimeScale()).iloc[0]
     assert (one["compute_s"], one["checkpoint_s"], one["io_s"]) == (20.0, 0.0, 4.5)
     assert one["io_bytes"] == 4375e6
     assert one["solo_s"] == 23.5 and one["dilation"] == pytest.approx(24.5 / 23.5)

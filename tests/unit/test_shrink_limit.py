@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from harness.cli import main
 from harness.experiments.shrink_limit import ShrinkPoint, check_shrinks, find_limit, relative, sweep
 from harness.experiments.shrink_report import text_table, write_limit
+from harness.model.timescale import TimeScale
 
 FLAT = {"mean_bsld": [2.0, 2.0], "util_compute": [0.5, 0.5], "makespan": [1000.0, 1000.0]}
 
@@ -68,7 +69,8 @@ def test_bad_shrinks_and_metrics_are_refused() -> None:
 def test_sweep_runs_every_shrink_in_order() -> None:
     seen: list[tuple[float, int]] = []
 
-    def runner(shrink: float, repeat: int) -> list[dict[str, float]]:
+    def runner(scale: TimeScale, repeat: int) -> list[dict[str, float]]:
+        shrink = scale.shrink
         seen.append((shrink, repeat))
         return [
             {"mean_wait": 100.0 * (1 + shrink) + i, **{k: v[0] for k, v in FLAT.items()}}

@@ -24,6 +24,7 @@ from harness.emulation.iolive.staging import (
     transfer_rates,
 )
 from harness.emulation.iolive.transfers import ACTIVE_DIR, Transfer, active_transfers, register
+from harness.model.timescale import TimeScale
 from harness.platform import PlatformError, load_platform, platform_text
 from harness.slurm.config import SchedulerConfig, render_slurm_files
 
@@ -37,26 +38,34 @@ def _t(job: int, nodes: int, mb: float = 1000.0, scale: float = 1.0, pid: int = 
 
 def test_one_job_of_four_nodes_gets_the_whole_pfs() -> None:
     # 12 flows of weight 1/3: the PFS fills at 1250 per unit weight = each flow's cap 416.67
-    assert transfer_rates([_t(1, 4)], MACHINE, 1.0)[0] == pytest.approx(5000 * MB, rel=1e-12)
+    assert transfer_rates([_t(1, 4)], MACHINE, TimeScale.of_speedup(1.0))[0] == pytest.approx(
+        5000 * MB, rel=1e-12
+    )
 
 
 def test_one_node_job_is_held_by_its_network_card() -> None:
-    assert transfer_rates([_t(1, 1)], MACHINE, 1.0)[0] == pytest.approx(1250 * MB, rel=1e-12)
+    assert transfer_rates([_t(1, 1)], MACHINE, TimeScale.of_speedup(1.0))[0] == pytest.approx(
+        1250 * MB, rel=1e-12
+    )
 
 
 def test_two_jobs_share_the_pfs_by_their_node_counts() -> None:
-    assert list(transfer_rates([_t(1, 4), _t(2, 4)], MACHINE, 1.0)) == pytest.approx([2500 * MB] * 2)
+    assert list(transfer_rates([_t(1, 4), _t(2, 4)], MACHINE, TimeScale.of_speedup(1.0))) == pytest.approx(
+        [2500 * MB] * 2
+    )
     # weights 1/12 and 8/12 per flow: PFS full at 5000 / 9 per unit weight, x12 flows
-    got = transfer_rates([_t(1, 1), _t(2, 8)], MACHINE, 1.0)
+    got = transfer_rates([_t(1, 1), _t(2, 8)], MACHINE, TimeScale.of_speedup(1.0))
     assert list(got) == pytest.approx([5000 / 9 * MB, 40000 / 9 * MB], rel=1e-12)
 
 
 def test_time_scale_multiplies_the_rates() -> None:
-    assert transfer_rates([_t(1, 4)], MACHINE, 10.0)[0] == pytest.approx(50_000 * MB, rel=1e-12)
+    assert transfer_rates([_t(1, 4)], MACHINE, TimeScale.of_speedup(10.0))[0] == pytest.approx(
+        50_000 * MB, rel=1e-12
+    )
 
 
 def test_directive_round_trip_and_errors() -> None:
-    line = directive_line(4, 4800, 2400.5, 100.0)
+    line = directive_line(4, 4800, 2400.5, TimeScale.of_speedup(100.0))
     assert line == "#HARNESS_IO nodes=4 stage_in_mb=4800 stage_out_mb=2400.5 time_scale=100"
     script = f"#!/bin/sh\n#BB_LUA pool=bb capacity=4800\n{line}\nexec sigsleep\n"
     expected = {"nodes": 4, "stage_in_mb": 4800.0, "stage_out_mb": 2400.5, "time_scale": 100.0}

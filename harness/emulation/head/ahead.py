@@ -9,15 +9,20 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
+ROUNDING_S = 1e-9  # an instant this close above a whole second is that second
+
 
 def eligible_instant(intended: float) -> float:
     """The whole second at which a job submitted ahead becomes eligible: Slurm stamps whole
     seconds, and the event clock stops on whole seconds."""
-    return float(math.ceil(intended - 1e-9))
+    return float(math.ceil(intended - ROUNDING_S))
 
 
-def eligible_instants(intended: Sequence[float]) -> list[float]:
-    return [eligible_instant(instant) for instant in intended]
+def eligible_instants(intended: Sequence[float] | np.ndarray) -> list[float]:
+    """:func:`eligible_instant` of each (vectorised: the event clock's driver asks at every look)."""
+    return np.ceil(np.asarray(intended, dtype=float) - ROUNDING_S).tolist()
 
 
 def release_instants(eligible: Sequence[float]) -> list[float]:

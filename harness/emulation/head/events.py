@@ -107,7 +107,7 @@ def submissions_due(now: float, t0: float | None, instants: Sequence[float]) -> 
 
 def eligible_at(t0: float, instants: Sequence[float]) -> np.ndarray:
     """The whole seconds at which jobs submitted ahead become eligible, sorted as ``instants``."""
-    return np.asarray(eligible_instants([t0 + instant for instant in instants]))
+    return np.asarray(eligible_instants(np.asarray(instants, dtype=float) + t0))
 
 
 def next_begin(now: float, t0: float | None, instants: Sequence[float]) -> float | None:
@@ -139,7 +139,9 @@ def quiescent(obs: Observation, now: float, instants: Sequence[float], ahead: bo
     return obs.done or obs.submitted >= due(now, obs.t0, instants)
 
 
-def as_at(obs: Observation, now: float, submit_of: Mapping[int, float]) -> Observation:
+def as_at(
+    obs: Observation, now: float, submit_of: Mapping[int, float], instants: Sequence[float] | None = None
+) -> Observation:  # fmt: skip
     """What of ``obs`` is in play at ``now`` when jobs are submitted ahead: the jobs whose
     instant has come (counted as submitted; their rows in the queue), not those still waiting
     for their begin (``submit_of``: plan job id -> submission offset)."""
@@ -151,7 +153,7 @@ def as_at(obs: Observation, now: float, submit_of: Mapping[int, float]) -> Obser
         offset = submit_of.get(int(row[1][1:])) if row[1][1:].isdigit() else None
         return row[0] == "PENDING" and offset is not None and eligible_instant(t0 + offset) > now + 1e-9
 
-    instants = sorted(submit_of.values())
+    instants = sorted(submit_of.values()) if instants is None else instants  # (sorted)
     come = int(np.searchsorted(eligible_at(t0, instants), now + 1e-9, side="right"))
     queue = None if obs.queue is None else tuple(row for row in obs.queue if not waiting(row))
     return replace(obs, submitted=min(obs.submitted, come), queue=queue)
@@ -229,7 +231,7 @@ class EventDriver:
             obs = self.observe()
             self._note_main_cycle(obs)
             now = self.clock.now()
-            view = as_at(obs, now, self.submit_of) if self.ahead else obs
+            view = as_at(obs, now, self.submit_of, self.instants) if self.ahead else obs
             if seen is None or obs != seen or view.jobs != seen_jobs:
                 dirty = dirty or seen is None or view.jobs != seen_jobs
                 seen, seen_jobs, changed_at = obs, view.jobs, time.monotonic()

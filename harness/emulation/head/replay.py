@@ -56,6 +56,7 @@ from harness.model.clock import VirtualClock
 from harness.model.jsonio import read_json, read_jsonl
 from harness.model.records import Submission
 from harness.model.rundir import SHARED_JOBS, SIGSLEEP_LOG, STARTED, STATUS, STOP_FILE, SUBMISSIONS
+from harness.model.timescale import TimeScale
 from harness.policies.tiers import io_words, staged_job_io
 from harness.slurm.config import BANDWIDTH_LICENSE, URGENT_PARTITION
 from harness.slurm.jobcomp import slurm_instant
@@ -80,10 +81,7 @@ class ReplayOptions:
     retry_for: float = 300.0  # seconds a submission is retried while slurmctld does not answer
     resume: bool = False  # continue the run in run_dir (same t0; no job submitted twice)
     clock: str | None = None  # the virtual clock's page (harness.model.clock); None: the wall clock
-    # submit each job one submission instant early, eligible at its own (whole) second with
-    # ``sbatch --begin``: on the event clock, Slurm's passes at that second then see it
-    # (eligible_instants, release_instants)
-    ahead: bool = False
+    ahead: bool = False  # each job sent one instant early with sbatch --begin (harness.emulation.head.ahead)
 
 
 @dataclass
@@ -191,7 +189,10 @@ def io_directives(job: dict, pool: str) -> list[str]:
     bb_total = nodes * int(job["bb_per_node_mb"])
     lines = [f"#BB_LUA pool={pool} capacity={bb_total}"] if bb_total > 0 else []
     volumes = (nodes * float(job["io_stage_in_mb"]), nodes * float(job["io_stage_out_mb"]))
-    return [*lines, directive_line(nodes, *volumes, float(job.get("io_time_scale", 1.0)))]
+    return [
+        *lines,
+        directive_line(nodes, *volumes, TimeScale.of_speedup(float(job.get("io_time_scale", 1.0)))),
+    ]
 
 
 def submit(cmd: list[str]) -> tuple[int | None, str]:

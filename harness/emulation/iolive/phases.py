@@ -85,7 +85,7 @@ def _solo_s(record: dict, machine: Machine, stage_out_solo: float = 0.0) -> floa
     return max(total + stage_out_solo, drained)
 
 
-def _job_columns(row: pd.Series, rec: JobRecord, machine: Machine, time_scale: float,
+def _job_columns(row: pd.Series, rec: JobRecord, machine: Machine, scale: TimeScale,
                  drains: list[dict]) -> dict[str, float]:  # fmt: skip
     phases = rec["phases"]
     sums = {
@@ -105,7 +105,7 @@ def _job_columns(row: pd.Series, rec: JobRecord, machine: Machine, time_scale: f
             stage_solo += float(row[f"stage_{kind}_solo_s"])
             staged_mb += float(row[f"stage_{kind}_mb"])
     out_solo = float(row["stage_out_solo_s"]) if pd.notna(row.get("stage_out_s", np.nan)) else 0.0
-    solo = _solo_s({**rec, "time_scale": time_scale}, machine, out_solo) + stage_solo - out_solo
+    solo = _solo_s({**rec, "time_scale": scale.speedup}, machine, out_solo) + stage_solo - out_solo
     return {
         "compute_s": sums["compute"],
         "checkpoint_s": sums["checkpoint"],
@@ -128,7 +128,7 @@ def _drain_only_s(rec: JobRecord, drains: list[tuple[float, float]], staged_out:
 
 
 def add_phases(
-    results: pd.DataFrame, records: list[JobRecord], machine: Machine, time_scale: float,
+    results: pd.DataFrame, records: list[JobRecord], machine: Machine, scale: TimeScale,
     drains: dict[int, list[dict]] | None = None,
 ) -> pd.DataFrame:  # fmt: skip
     """``results`` with :data:`PHASE_COLUMNS` (NaN for a job without a phase record);
@@ -138,7 +138,7 @@ def add_phases(
     empty = dict.fromkeys(PHASE_COLUMNS, np.nan)
     drains = drains or {}
     rows = [
-        _job_columns(row, by_job[int(row["job_id"])], machine, time_scale,
+        _job_columns(row, by_job[int(row["job_id"])], machine, scale,
                      drains.get(int(row["slurm_job_id"]), []) if pd.notna(row.get("slurm_job_id")) else [])
         if int(row["job_id"]) in by_job else empty
         for _, row in results.iterrows()

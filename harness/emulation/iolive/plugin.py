@@ -71,7 +71,7 @@ class LiveIO:
         drained = read_jsonl(raw / DRAIN_RECORDS)  # the checkpoints' background drains
         out = add_drains(out, drained, t0)
         out = add_phases(
-            out, collected.records, collected.backend.platform, collected.scale.speedup,
+            out, collected.records, collected.backend.platform, collected.scale,
             drain_records(drained, t0),
         )  # fmt: skip
         if collected.uses_agent and getattr(get_policy(collected.opts.replay.policy), "tiered", False):

@@ -97,11 +97,12 @@ def parse_directive(script: str, source: str = "<script>") -> dict[str, float]:
     raise StagingError(f"{source}: no {DIRECTIVE} line")
 
 
-def directive_line(nodes: int, stage_in_mb: float, stage_out_mb: float, time_scale: float) -> str:
-    """The ``#HARNESS_IO`` line the replay writes into a job script."""
+def directive_line(nodes: int, stage_in_mb: float, stage_out_mb: float, scale: TimeScale) -> str:
+    """The ``#HARNESS_IO`` line the replay writes into a job script (with the run's speed-up, which
+    the staging command needs on Slurm's clock)."""
     return (
         f"{DIRECTIVE} nodes={nodes} stage_in_mb={stage_in_mb:.6g} stage_out_mb={stage_out_mb:.6g} "
-        f"time_scale={time_scale:.9g}"
+        f"time_scale={scale.speedup:.9g}"
     )
 
 
@@ -113,11 +114,12 @@ def transfer_of(script: str, job: int, kind: str, source: str = "<script>") -> T
 
 
 # -- rates: the simulator's links and max-min solver ------------------------------------
-def transfer_rates(transfers: list[Transfer], machine: Machine, time_scale: float) -> np.ndarray:
-    """Bytes per (real) second of each transfer, all sharing ``machine``'s staging links."""
+def transfer_rates(transfers: list[Transfer], machine: Machine, scale: TimeScale) -> np.ndarray:
+    """Bytes per (real) second of each transfer, all sharing ``machine``'s staging links, on the
+    run's clock (``scale``: the time scale its directives carry)."""
     if not transfers:
         return np.zeros(0)
-    net = IONetwork.from_platform(machine, TimeScale.of_speedup(time_scale))
+    net = IONetwork.from_platform(machine, scale)
     stripes = len(net.bb_links)
     routes = [net.staging(b) for b in range(stripes)]
     width = max(len(r) for r in routes)
@@ -143,7 +145,7 @@ def run_transfer(
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, float | int | str]:
     """Move ``transfer``'s bytes at its fair share until done; returns its record."""
-    solo = float(transfer_rates([transfer], machine, transfer.time_scale)[0])
+    solo = float(transfer_rates([transfer], machine, TimeScale.of_speedup(transfer.time_scale))[0])
     left = transfer.mb * MB
     path = register(directory, transfer)
     start = last = clock()
