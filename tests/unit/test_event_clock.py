@@ -8,6 +8,7 @@ import subprocess
 import time
 
 import pandas as pd
+import pytest
 
 from harness.emulation.head.events import (
     SETTLE_S,
@@ -24,10 +25,12 @@ from harness.emulation.head.events import (
     submissions_due,
 )
 from harness.emulation.head.quiescence import (
+    END,
     ControllerShell,
     SlurmActivity,
     look_script,
     parse_sdiag,
+    poke_script,
     split_look,
 )
 
@@ -306,3 +309,51 @@ def test_a_jump_to_a_jobs_end_lets_it_end_before_the_daemons_get_there() -> None
     # a first step (the start is a change); to the end with the daemons a second behind; the
     # daemons; then (the job gone: a change) one second on, nothing ending: both together
     assert clock.moves[:4] == [(1001.0, 1001.0), (1100.0, 1099.0), (1100.0, 1100.0), (1101.0, 1101.0)]
+
+
+@pytest.mark.parametrize("periodic", [False, True])
+def test_with_jobs_pending_slurm_settles_on_the_second_before_an_end_and_runs_its_main_cycle_there(
+    periodic: bool,
+) -> None:
+    """Job 1 (started at 1000, 100 s) ends at 1100 while job 2 waits for its nodes. The clock
+    first approaches 1099 (page and daemons), Slurm settles there; a main cycle must have run at
+    1099 (``periodic``: Slurm's own; else the driver pokes for one, once) before the page leads
+    to 1100 with the daemons at 1099; then the daemons follow, and job 2 starts at 1100 only."""
+    plan = pd.DataFrame({"job_id": [1, 2], "submit": [0.0, 0.0], "runtime": [100.0, 50.0],
+                         "walltime": [200.0, 200.0]})  # fmt: skip
+    clock = HeldClock(1000.0)
+    pokes: list[float] = []
+
+    def observe() -> Observation:
+        main = 7 + len(pokes) + (1 if periodic and clock.daemons_now() >= 1099.0 else 0)
+        if clock.at < 1100.0:
+            queue = (("RUNNING", "t1", "x"), ("PENDING", "t2", ""))
+        else:  # job 1 has ended on the page's instant; job 2 starts once the daemons are there
+            queue = (("RUNNING", "t2", "x"),) if clock.daemons_now() >= 1100.0 else (("PENDING", "t2", ""),)
+        counters = (2, 1, 0 if clock.at < 1100.0 else 1, main, 9)
+        return Observation(1000.0, 2, queue, True, activity(counters, backfill_at=clock.daemons_now()))
+
+    def running(obs: Observation) -> dict[int, float]:
+        return {
+            int(row[1][1:]): 1000.0 if row[1] == "t1" else 1100.0
+            for row in obs.queue or ()
+            if row[0] == "RUNNING"
+        }
+
+    driver = EventDriver(
+        clock, plan, observe, running, ahead=True, poke=lambda: pokes.append(clock.daemons_now())
+    )  # type: ignore[arg-type]
+    began = time.monotonic()
+    driver.start()
+    while len(clock.moves) < 4 and time.monotonic() - began < 5:
+        time.sleep(0.01)
+    driver.stop()
+    assert clock.moves[:4] == [(1001.0, 1001.0), (1099.0, 1099.0), (1100.0, 1099.0), (1100.0, 1100.0)]
+    assert pokes == ([] if periodic else [1099.0])
+    assert driver.moves["approach"] == 1 and driver.moves["unpoked"] == 0 and driver.moves["forced"] == 0
+
+
+def test_the_poke_is_a_partition_update_to_its_own_state_then_the_end_marker() -> None:
+    script = poke_script("batch")
+    assert script.startswith("scontrol update PartitionName=batch State=UP ")
+    assert script.endswith(f"echo {END}\n")

@@ -50,6 +50,7 @@ FALLBACK_S = 0.3  # ... and before the cluster counts as quiescent without them
 # seconds, so one second keeps its passes out of that instant until the driver lets them in
 DAEMONS_LEAD_S = 1.0
 HARD_WAIT_S = 10.0  # longest wait for a job's start marker or end before the clock moves anyway
+POKE_WAIT_S = 1.0  # longest wait for the main cycle a poke asked for (counted when it never came)
 POLL_S = 0.03  # real seconds between two looks
 BUSY_STATES = ("COMPLETING", "CONFIGURING")
 
@@ -166,6 +167,10 @@ def ends_due(now: float, running: Mapping[int, float], durations: Mapping[int, f
     )
 
 
+def _pending(obs: Observation) -> bool:
+    return any(row[0] == "PENDING" for row in obs.queue or ())
+
+
 def slurm_settled(
     obs: Observation, moved: Observation | None, now: float, main_ran: bool = False, backfill: bool = True
 ) -> bool:  # fmt: skip
@@ -177,7 +182,7 @@ def slurm_settled(
     act = obs.activity
     if act is None or act.busy:
         return False
-    if not any(row[0] == "PENDING" for row in obs.queue or ()):
+    if not _pending(obs):
         return True
     if backfill and act.backfill_at < now - 1e-6:
         return False
@@ -193,11 +198,12 @@ class EventDriver:
     def __init__(
         self, clock: VirtualClock, plan: pd.DataFrame, observe: Callable[[], Observation],
         running: Callable[[Observation], Mapping[int, float]], ahead: bool = False,
-        agent: bool = False, backfill: bool = True,
+        agent: bool = False, backfill: bool = True, poke: Callable[[], None] | None = None,
     ) -> None:  # fmt: skip
         """``ahead``: the replay submits ahead (``harness replay --submit-ahead``); ``agent``: an
         ordering agent decides, and the clock waits for its look at the latest change;
-        ``backfill``: slurmctld runs sched/backfill."""
+        ``backfill``: slurmctld runs sched/backfill; ``poke``: asks slurmctld for a main
+        scheduling cycle (a no-op update: :func:`~harness.emulation.head.quiescence.poke_script`)."""
         self.clock = clock
         self.ahead = ahead
         self.agent = agent
@@ -208,7 +214,17 @@ class EventDriver:
         self.durations = job_durations(plan)
         self.observe = observe
         self.running = running
-        self.moves = {"creep": 0, "jump": 0, "fallback": 0, "forced": 0}
+        self.poke = poke
+        self._poked: tuple[float, float] = (-1.0, 0.0)  # the instant last poked at, when (monotonic)
+        self.moves = {
+            "creep": 0,
+            "jump": 0,
+            "approach": 0,
+            "poke": 0,
+            "unpoked": 0,
+            "fallback": 0,
+            "forced": 0,
+        }
         self._main: tuple[int, float] = (-1, -1.0)  # the main cycles counted, the instant they last moved at
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="event-clock", daemon=True)
@@ -242,16 +258,39 @@ class EventDriver:
             kind = self._ready(view, moved, now, time.monotonic() - changed_at)
             if kind is None:
                 continue
-            if kind:
-                self.moves[kind] += 1
             if leading:  # the instant's jobs have ended (and been submitted): now Slurm's passes
+                self._count(kind)
                 self.clock.jump(now)
                 leading, moved, changed_at = False, view, time.monotonic()
                 continue
-            target = self._target(obs, now, dirty)
-            leading = self._lead_needed(obs, target)
+            step = self._step(obs, view, now, dirty)
+            if step is None:
+                continue  # a main cycle asked for at ``now`` has not run yet
+            self._count(kind)
+            target, leading = step
             self.clock.jump(target, DAEMONS_LEAD_S if leading else 0.0)
             moved, changed_at, dirty = view, time.monotonic(), False
+
+    def _count(self, kind: str) -> None:
+        if kind:
+            self.moves[kind] += 1
+
+    def _step(
+        self, obs: Observation, view: Observation, now: float, dirty: bool
+    ) -> tuple[float, bool] | None:
+        """Where the clock goes now and whether the page leads the daemons there; None: not
+        yet. With jobs pending and some ending at the target, Slurm's passes of the second
+        before come first: the clock *approaches* (both to that second, and Slurm settles
+        there), then a main cycle at it (poked for if none ran), then the lead."""
+        target, move = self._target(obs, now, dirty)
+        leading = self._lead_needed(obs, target)
+        if leading and _pending(view):
+            if target - DAEMONS_LEAD_S > now + 1e-6:
+                target, move, leading = target - DAEMONS_LEAD_S, "approach", False
+            elif not self._main_cycle_ran(now):
+                return None
+        self.moves[move] += 1
+        return target, leading
 
     def _lead_needed(self, obs: Observation, target: float) -> bool:
         """Whether a job ends at ``target`` (or, not submitting ahead, one is submitted then):
@@ -265,6 +304,27 @@ class EventDriver:
         if self.ahead or obs.t0 is None or obs.submitted >= len(self.instants):
             return False
         return math.ceil(obs.t0 + self.instants[obs.submitted] - 1e-9) <= target
+
+    def _main_cycle_ran(self, now: float) -> bool:
+        """Whether slurmctld ran a main scheduling cycle at the daemons' ``now``; if not, poke
+        it for one (once per instant) and say no until it ran or ``POKE_WAIT_S`` passed.
+
+        It runs once per instant (``sched_min_interval`` on a held clock): with one run at
+        ``now``, no end of the next instant's jobs, stamped ``now`` while the daemons lag, can
+        start a job at ``now`` in one run and at the next second in another (the epilog's
+        completion calls the main cycle directly; docs/virtual-time.md)."""
+        if self._main[1] >= now - 1e-6 or self.poke is None:
+            return True
+        if self._poked[0] != now:
+            self.poke()
+            self._poked = (now, time.monotonic())
+            self.moves["poke"] += 1
+            return False
+        if time.monotonic() - self._poked[1] < POKE_WAIT_S:
+            return False
+        self.moves["unpoked"] += 1
+        self._main = (self._main[0], now)  # (do not wait again at this instant)
+        return True
 
     def _ready(self, obs: Observation, moved: Observation | None, now: float, still: float) -> str | None:
         """None: not yet; else '' (Slurm's signals), 'fallback' (the settle time alone) or
@@ -294,14 +354,12 @@ class EventDriver:
         if obs.activity is not None and obs.activity.main_cycles != self._main[0]:
             self._main = (obs.activity.main_cycles, self.clock.daemons_now())
 
-    def _target(self, obs: Observation, now: float, dirty: bool) -> float:
-        """Where the clock goes next: a second on after a change, else the next event."""
+    def _target(self, obs: Observation, now: float, dirty: bool) -> tuple[float, str]:
+        """Where the clock goes next, and how: a second on after a change (``creep``), else to
+        the next event (``jump``)."""
         if dirty:
-            target, kind = now + 1.0, "creep"
-        else:
-            target = next_event(
-                now, obs.t0, self.instants, obs.submitted, self.running(obs), self.durations, self.ahead
-            )
-            kind = "jump"
-        self.moves[kind] += 1
-        return target
+            return now + 1.0, "creep"
+        target = next_event(
+            now, obs.t0, self.instants, obs.submitted, self.running(obs), self.durations, self.ahead
+        )
+        return target, "jump"

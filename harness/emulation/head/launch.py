@@ -21,7 +21,13 @@ from harness.cluster.base import ClusterBackend, Spawned, node_states
 from harness.emulation.head.events import EventDriver, Observation
 from harness.emulation.head.faultlog import FaultMonitor
 from harness.emulation.head.progress import RunObserver
-from harness.emulation.head.quiescence import ControllerShell, SlurmActivity, look_script, split_look
+from harness.emulation.head.quiescence import (
+    ControllerShell,
+    SlurmActivity,
+    look_script,
+    poke_script,
+    split_look,
+)
 from harness.emulation.head.watch import Watcher
 from harness.emulation.run.specs import ReplaySpec
 from harness.model import rundir
@@ -106,7 +112,9 @@ class HeadRun:
                     self.shell.close()
                 moves = driver.moves
                 self.say(
-                    f"event clock: {moves['jump']} jumps, {moves['creep']} one-second steps; "
+                    f"event clock: {moves['jump']} jumps, {moves['creep']} one-second steps, "
+                    f"{moves['approach']} approaches, {moves['poke']} main cycles asked for "
+                    f"({moves['unpoked']} never came); "
                     f"{moves['fallback']} moved on the settle time alone, {moves['forced']} forced"
                 )
             self.stop(proc)
@@ -123,6 +131,7 @@ class HeadRun:
         driver = EventDriver(
             self.clock, plan, self._observe, self._running,
             ahead=not self.uses_agent, agent=self.uses_agent, backfill=self.backfill,
+            poke=self._poke if self.shell is not None else None,
         )  # fmt: skip
         driver.start()
         return driver
@@ -139,6 +148,11 @@ class HeadRun:
             t0, submitted, rows, bool(status.get("done")), activity, len(running - self.started.keys()),
             self._agent_looked() if self.uses_agent else None,
         )  # fmt: skip
+
+    def _poke(self) -> None:
+        """Asks slurmctld for a main scheduling cycle (the event driver, before a lead)."""
+        assert self.shell is not None
+        self.shell.run(poke_script(self.backend.platform.compute.partition))
 
     def _agent_looked(self) -> float | None:
         """When the agent's last look began (wall clock), from its status; None: not yet."""

@@ -66,6 +66,14 @@ def look_script(squeue: list[str]) -> str:
     return f'{shlex.join(squeue)}; echo "@@rc $?"; sdiag --json 2>/dev/null; echo; echo {END}\n'
 
 
+def poke_script(partition: str) -> str:
+    """The shell lines that ask slurmctld for a main scheduling cycle without changing
+    anything: a partition update to the state it has (every update RPC queues the scheduler),
+    then END."""
+    update = ["scontrol", "update", f"PartitionName={partition}", "State=UP"]
+    return f"{shlex.join(update)} >/dev/null 2>&1; echo {END}\n"
+
+
 def split_look(text: str) -> tuple[list[str] | None, SlurmActivity | None]:
     """(squeue's lines or None if it failed, sdiag's activity or None) of one look's output."""
     head, sep, tail = text.partition("@@rc ")
