@@ -6,6 +6,7 @@ Every time axis is in the trace's original time, in hours.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,11 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import MaxNLocator
 
 from harness.analysis.compare import run_order
+from harness.analysis.figures import DEFAULT_FIGURE_FORMATS, save_figure
 from harness.analysis.formatting import HOUR, format_metric
 from harness.analysis.metrics import LETTER_VALUE_QUANTILES, quantiles
 from harness.analysis.rundata import RunData
 from harness.analysis.series import gantt_layout, queue_series, usage_series
-from harness.model.atomic import atomic_savefig
 from harness.model.metric_names import HIGHER_IS_BETTER, metric_spec
 from harness.model.rundir import PLOTS_DIR
 
@@ -52,7 +53,9 @@ def _time_axis(ax: Any) -> None:
     ax.grid(True, alpha=0.3)
 
 
-def plot_gantt(run: RunData, jobs: pd.DataFrame, out: Path) -> Path:
+def plot_gantt(
+    run: RunData, jobs: pd.DataFrame, out: Path, formats: Sequence[str] = DEFAULT_FIGURE_FORMATS
+) -> Path:
     compute_count = int(run.platform.get("compute_count") or jobs["nodes"].max())
     layout = gantt_layout(jobs, compute_count)
     fig = Figure(figsize=(12, 6.5), layout="constrained")
@@ -84,8 +87,7 @@ def plot_gantt(run: RunData, jobs: pd.DataFrame, out: Path) -> Path:
     ax.set_title(_title(run, "Gantt chart"))
     _time_axis(ax)
     _status_legend(ax, set(layout["status"]))
-    atomic_savefig(fig, out)
-    return out
+    return save_figure(fig, out, formats)
 
 
 def _status_legend(ax: Any, statuses: set[str]) -> None:
@@ -94,7 +96,9 @@ def _status_legend(ax: Any, statuses: set[str]) -> None:
     ax.legend(handles=handles, loc="upper right", fontsize="small", framealpha=0.85)
 
 
-def plot_utilisation(run: RunData, jobs: pd.DataFrame, out: Path) -> Path:
+def plot_utilisation(
+    run: RunData, jobs: pd.DataFrame, out: Path, formats: Sequence[str] = DEFAULT_FIGURE_FORMATS
+) -> Path:
     series = usage_series(jobs, run.platform)
     fig = Figure(figsize=(12, 6), layout="constrained")
     axes = fig.subplots(2, 1, sharex=True)
@@ -111,8 +115,7 @@ def plot_utilisation(run: RunData, jobs: pd.DataFrame, out: Path) -> Path:
         ax.grid(True, alpha=0.3)
     axes[0].set_title(_title(run, "Utilisation"))
     _time_axis(axes[1])
-    atomic_savefig(fig, out)
-    return out
+    return save_figure(fig, out, formats)
 
 
 def _draw_steps(ax: Any, t: np.ndarray, level: np.ndarray, jobs: pd.DataFrame) -> None:
@@ -124,7 +127,9 @@ def _draw_steps(ax: Any, t: np.ndarray, level: np.ndarray, jobs: pd.DataFrame) -
     ax.fill_between(t, level, step="post", alpha=0.25)
 
 
-def plot_queue(run: RunData, jobs: pd.DataFrame, out: Path) -> Path:
+def plot_queue(
+    run: RunData, jobs: pd.DataFrame, out: Path, formats: Sequence[str] = DEFAULT_FIGURE_FORMATS
+) -> Path:
     series = queue_series(jobs)
     fig = Figure(figsize=(12, 6), layout="constrained")
     axes = fig.subplots(2, 1, sharex=True)
@@ -142,8 +147,7 @@ def plot_queue(run: RunData, jobs: pd.DataFrame, out: Path) -> Path:
         axes[1].legend(loc="upper right", fontsize="small")
     axes[0].set_title(_title(run, "Queue"))
     _time_axis(axes[1])
-    atomic_savefig(fig, out)
-    return out
+    return save_figure(fig, out, formats)
 
 
 WAIT_TICKS = (
@@ -158,7 +162,9 @@ WAIT_TICKS = (
 )
 
 
-def plot_waits(run: RunData, jobs: pd.DataFrame, out: Path) -> Path:
+def plot_waits(
+    run: RunData, jobs: pd.DataFrame, out: Path, formats: Sequence[str] = DEFAULT_FIGURE_FORMATS
+) -> Path:
     """ECDF on a log axis; waits under 1 s (the replay's resolution) are drawn at 1 s."""
     waits = np.sort((jobs["start"] - jobs["submit"]).to_numpy(np.float64))
     shown = np.maximum(waits, 1.0)
@@ -191,8 +197,7 @@ def plot_waits(run: RunData, jobs: pd.DataFrame, out: Path) -> Path:
     ax.grid(True, which="both", alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="lower right", fontsize="small")
-    atomic_savefig(fig, out)
-    return out
+    return save_figure(fig, out, formats)
 
 
 PLOTTERS = (
@@ -203,19 +208,20 @@ PLOTTERS = (
 )
 
 
-def write_plots(run: RunData) -> list[Path]:
+def write_plots(run: RunData, formats: Sequence[str] = DEFAULT_FIGURE_FORMATS) -> list[Path]:
+    """The run's plots in each of ``formats``; returns the paths a report embeds."""
     jobs = run.jobs()
     if jobs.empty:
         return []
     out_dir = run.run_dir / PLOTS_DIR
     out_dir.mkdir(exist_ok=True)
-    return [plot(run, jobs, out_dir / f"{name}.png") for name, plot in PLOTTERS]
+    return [plot(run, jobs, out_dir / name, formats) for name, plot in PLOTTERS]
 
 
 # -- comparison of runs ----------------------------------------------------------------------
 
 
-def plot_comparison(df: pd.DataFrame, out: Path) -> Path:
+def plot_comparison(df: pd.DataFrame, out: Path, formats: Sequence[str] = DEFAULT_FIGURE_FORMATS) -> Path:
     """Grouped bars of each metric relative to the baseline, with C95 error bars."""
     runs = run_order(df)
     metrics = list(df.index)
@@ -243,8 +249,7 @@ def plot_comparison(df: pd.DataFrame, out: Path) -> Path:
     ax.set_title(f"Metrics relative to the baseline run: {df.attrs.get('baseline', runs[0])}")
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize="small")
-    atomic_savefig(fig, out)
-    return Path(out)
+    return save_figure(fig, out, formats)
 
 
 def _axis_label(metric: str) -> str:
@@ -265,7 +270,14 @@ def policy_colour(index: int) -> str:
     return POLICY_COLOURS[index % len(POLICY_COLOURS)]
 
 
-def plot_boxen(values: dict[str, np.ndarray], label: str, out: Path, title: str, floor: float = 1.0) -> Path:
+def plot_boxen(
+    values: dict[str, np.ndarray],
+    label: str,
+    out: Path,
+    title: str,
+    floor: float = 1.0,
+    formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
+) -> Path:
     """Letter-value plots of depth 4, one per policy, on a log axis (values below ``floor``
     are drawn at ``floor``): nested boxes from the quartiles out to the 1/32 quantiles,
     each level narrower, the median a white line, jobs beyond the outer box as dots."""
@@ -290,11 +302,17 @@ def plot_boxen(values: dict[str, np.ndarray], label: str, out: Path, title: str,
     ax.set_ylabel(f"{label} (log scale; values < {floor:g} drawn at {floor:g})")
     ax.set_title(title)
     ax.grid(True, axis="y", which="both", alpha=0.3)
-    atomic_savefig(fig, out)
-    return out
+    return save_figure(fig, out, formats)
 
 
-def plot_ratio_boxes(ratios: dict[str, np.ndarray], baseline: str, label: str, out: Path, title: str) -> Path:
+def plot_ratio_boxes(
+    ratios: dict[str, np.ndarray],
+    baseline: str,
+    label: str,
+    out: Path,
+    title: str,
+    formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
+) -> Path:
     """A box plot of each policy's ratios to the baseline, each ratio a black dot."""
     fig = Figure(figsize=(max(6.0, 1.5 * len(ratios) + 2), 5), layout="constrained")
     ax = fig.add_subplot()
@@ -314,11 +332,18 @@ def plot_ratio_boxes(ratios: dict[str, np.ndarray], baseline: str, label: str, o
     ax.set_title(title)
     ax.legend(loc="upper right", fontsize="small")
     ax.grid(True, axis="y", alpha=0.3)
-    atomic_savefig(fig, out)
-    return out
+    return save_figure(fig, out, formats)
 
 
-def plot_against(points: pd.DataFrame, x: str, label: str, out: Path, title: str, bars: bool = False) -> Path:
+def plot_against(
+    points: pd.DataFrame,
+    x: str,
+    label: str,
+    out: Path,
+    title: str,
+    bars: bool = False,
+    formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
+) -> Path:
     """A metric against a swept parameter, one series per policy, with its 95 % interval.
 
     ``points`` has columns ``series, x, y, lo, hi``. With ``bars`` the values of x are
@@ -348,5 +373,4 @@ def plot_against(points: pd.DataFrame, x: str, label: str, out: Path, title: str
     ax.set_title(title)
     ax.legend(fontsize="small", ncols=min(len(series), 4))
     ax.grid(True, axis="y", alpha=0.3)
-    atomic_savefig(fig, out)
-    return out
+    return save_figure(fig, out, formats)

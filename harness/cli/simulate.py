@@ -21,6 +21,7 @@ from harness.cli.options import (
     priority_options,
     time_limit_option,
 )
+from harness.cli.output_options import figure_format_option
 from harness.cli.workload_options import (
     given,
     selection_kwargs,
@@ -105,7 +106,7 @@ def _check_outputs(output: Path | None, names: list[str], workload: str) -> None
         raise click.ClickException(str(exc)) from None
 
 
-def _write_bandwidth(result: Any, platform: Any, jobs_path: Path) -> Path:
+def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, formats: tuple[str, ...]) -> Path:
     """Beside the per-job results of an io-aware run: the bandwidth timeline and its plot."""
     from harness.analysis.io_plots import plot_bandwidth
     from harness.model.atomic import atomic_write_csv
@@ -118,7 +119,9 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path) -> Path:
         "bb": platform.io.bb_node_mbps * platform.bb_count * per_s,
     }
     out = jobs_path.with_suffix(".bandwidth.png")
-    return plot_bandwidth(result.bandwidth, capacity, out, title=f"Bandwidth: {result.policy}")
+    return plot_bandwidth(
+        result.bandwidth, capacity, out, title=f"Bandwidth: {result.policy}", formats=formats
+    )
 
 
 @click.command(
@@ -178,6 +181,7 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path) -> Path:
     help="Tick-aware twin: plan seconds from a start decision to the job's start (alloc-only).",
 )
 @priority_options
+@figure_format_option()
 def simulate_command(
     workload: str,
     policy: str,
@@ -193,6 +197,7 @@ def simulate_command(
     staging: str,
     tick: float,
     launch_delay: float,
+    figure_formats: tuple[str, ...],
     **opts: Any,
 ) -> None:
     """Run policies on WORKLOAD (a prepared plan or an SWF trace) in the simulator.
@@ -207,7 +212,7 @@ def simulate_command(
     io_seed = int(manifest.get("seed", opts["bb_seed"]))
     if tiers != ("none", "none"):
         _check_priority_twin(tiers[0], names, model, tick, launch_delay)
-        row = _simulate_priorities(plan, platform, *tiers, io_seed, tau, output)
+        row = _simulate_priorities(plan, platform, *tiers, io_seed, tau, output, figure_formats)
         return click.echo(json.dumps({names[0]: row}, indent=2) if as_json else _text_table({names[0]: row}))
     results: dict[str, dict[str, Any]] = {}
     settings = {"model": model, "staging": staging, "tick": tick, "launch_delay": launch_delay, "tau": tau,
@@ -228,10 +233,11 @@ def simulate_command(
             check,
             None if _is_run_dir(output) else output,
             len(names) > 1,
+            figure_formats,
         )
         if output is not None and _is_run_dir(output):
             run = SimulatedRun(name, plan, manifest, result.jobs, results[name], platform, settings)
-            target = write_simulated_run(_jobs_target(output, name, len(names) > 1), run)
+            target = write_simulated_run(_jobs_target(output, name, len(names) > 1), run, figure_formats)
             click.echo(f"{name}: run directory {target}", err=True)
     click.echo(json.dumps(results, indent=2) if as_json else _text_table(results, io=model == IO_AWARE))
 
@@ -283,6 +289,7 @@ def _simulate_one(
     check: bool,
     output: Path | None,
     several: bool,
+    formats: tuple[str, ...],
 ) -> tuple[dict[str, Any], Any]:
     """Simulate one policy: its summary row (and per-job file and plot when asked) and its result."""
     from harness.analysis.io_metrics import io_summary
@@ -309,7 +316,7 @@ def _simulate_one(
         path = _write_jobs(result.jobs, output, name, several)
         click.echo(f"{name}: per-job results in {path}", err=True)
         if result.bandwidth is not None:
-            plot = _write_bandwidth(result, platform, path)
+            plot = _write_bandwidth(result, platform, path, formats)
             click.echo(f"{name}: bandwidth over time in {plot} (and .csv)", err=True)
     return row, result
 
@@ -326,7 +333,7 @@ def _check_priority_twin(priority: str, names: list[str], model: str, tick: floa
 
 def _simulate_priorities(
     plan: Any, platform: Any, priority: str, preempt: str, seed: int, tau: float,
-    output: Path | None,
+    output: Path | None, formats: tuple[str, ...],
 ) -> dict[str, Any]:  # fmt: skip
     """The suspend/resume twin: its summary row with the suspension counts (files with --output)."""
     from harness.analysis.metrics import summary
@@ -350,6 +357,6 @@ def _simulate_priorities(
         spans = atomic_write_csv(path.with_suffix(".suspensions.csv"), result.suspensions)
         plot = plot_suspensions(result.jobs, result.suspensions, platform.compute_count,
                                 path.with_suffix(".suspended.png"),
-                                title=f"Twin: {priority}, preempt {preempt}")  # fmt: skip
+                                title=f"Twin: {priority}, preempt {preempt}", formats=formats)  # fmt: skip
         click.echo(f"per-job results in {path}, suspensions in {spans}, figure {plot}", err=True)
     return row

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from harness.analysis.figures import save_figure
 from harness.experiments.report import axis_label
 from harness.experiments.shrink_limit import ShrinkLimit
 from harness.model.jsonio import write_json
@@ -38,8 +39,7 @@ def plot_limit(result: ShrinkLimit, out: Path, title: str = "") -> Path:
         ax.legend(fontsize="x-small")
     fig.suptitle(title or f"Metrics against speed-up: limit shrink {result.limit:g}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    return out
+    return save_figure(fig, out)
 
 
 def text_table(result: ShrinkLimit) -> str:
