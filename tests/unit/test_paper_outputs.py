@@ -271,3 +271,19 @@ def test_compare_writes_its_chart_in_each_format(tmp_path: Path) -> None:
     assert ET.parse(tmp_path / "figs" / "ratios.svg").getroot().tag.endswith("svg")
     res = CliRunner().invoke(main, ["compare", *runs, "--format", "pdf"])
     assert res.exit_code == 2 and "--format: a figure format needs -o" in res.output
+
+
+def test_a_simulated_run_directory_in_svg_then_its_report_again_in_png(tmp_path: Path) -> None:
+    out = tmp_path / "sim"
+    args = ["simulate", "-p", "fcfs", "--first-n", "40", "-o", str(out), "bundled", "--format", "svg,pdf"]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    plots = sorted(p.name for p in (out / "plots").iterdir())
+    assert "gantt.svg" in plots and "gantt.pdf" in plots and "gantt.png" not in plots
+    assert "![gantt plot](plots/gantt.svg)" in (out / "report.md").read_text()
+    res = CliRunner().invoke(main, ["runs", "report", str(out)])
+    assert res.exit_code == 0, res.output
+    assert str(out / "plots" / "gantt.png") in res.output.split()
+    assert "![gantt plot](plots/gantt.png)" in (out / "report.md").read_text()
+    res = CliRunner().invoke(main, ["runs", "report", str(tmp_path)])
+    assert res.exit_code == 1 and "not a run directory (no manifest.json)" in res.output
