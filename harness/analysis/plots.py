@@ -14,23 +14,26 @@ import numpy as np
 import pandas as pd
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch, Rectangle
+from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
 from harness.analysis.compare import run_order
 from harness.analysis.figures import DEFAULT_FIGURE_FORMATS, save_figure
 from harness.analysis.formatting import HOUR, format_metric
+from harness.analysis.job_plots import plot_bb_gantt, plot_run_tails
 from harness.analysis.metrics import LETTER_VALUE_QUANTILES, quantiles
+from harness.analysis.plot_style import (
+    JOB_COLOURS,
+    STATUS_COLOURS,
+    policy_colour,
+    run_title,
+    status_legend,
+    time_axis,
+)
 from harness.analysis.rundata import RunData
 from harness.analysis.series import gantt_layout, queue_series, usage_series
 from harness.model.metric_names import HIGHER_IS_BETTER, metric_spec
 from harness.model.rundir import PLOTS_DIR
-
-STATUS_COLOURS = {"timeout": "#d62728", "killed": "#7f0000", "cut": "#9e9e9e"}
-# Qualitative colours for completed jobs, without the reds and greys reserved above.
-JOB_COLOURS = ["#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#9467bd",
-               "#c5b0d5", "#8c564b", "#c49c94", "#e377c2", "#f7b6d2", "#bcbd22", "#dbdb8d",
-               "#17becf", "#9edae5"]  # fmt: skip
 
 PLOT_CAPTIONS = {
     "gantt": "Gantt chart: one bar per job per compute node it held, from start to end. "
@@ -40,17 +43,12 @@ PLOT_CAPTIONS = {
     "over time; the dashed line is the mean over the makespan (the metrics' utilisation).",
     "queue": "Jobs submitted but not yet started, and the compute nodes they ask for, over time.",
     "waits": "Cumulative distribution of the waiting time (submission to start) of the jobs that ran.",
+    "bb-gantt": "Burst-buffer Gantt chart: one bar per job holding burst buffer, from start to end, as "
+    "tall as the buffer it holds; bars are stacked in start order into the room left by running jobs "
+    "(a job split where no gap holds it whole), so the stack's height is the buffer in use.",
+    "tails": "Tails of the waits and bounded slowdowns: the share of jobs at or above x, on log axes; "
+    "where the curve crosses the dotted 5 % line is the 95th percentile.",
 }
-
-
-def _title(run: RunData, what: str) -> str:
-    m = run.manifest
-    return f"{what}: {m.get('policy', '?')} on {m.get('trace', '?')} (run {m.get('run_id', '?')})"
-
-
-def _time_axis(ax: Any) -> None:
-    ax.set_xlabel("time since replay start (hours, original trace time)")
-    ax.grid(True, alpha=0.3)
 
 
 def plot_gantt(
@@ -84,16 +82,10 @@ def plot_gantt(
     ax.set_ylim(n_rows - 0.5, -0.5)  # node 1 at the top
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel(f"compute node index (0 to {n_rows - 1})")
-    ax.set_title(_title(run, "Gantt chart"))
-    _time_axis(ax)
-    _status_legend(ax, set(layout["status"]))
+    ax.set_title(run_title(run, "Gantt chart"))
+    time_axis(ax)
+    status_legend(ax, set(layout["status"]))
     return save_figure(fig, out, formats)
-
-
-def _status_legend(ax: Any, statuses: set[str]) -> None:
-    handles = [Patch(color=JOB_COLOURS[0], label="completed (colour per job)")]
-    handles += [Patch(color=c, label=s) for s, c in STATUS_COLOURS.items() if s in statuses]
-    ax.legend(handles=handles, loc="upper right", fontsize="small", framealpha=0.85)
 
 
 def plot_utilisation(
@@ -113,8 +105,8 @@ def plot_utilisation(
         ax.set_ylabel(f"{label} (% of capacity)")
         ax.set_ylim(0, max(105.0, float(level.max(initial=0)) * 105))
         ax.grid(True, alpha=0.3)
-    axes[0].set_title(_title(run, "Utilisation"))
-    _time_axis(axes[1])
+    axes[0].set_title(run_title(run, "Utilisation"))
+    time_axis(axes[1])
     return save_figure(fig, out, formats)
 
 
@@ -145,8 +137,8 @@ def plot_queue(
     if compute:
         axes[1].axhline(compute, color="k", ls=":", lw=1, label=f"machine size ({compute} nodes)")
         axes[1].legend(loc="upper right", fontsize="small")
-    axes[0].set_title(_title(run, "Queue"))
-    _time_axis(axes[1])
+    axes[0].set_title(run_title(run, "Queue"))
+    time_axis(axes[1])
     return save_figure(fig, out, formats)
 
 
@@ -193,7 +185,7 @@ def plot_waits(
     zero = int((waits < 1.0).sum())
     ax.set_xlabel(f"waiting time (log scale, original time; {zero} of {len(waits)} jobs waited < 1 s)")
     ax.set_ylabel("fraction of jobs waiting at most x")
-    ax.set_title(_title(run, "Waiting time"))
+    ax.set_title(run_title(run, "Waiting time"))
     ax.grid(True, which="both", alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="lower right", fontsize="small")
@@ -202,9 +194,11 @@ def plot_waits(
 
 PLOTTERS = (
     ("gantt", plot_gantt),
+    ("bb-gantt", plot_bb_gantt),
     ("utilisation", plot_utilisation),
     ("queue", plot_queue),
     ("waits", plot_waits),
+    ("tails", plot_run_tails),
 )
 
 
@@ -260,14 +254,6 @@ def _axis_label(metric: str) -> str:
 # -- plots of experiments: several policies, many cells ------------------------------------------
 # The thesis's figure types (Kopański Section 4.1): letter-value (boxen) plots of per-job
 # metrics, box plots of per-period ratios to a baseline, means with 95 % intervals.
-
-# matplotlib's tab10, in the thesis's order of policy colours (blue, orange, green, red, ...)
-POLICY_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-                  "#7f7f7f", "#bcbd22", "#17becf"]  # fmt: skip
-
-
-def policy_colour(index: int) -> str:
-    return POLICY_COLOURS[index % len(POLICY_COLOURS)]
 
 
 def plot_boxen(

@@ -19,6 +19,7 @@ from harness.analysis import plots
 from harness.analysis.document import Block, Image, Section
 from harness.analysis.figures import DEFAULT_FIGURE_FORMATS, figure_paths
 from harness.analysis.formatting import UNITS
+from harness.analysis.job_plots import plot_tails
 from harness.analysis.render import render_html, render_markdown
 from harness.analysis.render_latex import render_latex
 from harness.experiments.report_data import ExperimentData, load_experiment
@@ -83,7 +84,8 @@ def write_figures(data: ExperimentData, formats: Sequence[str] = DEFAULT_FIGURE_
     """The experiment's plots in each of ``formats``; returns the paths the report embeds."""
     out = data.exp_dir / PLOTS_DIR
     out.mkdir(exist_ok=True)
-    figures = [*_boxen_figures(data, out, formats), *_ratio_figures(data, out, formats)]
+    figures = [*_boxen_figures(data, out, formats), *_tail_figures(data, out, formats)]
+    figures += _ratio_figures(data, out, formats)
     for axis in swept_axes(data):
         metrics = data.settings.get("metrics", [])
         figures += [_against_figure(data, metric, axis, out, formats) for metric in metrics]
@@ -103,6 +105,16 @@ def _boxen_figures(data: ExperimentData, out: Path, formats: Sequence[str]) -> l
             title = f"{label.split(' (')[0].capitalize()} of every job, per policy (jobs of all its cells)"
             paths.append(plots.plot_boxen(values, label, out / f"boxen-{column}", title, formats=formats))
     return paths
+
+
+def _tail_figures(data: ExperimentData, out: Path, formats: Sequence[str]) -> list[Path]:
+    """Waits and bounded slowdowns of every job, one curve per policy (its cells' jobs pooled)."""
+    per_policy = {p: data.jobs(data.keys(policy=p)) for p in data.policies}
+    per_policy = {p: jobs for p, jobs in per_policy.items() if len(jobs)}
+    if not per_policy:
+        return []
+    title = "Tails of waits and bounded slowdowns, per policy (jobs of all its cells)"
+    return [plot_tails(per_policy, out / "tails", title, formats)]
 
 
 def _ratio_figures(data: ExperimentData, out: Path, formats: Sequence[str]) -> list[Path]:
@@ -166,6 +178,10 @@ def _caption(stem: str, data: ExperimentData) -> str:
     if stem.startswith("boxen-"):
         return ("Letter-value plot of depth 4 (Kopański Section 4.1): boxes from the quartiles out to the "
                 "1/8, 1/16 and 1/32 quantiles, the median in white, the jobs beyond as dots.")  # fmt: skip
+    if stem == "tails":
+        return ("The share of each policy's jobs whose wait (left) or bounded slowdown (right) is at least "
+                "x, on log axes: the curves' right ends are the tails a mean hides; the dotted lines mark "
+                "the median, the 5 % and the 1 % of jobs.")  # fmt: skip
     if stem.startswith("ratio-"):
         return (f"Ratios to {data.settings.get('baseline')} (Kopański Figures 4.46-4.49): the box spans the "
                 "quartiles, each dot is one cell; below 1 is better.")  # fmt: skip

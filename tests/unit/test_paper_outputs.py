@@ -8,6 +8,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -15,7 +16,9 @@ from matplotlib.figure import Figure
 
 from harness.analysis.blocks import Section, Table
 from harness.analysis.figures import figure_paths, save_figure
+from harness.analysis.job_plots import tail_curve
 from harness.analysis.render_latex import escape, render_latex
+from harness.analysis.series import bb_layout
 from harness.cli import main
 from harness.experiments.report_data import ExperimentData
 from harness.experiments.report_options import ReportOptions
@@ -287,3 +290,28 @@ def test_a_simulated_run_directory_in_svg_then_its_report_again_in_png(tmp_path:
     assert "![gantt plot](plots/gantt.png)" in (out / "report.md").read_text()
     res = CliRunner().invoke(main, ["runs", "report", str(tmp_path)])
     assert res.exit_code == 1 and "not a run directory (no manifest.json)" in res.output
+
+
+# -- per-job plots: the layouts they draw, by hand -------------------------------------------
+
+
+def test_tail_curve_is_the_share_at_or_above_each_value() -> None:
+    x, share = tail_curve(np.array([0.0, 30.0, 0.5, 10.0]), floor=1.0)
+    assert x.tolist() == [1.0, 1.0, 10.0, 30.0]  # waits under 1 s drawn at 1 s
+    assert share.tolist() == [1.0, 0.75, 0.5, 0.25]
+
+
+def test_bb_layout_stacks_jobs_in_the_room_left_and_splits_a_job_over_two_gaps() -> None:
+    # job: (start, end, nodes, MB per node): A 0-10 holds 100, B 0-20 holds 200, C 5-15 holds 50,
+    # D 12-30 holds 150: A has ended, so 100 go into A's room [0, 100) and 50 above C's [300, 350);
+    # E has no burst buffer and is not drawn.
+    jobs = pd.DataFrame({"job_id": [1, 2, 3, 4, 5], "start": [0.0, 0.0, 5.0, 12.0, 1.0],
+                         "end": [10.0, 20.0, 15.0, 30.0, 2.0], "nodes": [1, 2, 1, 3, 4],
+                         "bb_per_node_mb": [100.0, 100.0, 50.0, 50.0, 0.0]})  # fmt: skip
+    layout = bb_layout(jobs)
+    pieces = {(j, y0, y1) for j, y0, y1 in zip(layout["job_id"], layout["y0"], layout["y1"], strict=True)}
+    assert pieces == {(1, 0.0, 100.0), (2, 100.0, 300.0), (3, 300.0, 350.0),
+                      (4, 0.0, 100.0), (4, 350.0, 400.0)}  # fmt: skip
+    # At t = 12 (A has ended) the pieces in use add up to the burst buffer held: B 200, C 50, D 150.
+    at_12 = layout[(layout["start"] <= 12) & (layout["end"] > 12)]
+    assert float((at_12["y1"] - at_12["y0"]).sum()) == 200 + 50 + 150
