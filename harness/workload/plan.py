@@ -222,9 +222,7 @@ def _finish(
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     # Repetitions shuffle with their own seeds while the BB requests (seed) stay the same.
     shuffle_seed = base.params["seed"] if shuffle_seed is None else shuffle_seed
-    table = _select(base.table, **selection)
-    if sampling is not None:
-        table = sampling.apply(table)
+    table = select(base.table, **selection, sampling=sampling)
     if shuffle:
         table = transforms.shuffle(table, shuffle_seed)
     table, offset = transforms.rebase(table)
@@ -249,6 +247,20 @@ def _model(bb_model: str | bbmodel.BBModel, constant_mb: int | None, column: str
     if isinstance(bb_model, bbmodel.BBModel):
         return bb_model
     return bbmodel.BBModel(kind=bb_model, constant_mb=constant_mb, column=column)
+
+
+def select(
+    table: pd.DataFrame,
+    *,
+    first_n: int | None = None,
+    window: tuple[float, float | None] | None = None,
+    period: tuple[int, int] | None = None,
+    sampling: Sampling | None = None,
+) -> pd.DataFrame:
+    """The jobs of a cleaned table that a plan keeps: period, window, first N, then Barberato's
+    sampling (``harness workload inspect`` shows the same selection as ``prepare`` makes)."""
+    table = _select(table, first_n=first_n, window=window, period=period)
+    return sampling.apply(table) if sampling is not None else table
 
 
 def _select(
