@@ -315,3 +315,44 @@ def test_bb_layout_stacks_jobs_in_the_room_left_and_splits_a_job_over_two_gaps()
     # At t = 12 (A has ended) the pieces in use add up to the burst buffer held: B 200, C 50, D 150.
     at_12 = layout[(layout["start"] <= 12) & (layout["end"] > 12)]
     assert float((at_12["y1"] - at_12["y0"]).sum()) == 200 + 50 + 150
+
+
+# -- simulate --shuffle --repeat --------------------------------------------------------------
+
+
+def test_the_shuffled_orders_are_the_plans_prepare_makes() -> None:
+    from harness.workload.plan import prepare, prepare_shuffled, resolve_input
+
+    trace = resolve_input("bundled")
+    orders = prepare_shuffled(trace, [7, 8], first_n=80)
+    for seed, (plan, manifest) in zip((7, 8), orders, strict=True):
+        alone, _ = prepare(trace, shuffle=True, shuffle_seed=seed, first_n=80)
+        assert plan.equals(alone) and manifest["shuffle_seed"] == seed
+    assert not orders[0][0]["job_id"].equals(orders[1][0]["job_id"])  # two orders of the same jobs
+    assert sorted(orders[0][0]["job_id"]) == sorted(orders[1][0]["job_id"])
+
+
+def test_simulate_repeat_pools_the_orders_and_the_first_is_shuffle_alone() -> None:
+    base = ["simulate", "-p", "fcfs", "--first-n", "80", "bundled", "--json", "--shuffle"]
+    one = json.loads(CliRunner().invoke(main, base).output)["fcfs"]
+    res = CliRunner().invoke(main, [*base, "--repeat", "2"])
+    assert res.exit_code == 0, res.output
+    two = json.loads(res.output)["fcfs"]
+    stats = two["repetitions"]["mean_wait"]
+    assert two["n_repetitions"] == 2 and two["mean_wait"] == stats["AVE"]
+    # Two values v0 (the --shuffle run alone: order 0, seed 2020) and v1: SSD (divisor n) = |v0 - AVE|.
+    assert stats["SSD"] == pytest.approx(abs(one["mean_wait"] - stats["AVE"]))
+    assert stats["SSD"] > 0  # the second order (seed 2021) scheduled differently
+    assert stats["RSD"] == pytest.approx(100 * stats["SSD"] / stats["AVE"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--repeat", "2"], "it needs --shuffle"),
+        (["--shuffle", "--repeat", "2", "-o", "x"], "--repeat writes no -o"),
+    ],
+)
+def test_simulate_repeat_refuses_what_it_cannot_do(args: list[str], message: str) -> None:
+    res = CliRunner().invoke(main, ["simulate", "-p", "fcfs", "--first-n", "20", "bundled", *args])
+    assert res.exit_code == 2 and message in res.output
