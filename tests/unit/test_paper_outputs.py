@@ -356,3 +356,15 @@ def test_simulate_repeat_pools_the_orders_and_the_first_is_shuffle_alone() -> No
 def test_simulate_repeat_refuses_what_it_cannot_do(args: list[str], message: str) -> None:
     res = CliRunner().invoke(main, ["simulate", "-p", "fcfs", "--first-n", "20", "bundled", *args])
     assert res.exit_code == 2 and message in res.output
+
+
+def test_a_pdf_figure_is_linked_not_embedded() -> None:
+    from harness.analysis.blocks import Image
+    from harness.analysis.render import render_html, render_markdown
+
+    sections = [Section("Plots", [Image("plots/gantt.pdf", "gantt plot", "caption"),
+                                  Image("plots/waits.svg", "waits plot", "caption")])]  # fmt: skip
+    md, page = render_markdown("T", sections), render_html("T", sections)
+    assert "[gantt plot (PDF)](plots/gantt.pdf)" in md and "![gantt plot" not in md
+    assert "![waits plot](plots/waits.svg)" in md
+    assert '<a href="plots/gantt.pdf">gantt plot (PDF)</a>' in page and '<img src="plots/waits.svg"' in page
