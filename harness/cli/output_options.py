@@ -80,5 +80,11 @@ def metrics_option(help_text: str) -> Callable[[F], F]:
     """``--metrics m1,m2``: names of :data:`harness.model.metric_names.METRIC_SPECS`."""
     from harness.model.metric_names import METRIC_SPECS
 
-    return click.option("--metrics", "metrics", type=ChoiceListType(list(METRIC_SPECS)), default=None,
-                        help=help_text)  # fmt: skip
+    return click.option(
+        "--metrics",
+        "metrics",
+        type=ChoiceListType(list(METRIC_SPECS)),
+        default=None,
+        metavar="METRIC,...",
+        help=f"{help_text} A wrong name lists the valid ones (harness/model/metric_names.py).",
+    )
