@@ -57,8 +57,8 @@ def render_table(table: Table) -> list[str]:
     """One ``tabular``; a row shorter than the header is padded, so every row has the spec's columns."""
     width = len(table.headers)
     lines = [r"\begin{tabular}{" + column_spec(table) + "}", r"\toprule"]
-    lines.append(" & ".join(inline(h) for h in table.headers) + r" \\")
-    lines.append(r"\midrule")
+    if any(h.strip() for h in table.headers):  # a key-value table has no header row
+        lines += [" & ".join(inline(h) for h in table.headers) + r" \\", r"\midrule"]
     for row in table.rows:
         cells = [inline(c) for c in row[:width]] + [""] * (width - len(row))
         lines.append(" & ".join(cells) + r" \\")

@@ -368,3 +368,8 @@ def test_a_pdf_figure_is_linked_not_embedded() -> None:
     assert "[gantt plot (PDF)](plots/gantt.pdf)" in md and "![gantt plot" not in md
     assert "![waits plot](plots/waits.svg)" in md
     assert '<a href="plots/gantt.pdf">gantt plot (PDF)</a>' in page and '<img src="plots/waits.svg"' in page
+
+
+def test_a_key_value_table_has_no_empty_header_row() -> None:
+    [(spec, rows)] = tabulars(render_latex("T", [Section("S", [Table(["", ""], [["Mode", "simulate"]])])]))
+    assert (spec, rows) == ("ll", ["Mode & simulate"])
