@@ -1,7 +1,9 @@
-"""The plots of a run (Gantt, utilisation, queue, waits), of a comparison of runs, and of an
-experiment (boxen plots per policy, ratios to a baseline, metrics against a swept parameter).
+"""The plots of a run (Gantt, utilisation, queue, waits; the burst-buffer Gantt chart and the
+tails from :mod:`harness.analysis.job_plots`), of a comparison of runs, and of an experiment
+(boxen plots per policy, ratios to a baseline, metrics against a swept parameter).
 
-Every time axis is in the trace's original time, in hours.
+Every time axis is in the trace's original time, in hours. Every figure is written by
+:func:`harness.analysis.figures.save_figure`, in each of the formats asked for.
 """
 
 from __future__ import annotations
