@@ -10,7 +10,7 @@ from harness.model.metric_names import metric_spec
 HOUR = 3600.0
 UNITS = {"count": "jobs", "seconds": "s", "ratio": "", "fraction": "of capacity"}
 # Terse cells of terminal tables (harness simulate): whole seconds, 2 decimals for ratios.
-TERSE = {"count": "{:d}", "seconds": "{:.0f}", "ratio": "{:.2f}", "fraction": "{:.3f}"}
+TERSE = {"count": "{:.0f}", "seconds": "{:.0f}", "ratio": "{:.2f}", "fraction": "{:.3f}"}
 
 
 def format_number(kind: str, value: Any) -> str:

@@ -3,14 +3,15 @@ drawn like the utilisation plot (steps, dashed mean over the makespan)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from harness.analysis.figures import DEFAULT_FIGURE_FORMATS, save_figure
 from harness.analysis.formatting import HOUR
-from harness.model.atomic import atomic_savefig
 
 CAPTION = (
     "Share of the PFS link's and of the BB nodes' bandwidth carried by transfers over time; "
@@ -24,6 +25,7 @@ def plot_bandwidth(
     out: Path,
     *,
     title: str = "",
+    formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
 ) -> Path:
     """``timeline`` has columns time, pfs_bps, bb_bps (the trace's seconds); ``capacity_bps``
     the links' totals under the keys ``pfs`` and ``bb`` (per second as well)."""
@@ -43,5 +45,4 @@ def plot_bandwidth(
         ax.grid(True, alpha=0.3)
     axes[0].set_title(title or "Bandwidth in use")
     axes[1].set_xlabel("time (hours, original trace time)")
-    atomic_savefig(fig, out)
-    return out
+    return save_figure(fig, out, formats)

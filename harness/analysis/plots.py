@@ -1,11 +1,14 @@
-"""The plots of a run (Gantt, utilisation, queue, waits), of a comparison of runs, and of an
-experiment (boxen plots per policy, ratios to a baseline, metrics against a swept parameter).
+"""The plots of a run (Gantt, utilisation, queue, waits; the burst-buffer Gantt chart and the
+tails from :mod:`harness.analysis.job_plots`), of a comparison of runs, and of an experiment
+(boxen plots per policy, ratios to a baseline, metrics against a swept parameter).
 
-Every time axis is in the trace's original time, in hours.
+Every time axis is in the trace's original time, in hours. Every figure is written by
+:func:`harness.analysis.figures.save_figure`, in each of the formats asked for.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,23 +16,26 @@ import numpy as np
 import pandas as pd
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch, Rectangle
+from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
 from harness.analysis.compare import run_order
+from harness.analysis.figures import DEFAULT_FIGURE_FORMATS, save_figure
 from harness.analysis.formatting import HOUR, format_metric
+from harness.analysis.job_plots import plot_bb_gantt, plot_run_tails
 from harness.analysis.metrics import LETTER_VALUE_QUANTILES, quantiles
+from harness.analysis.plot_style import (
+    JOB_COLOURS,
+    STATUS_COLOURS,
+    policy_colour,
+    run_title,
+    status_legend,
+    time_axis,
+)
 from harness.analysis.rundata import RunData
 from harness.analysis.series import gantt_layout, queue_series, usage_series
-from harness.model.atomic import atomic_savefig
 from harness.model.metric_names import HIGHER_IS_BETTER, metric_spec
 from harness.model.rundir import PLOTS_DIR
-
-STATUS_COLOURS = {"timeout": "#d62728", "killed": "#7f0000", "cut": "#9e9e9e"}
-# Qualitative colours for completed jobs, without the reds and greys reserved above.
-JOB_COLOURS = ["#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#9467bd",
-               "#c5b0d5", "#8c564b", "#c49c94", "#e377c2", "#f7b6d2", "#bcbd22", "#dbdb8d",
-               "#17becf", "#9edae5"]  # fmt: skip
 
 PLOT_CAPTIONS = {
     "gantt": "Gantt chart: one bar per job per compute node it held, from start to end. "
@@ -39,20 +45,17 @@ PLOT_CAPTIONS = {
     "over time; the dashed line is the mean over the makespan (the metrics' utilisation).",
     "queue": "Jobs submitted but not yet started, and the compute nodes they ask for, over time.",
     "waits": "Cumulative distribution of the waiting time (submission to start) of the jobs that ran.",
+    "bb-gantt": "Burst-buffer Gantt chart: one bar per job holding burst buffer, from start to end, as "
+    "tall as the buffer it holds; bars are stacked in start order into the room left by running jobs "
+    "(a job split where no gap holds it whole), so the stack's height is the buffer in use.",
+    "tails": "Tails of the waits and bounded slowdowns: the share of jobs at or above x, on log axes; "
+    "where the curve crosses the dotted 5 % line is the 95th percentile.",
 }
 
 
-def _title(run: RunData, what: str) -> str:
-    m = run.manifest
-    return f"{what}: {m.get('policy', '?')} on {m.get('trace', '?')} (run {m.get('run_id', '?')})"
-
-
-def _time_axis(ax: Any) -> None:
-    ax.set_xlabel("time since replay start (hours, original trace time)")
-    ax.grid(True, alpha=0.3)
-
-
-def plot_gantt(run: RunData, jobs: pd.DataFrame, out: Path) -> Path:
+def plot_gantt(
+    run: RunData, jobs: pd.DataFrame, out: Path, formats: Sequence[str] = DEFAULT_FIGURE_FORMATS
+) -> Path:
     compute_count = int(run.platform.get("compute_count") or jobs["nodes"].max())
     layout = gantt_layout(jobs, compute_count)
     fig = Figure(figsize=(12, 6.5), layout="constrained")
@@ -81,20 +84,15 @@ def plot_gantt(run: RunData, jobs: pd.DataFrame, out: Path) -> Path:
     ax.set_ylim(n_rows - 0.5, -0.5)  # node 1 at the top
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel(f"compute node index (0 to {n_rows - 1})")
-    ax.set_title(_title(run, "Gantt chart"))
-    _time_axis(ax)
-    _status_legend(ax, set(layout["status"]))
-    atomic_savefig(fig, out)
-    return out
+    ax.set_title(run_title(run, "Gantt chart"))
+    time_axis(ax)
+    status_legend(ax, set(layout["status"]))
+    return save_figure(fig, out, formats)
 
 
-def _status_legend(ax: Any, statuses: set[str]) -> None:
-    handles = [Patch(color=JOB_COLOURS[0], label="completed (colour per job)")]
-    handles += [Patch(color=c, label=s) for s, c in STATUS_COLOURS.items() if s in statuses]
-    ax.legend(handles=handles, loc="upper right", fontsize="small", framealpha=0.85)
-
-
-def plot_utilisation(run: RunData, jobs: pd.DataFrame, out: Path) -> Path:
+def plot_utilisation(
+    run: RunData, jobs: pd.DataFrame, out: Path, formats: Sequence[str] = DEFAULT_FIGURE_FORMATS
+) -> Path:
     series = usage_series(jobs, run.platform)
     fig = Figure(figsize=(12, 6), layout="constrained")
     axes = fig.subplots(2, 1, sharex=True)
@@ -109,10 +107,9 @@ def plot_utilisation(run: RunData, jobs: pd.DataFrame, out: Path) -> Path:
         ax.set_ylabel(f"{label} (% of capacity)")
         ax.set_ylim(0, max(105.0, float(level.max(initial=0)) * 105))
         ax.grid(True, alpha=0.3)
-    axes[0].set_title(_title(run, "Utilisation"))
-    _time_axis(axes[1])
-    atomic_savefig(fig, out)
-    return out
+    axes[0].set_title(run_title(run, "Utilisation"))
+    time_axis(axes[1])
+    return save_figure(fig, out, formats)
 
 
 def _draw_steps(ax: Any, t: np.ndarray, level: np.ndarray, jobs: pd.DataFrame) -> None:
@@ -124,7 +121,9 @@ def _draw_steps(ax: Any, t: np.ndarray, level: np.ndarray, jobs: pd.DataFrame) -
     ax.fill_between(t, level, step="post", alpha=0.25)
 
 
-def plot_queue(run: RunData, jobs: pd.DataFrame, out: Path) -> Path:
+def plot_queue(
+    run: RunData, jobs: pd.DataFrame, out: Path, formats: Sequence[str] = DEFAULT_FIGURE_FORMATS
+) -> Path:
     series = queue_series(jobs)
     fig = Figure(figsize=(12, 6), layout="constrained")
     axes = fig.subplots(2, 1, sharex=True)
@@ -140,10 +139,9 @@ def plot_queue(run: RunData, jobs: pd.DataFrame, out: Path) -> Path:
     if compute:
         axes[1].axhline(compute, color="k", ls=":", lw=1, label=f"machine size ({compute} nodes)")
         axes[1].legend(loc="upper right", fontsize="small")
-    axes[0].set_title(_title(run, "Queue"))
-    _time_axis(axes[1])
-    atomic_savefig(fig, out)
-    return out
+    axes[0].set_title(run_title(run, "Queue"))
+    time_axis(axes[1])
+    return save_figure(fig, out, formats)
 
 
 WAIT_TICKS = (
@@ -158,7 +156,9 @@ WAIT_TICKS = (
 )
 
 
-def plot_waits(run: RunData, jobs: pd.DataFrame, out: Path) -> Path:
+def plot_waits(
+    run: RunData, jobs: pd.DataFrame, out: Path, formats: Sequence[str] = DEFAULT_FIGURE_FORMATS
+) -> Path:
     """ECDF on a log axis; waits under 1 s (the replay's resolution) are drawn at 1 s."""
     waits = np.sort((jobs["start"] - jobs["submit"]).to_numpy(np.float64))
     shown = np.maximum(waits, 1.0)
@@ -187,35 +187,37 @@ def plot_waits(run: RunData, jobs: pd.DataFrame, out: Path) -> Path:
     zero = int((waits < 1.0).sum())
     ax.set_xlabel(f"waiting time (log scale, original time; {zero} of {len(waits)} jobs waited < 1 s)")
     ax.set_ylabel("fraction of jobs waiting at most x")
-    ax.set_title(_title(run, "Waiting time"))
+    ax.set_title(run_title(run, "Waiting time"))
     ax.grid(True, which="both", alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="lower right", fontsize="small")
-    atomic_savefig(fig, out)
-    return out
+    return save_figure(fig, out, formats)
 
 
 PLOTTERS = (
     ("gantt", plot_gantt),
+    ("bb-gantt", plot_bb_gantt),
     ("utilisation", plot_utilisation),
     ("queue", plot_queue),
     ("waits", plot_waits),
+    ("tails", plot_run_tails),
 )
 
 
-def write_plots(run: RunData) -> list[Path]:
+def write_plots(run: RunData, formats: Sequence[str] = DEFAULT_FIGURE_FORMATS) -> list[Path]:
+    """The run's plots in each of ``formats``; returns the paths a report embeds."""
     jobs = run.jobs()
     if jobs.empty:
         return []
     out_dir = run.run_dir / PLOTS_DIR
     out_dir.mkdir(exist_ok=True)
-    return [plot(run, jobs, out_dir / f"{name}.png") for name, plot in PLOTTERS]
+    return [plot(run, jobs, out_dir / name, formats) for name, plot in PLOTTERS]
 
 
 # -- comparison of runs ----------------------------------------------------------------------
 
 
-def plot_comparison(df: pd.DataFrame, out: Path) -> Path:
+def plot_comparison(df: pd.DataFrame, out: Path, formats: Sequence[str] = DEFAULT_FIGURE_FORMATS) -> Path:
     """Grouped bars of each metric relative to the baseline, with C95 error bars."""
     runs = run_order(df)
     metrics = list(df.index)
@@ -243,8 +245,7 @@ def plot_comparison(df: pd.DataFrame, out: Path) -> Path:
     ax.set_title(f"Metrics relative to the baseline run: {df.attrs.get('baseline', runs[0])}")
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize="small")
-    atomic_savefig(fig, out)
-    return Path(out)
+    return save_figure(fig, out, formats)
 
 
 def _axis_label(metric: str) -> str:
@@ -256,16 +257,15 @@ def _axis_label(metric: str) -> str:
 # The thesis's figure types (Kopański Section 4.1): letter-value (boxen) plots of per-job
 # metrics, box plots of per-period ratios to a baseline, means with 95 % intervals.
 
-# matplotlib's tab10, in the thesis's order of policy colours (blue, orange, green, red, ...)
-POLICY_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-                  "#7f7f7f", "#bcbd22", "#17becf"]  # fmt: skip
 
-
-def policy_colour(index: int) -> str:
-    return POLICY_COLOURS[index % len(POLICY_COLOURS)]
-
-
-def plot_boxen(values: dict[str, np.ndarray], label: str, out: Path, title: str, floor: float = 1.0) -> Path:
+def plot_boxen(
+    values: dict[str, np.ndarray],
+    label: str,
+    out: Path,
+    title: str,
+    floor: float = 1.0,
+    formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
+) -> Path:
     """Letter-value plots of depth 4, one per policy, on a log axis (values below ``floor``
     are drawn at ``floor``): nested boxes from the quartiles out to the 1/32 quantiles,
     each level narrower, the median a white line, jobs beyond the outer box as dots."""
@@ -290,11 +290,17 @@ def plot_boxen(values: dict[str, np.ndarray], label: str, out: Path, title: str,
     ax.set_ylabel(f"{label} (log scale; values < {floor:g} drawn at {floor:g})")
     ax.set_title(title)
     ax.grid(True, axis="y", which="both", alpha=0.3)
-    atomic_savefig(fig, out)
-    return out
+    return save_figure(fig, out, formats)
 
 
-def plot_ratio_boxes(ratios: dict[str, np.ndarray], baseline: str, label: str, out: Path, title: str) -> Path:
+def plot_ratio_boxes(
+    ratios: dict[str, np.ndarray],
+    baseline: str,
+    label: str,
+    out: Path,
+    title: str,
+    formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
+) -> Path:
     """A box plot of each policy's ratios to the baseline, each ratio a black dot."""
     fig = Figure(figsize=(max(6.0, 1.5 * len(ratios) + 2), 5), layout="constrained")
     ax = fig.add_subplot()
@@ -314,11 +320,18 @@ def plot_ratio_boxes(ratios: dict[str, np.ndarray], baseline: str, label: str, o
     ax.set_title(title)
     ax.legend(loc="upper right", fontsize="small")
     ax.grid(True, axis="y", alpha=0.3)
-    atomic_savefig(fig, out)
-    return out
+    return save_figure(fig, out, formats)
 
 
-def plot_against(points: pd.DataFrame, x: str, label: str, out: Path, title: str, bars: bool = False) -> Path:
+def plot_against(
+    points: pd.DataFrame,
+    x: str,
+    label: str,
+    out: Path,
+    title: str,
+    bars: bool = False,
+    formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
+) -> Path:
     """A metric against a swept parameter, one series per policy, with its 95 % interval.
 
     ``points`` has columns ``series, x, y, lo, hi``. With ``bars`` the values of x are
@@ -348,5 +361,4 @@ def plot_against(points: pd.DataFrame, x: str, label: str, out: Path, title: str
     ax.set_title(title)
     ax.legend(fontsize="small", ncols=min(len(series), 4))
     ax.grid(True, axis="y", alpha=0.3)
-    atomic_savefig(fig, out)
-    return out
+    return save_figure(fig, out, formats)

@@ -9,11 +9,14 @@ high-priority jobs, and the number of suspended jobs, against time in original h
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from harness.analysis.figures import DEFAULT_FIGURE_FORMATS, save_figure
 
 SPAN_COLUMNS = ("job_id", "start", "end")
 
@@ -60,7 +63,7 @@ def running_spans(jobs: pd.DataFrame, spans: pd.DataFrame) -> pd.DataFrame:
 
 def plot_suspensions(
     jobs: pd.DataFrame, spans: pd.DataFrame, compute_nodes: int, out: Path, *,
-    title: str = "Suspend/resume",
+    title: str = "Suspend/resume", formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
 ) -> Path:  # fmt: skip
     """Nodes busy running, nodes of high-priority jobs and suspended jobs over time."""
     import matplotlib
@@ -90,6 +93,6 @@ def plot_suspensions(
     bottom.set_xlabel("time (hours of original time)")
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
+    shown = save_figure(fig, out, formats)
     plt.close(fig)
-    return out
+    return shown

@@ -23,7 +23,9 @@ def _md_block(block: Block) -> list[str]:
     if isinstance(block, Banner):
         return [f"> **{block.text}**" if block.ok else f"> **⚠ {block.text}**"]
     if isinstance(block, Image):
-        return [f"![{block.alt}]({block.path})", "", f"*{block.caption}*"]
+        # A PDF is no image to a Markdown viewer or a browser's <img>: linked instead.
+        shown = f"[{block.alt} (PDF)]({block.path})" if _is_pdf(block) else f"![{block.alt}]({block.path})"
+        return [shown, "", f"*{block.caption}*"]
     cell = lambda s: s.replace("|", "\\|")  # noqa: E731
     out = ["| " + " | ".join(cell(h) for h in block.headers) + " |"]
     out.append("|" + "|".join("---" for _ in block.headers) + "|")
@@ -68,6 +70,8 @@ def _html_block(block: Block) -> str:
         return f'<p class="banner {"ok" if block.ok else "bad"}">{html.escape(block.text)}</p>'
     if isinstance(block, Image):
         img = f'<img src="{html.escape(block.path)}" alt="{html.escape(block.alt)}">'
+        if _is_pdf(block):
+            img = f'<a href="{html.escape(block.path)}">{html.escape(block.alt)} (PDF)</a>'
         return f"<figure>{img}<figcaption>{html.escape(block.caption)}</figcaption></figure>"
     head = "".join(f"<th>{html.escape(h)}</th>" for h in block.headers)
     rows = []
@@ -80,6 +84,10 @@ def _html_block(block: Block) -> str:
         cells = "".join(f"<td{_num_class(c)}>{_html_text(c)}</td>" for c in row)
         rows.append(f"<tr{attrs}>{cells}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _is_pdf(image: Image) -> bool:
+    return image.path.lower().endswith(".pdf")
 
 
 def _html_text(text: str) -> str:

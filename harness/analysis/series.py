@@ -127,3 +127,40 @@ def gantt_layout(jobs: pd.DataFrame, compute_count: int) -> pd.DataFrame:
             "status": status.astype(str).to_numpy()[idx],
         }
     )
+
+
+def bb_layout(jobs: pd.DataFrame) -> pd.DataFrame:
+    """Where each job's burst buffer is drawn on a capacity axis: pieces ``job_id, start, end,
+    y0, y1, status`` (y in MB), one job's pieces held from its start to its end.
+
+    Jobs are placed in start order into the gaps left by the jobs still running, lowest
+    first, and a job split over several gaps when no gap holds it whole: so the pieces at any
+    instant add up to the BB in use and never reach above it (a whole-block first fit would
+    leave holes and draw a full burst buffer above its capacity).
+    """
+    rows: list[tuple[Any, float, float, float, float, str]] = []
+    running: list[tuple[float, float, float]] = []  # (end, y0, y1) of the pieces placed
+    order = jobs.sort_values(["start", "job_id"], kind="stable")
+    status = order["status"] if "status" in order else pd.Series("completed", index=order.index)
+    for job, start, end, nodes, per_node, state in zip(
+        order["job_id"], order["start"], order["end"], order["nodes"], order["bb_per_node_mb"], status,
+        strict=True,
+    ):  # fmt: skip
+        need = float(nodes) * float(per_node)
+        if not need > 0:
+            continue
+        running = [p for p in running if p[0] > start]  # a piece is free again at its job's end
+        y = 0.0
+        for _, low, high in sorted(running, key=lambda p: p[1]):
+            if need <= 0:
+                break
+            if low > y:  # a gap [y, low)
+                take = min(low - y, need)
+                rows.append((job, float(start), float(end), y, y + take, str(state)))
+                running.append((float(end), y, y + take))
+                need -= take
+            y = max(y, high)
+        if need > 0:  # above every running piece
+            rows.append((job, float(start), float(end), y, y + need, str(state)))
+            running.append((float(end), y, y + need))
+    return pd.DataFrame(rows, columns=["job_id", "start", "end", "y0", "y1", "status"])

@@ -8,9 +8,10 @@ from pathlib import Path
 import click
 
 from harness.cli.options import HarnessCommand, json_option, output_option
+from harness.cli.output_options import figure_format_option
 from harness.model.checks import InputError
 
-PLOT_FORMATS = (".png", ".pdf", ".svg")  # what the chart is saved as, by its name
+PLOT_FORMATS = (".png", ".pdf", ".svg")  # what the chart is saved as, by its name or --format
 
 
 @click.command(
@@ -20,6 +21,7 @@ PLOT_FORMATS = (".png", ".pdf", ".svg")  # what the chart is saved as, by its na
     examples=[
         "harness compare runs/A runs/B",
         "harness compare runs/A runs/B -m mean_wait -o ratios.png --json",
+        "harness compare runs/A runs/B -o figures/ratios --format pdf,svg",
     ],
 )
 @click.argument(
@@ -39,10 +41,20 @@ PLOT_FORMATS = (".png", ".pdf", ".svg")  # what the chart is saved as, by its na
     help="Metric key of metrics.json to compare (repeatable; default: waits, turnaround, slowdowns, "
     "makespan and utilisations).",
 )
-@output_option("Also write a bar chart of the ratios to the baseline to this PNG file.", dir_okay=False)
+@output_option(
+    "Also write a bar chart of the ratios to the baseline to this file (.png, .pdf or .svg; with "
+    "--format, this name in each format).",
+    dir_okay=False,
+)
+@figure_format_option(None, "the suffix of -o")
 @json_option
 def compare_command(
-    runs: tuple[Path, ...], baseline: str, metrics: tuple[str, ...], output: Path | None, as_json: bool
+    runs: tuple[Path, ...],
+    baseline: str,
+    metrics: tuple[str, ...],
+    output: Path | None,
+    figure_formats: tuple[str, ...] | None,
+    as_json: bool,
 ) -> None:
     """Compare the metrics of run directories, normalised to a baseline run.
 
@@ -51,7 +63,9 @@ def compare_command(
     # Imported here: pandas would otherwise slow `harness --help` down; matplotlib only for --plot.
     from harness.analysis.compare import DEFAULT_METRICS, compare_runs, comparison_to_dict, format_table
 
-    if output is not None and output.suffix.lower() not in PLOT_FORMATS:
+    if figure_formats is not None and output is None:
+        raise InputError("a figure format needs -o, the file the chart is written to", where="--format")
+    if output is not None and figure_formats is None and output.suffix.lower() not in PLOT_FORMATS:
         raise InputError(
             f"a chart is written as {', '.join(PLOT_FORMATS)}; got {output.name!r}", where="--output"
         )
@@ -68,12 +82,15 @@ def compare_command(
         click.echo(format_table(df))
     plot_path = output
     if plot_path is not None:
+        from harness.analysis.figures import figure_paths
         from harness.analysis.plots import plot_comparison
         from harness.model.atomic import OutputError
 
+        formats = figure_formats or (plot_path.suffix.lower().lstrip("."),)
         try:
-            plot_comparison(df, plot_path)
+            plot_comparison(df, plot_path, formats)
         except OutputError as exc:
             raise click.ClickException(str(exc)) from None
         # stderr keeps --json output parseable.
-        click.echo(f"plot written to {plot_path}", err=True)
+        written = ", ".join(str(p) for p in figure_paths(plot_path, formats))
+        click.echo(f"plot written to {written}", err=True)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from harness.cli.options import MINUTES, WORKERS, HarnessGroup, IntegerType, output_option, quiet_option
+from harness.cli.output_options import metrics_option, report_format_option
 from harness.experiments.keys import SpecError
 
 if TYPE_CHECKING:
@@ -88,6 +89,7 @@ def experiment() -> None:
     show_default=True,
     help="Write the report when every cell has finished.",
 )
+@report_format_option
 @click.option("--dry-run", is_flag=True, help="Only show the grid and what is left to run.")
 @quiet_option("No progress messages: only the experiment directory, and errors.")
 def run_command(
@@ -100,6 +102,7 @@ def run_command(
     cells_per_task: int,
     slurm_options: tuple[str, ...],
     report: bool,
+    report_formats: tuple[str, ...],
     dry_run: bool,
     quiet: bool,
 ) -> None:
@@ -128,20 +131,42 @@ def run_command(
         raise SystemExit(130)
     if report and summary.complete:
         from harness.experiments.report import write_experiment_report
+        from harness.experiments.report_options import ReportOptions
 
-        write_experiment_report(exp_dir)
+        _or_fail(write_experiment_report, exp_dir, ReportOptions.from_formats(report_formats))
     click.echo(str(exp_dir))
     if summary.failed:
         raise click.ClickException(f"{summary.failed} cell(s) failed (see {exp_dir}/failed.json); run again")
 
 
-@experiment.command("report", examples=["harness experiment report runs/experiments/thesis"])
+@experiment.command(
+    "report",
+    examples=[
+        "harness experiment report runs/experiments/thesis",
+        "harness experiment report runs/experiments/offsets --over offset --metrics mean_wait,mean_bsld "
+        "--format md,csv,latex,pdf",
+    ],
+)
 @click.argument("exp_dir", metavar="DIR", type=click.Path(path_type=Path, exists=True, file_okay=False))
-def report_command(exp_dir: Path) -> None:
-    """Write report.md and report.html (tables and plots) of an experiment directory."""
+@click.option(
+    "--over",
+    metavar="AXIS",
+    default=None,
+    help="Pool the cells over this axis of the grid (e.g. period, offset, bb_seed) and the repetitions: "
+    "AVE, SSD, RSD and C95 per metric across its values (Barberato's Table 4.8).",
+)
+@metrics_option("Metrics of the tables and plots, a comma list of metric names (default: the file's).")
+@report_format_option
+def report_command(
+    exp_dir: Path, over: str | None, metrics: tuple[str, ...] | None, report_formats: tuple[str, ...]
+) -> None:
+    """Write the report of an experiment directory (report.md and report.html with tables and
+    plots by default; CSV and LaTeX with --format)."""
     from harness.experiments.report import write_experiment_report
+    from harness.experiments.report_options import ReportOptions
 
-    for path in _or_fail(write_experiment_report, exp_dir):
+    options = ReportOptions.from_formats(report_formats, metrics or (), over)
+    for path in _or_fail(write_experiment_report, exp_dir, options):
         click.echo(str(path))
 
 

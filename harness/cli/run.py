@@ -30,6 +30,7 @@ from harness.cli.options import (
     shrink_option,
     verbose_option,
 )
+from harness.cli.output_options import figure_format_option
 from harness.cli.sizing import size_options, sized_platform_file
 from harness.cli.workload_options import selection_kwargs, selection_options, trace_kwargs, trace_options
 from harness.model.clock import MAX_SPEEDUP
@@ -124,6 +125,7 @@ RUN_POLICY_HELP = (
 @long_run_options
 @size_options
 @policy_param_option
+@figure_format_option()
 def run_command(trace: Path | None, **kw: Any) -> None:
     """Replay TRACE (default: the bundled KTH slice) on the emulated Slurm; write a run directory.
 
@@ -174,6 +176,7 @@ def _run_options(trace: Path | None, kw: dict[str, Any]) -> Any:
                           compare_sim=kw["compare_sim"], preempt=kw["preempt"], speedup=kw["speedup"],
                           events=kw["clock"] == "events", policy_params=_policy_params(kw)),
         runs_dir=kw["output"], quiet=kw["quiet"] or bool(os.environ.get("CI")), verbose=kw["verbose"],
+        figure_formats=kw["figure_formats"],
     )  # fmt: skip
 
 

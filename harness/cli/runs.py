@@ -1,5 +1,6 @@
 """``harness runs``: the runs of a runs directory (running, complete, incomplete, with progress
-and ETA); ``runs watch DIR`` follows one live; ``runs stop DIR`` stops one as Ctrl-C would."""
+and ETA); ``runs watch DIR`` follows one live; ``runs stop DIR`` stops one as Ctrl-C would;
+``runs report DIR`` writes a run's report again (``--format`` for its figures)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,15 @@ from pathlib import Path
 
 import click
 
-from harness.cli.options import NON_NEGATIVE_SECONDS, HarnessCommand, HarnessGroup, NumberType, json_option
+from harness.cli.options import (
+    NON_NEGATIVE_SECONDS,
+    HarnessCommand,
+    HarnessGroup,
+    NumberType,
+    json_option,
+    user_errors,
+)
+from harness.cli.output_options import figure_format_option
 from harness.model.durations import clock
 from harness.model.polling import poll_until
 
@@ -30,7 +39,12 @@ def _progress(finished: int | None, total: int | None) -> str:
     "runs",
     cls=HarnessGroup,
     invoke_without_command=True,
-    examples=["harness runs", "harness runs --dir /data/runs --json", "harness runs watch runs/RUN_ID"],
+    examples=[
+        "harness runs",
+        "harness runs --dir /data/runs --json",
+        "harness runs watch runs/RUN_ID",
+        "harness runs report runs/RUN_ID --format png,pdf",
+    ],
 )
 @click.option(
     "--dir", "runs_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
@@ -114,3 +128,25 @@ def stop_command(run_dir: Path, wait: float) -> None:
     if not poll_until(lambda: process_alive(run_dir) != pid, wait, interval=0.5):
         raise click.ClickException(f"the run (pid {pid}) is still going after {wait:g} s")
     _finish(run_dir)
+
+
+@runs_group.command(
+    "report",
+    cls=HarnessCommand,
+    examples=["harness runs report runs/RUN_ID", "harness runs report sim/backfill-1 --format pdf,svg"],
+)
+@click.argument("run_dirs", metavar="RUN_DIR...", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))  # fmt: skip
+@figure_format_option()
+@user_errors(OSError)
+def report_command(run_dirs: tuple[Path, ...], figure_formats: tuple[str, ...]) -> None:
+    """Write (again) the report and plots of run directories, emulated or simulated: a run's
+    figures in other formats, or the report of a run written by an older version."""
+    from harness.analysis.report import write_report  # matplotlib: only when a report is written
+    from harness.model.rundir import MANIFEST
+
+    for run_dir in run_dirs:
+        if not (run_dir / MANIFEST).is_file():
+            raise click.ClickException(f"{run_dir}: not a run directory (no {MANIFEST})")
+        for path in write_report(run_dir, figure_formats):
+            click.echo(str(path))

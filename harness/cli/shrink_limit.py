@@ -16,6 +16,7 @@ from harness.cli.options import (
     policy_option,
     user_errors,
 )
+from harness.cli.output_options import figure_format_option
 from harness.cli.workload_options import selection_kwargs, selection_options, trace_kwargs, trace_options
 
 
@@ -113,6 +114,7 @@ def _shrink_list(ctx: click.Context, param: click.Parameter, value: str) -> list
 )
 @trace_options
 @selection_options
+@figure_format_option()
 @user_errors()
 def shrink_limit_command(
     trace: Path | None,
@@ -129,6 +131,7 @@ def shrink_limit_command(
     cluster_name: str,
     timeout: float | None,
     platform_file: str,
+    figure_formats: tuple[str, ...],
     **workload_opts: Any,
 ) -> None:
     """Replay TRACE (default: the bundled KTH slice) at increasing shrink and report the largest
@@ -146,7 +149,7 @@ def shrink_limit_command(
     result = find_limit(points, tolerance)
     target = out_dir or runs_dir / f"shrink-limit-{policy}-{against}"
     title = f"{policy} ({'simulator, tick ' + format(tick, 'g') + ' s' if against == 'sim' else 'emulation'})"
-    paths = write_limit(result, target, title)
+    paths = write_limit(result, target, title, figure_formats)
     click.echo(text_table(result))
     click.echo(f"table, JSON and plot in {paths[0].parent}")
 

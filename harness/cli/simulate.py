@@ -21,6 +21,14 @@ from harness.cli.options import (
     priority_options,
     time_limit_option,
 )
+from harness.cli.output_options import figure_format_option
+from harness.cli.simulate_repeat import (
+    check_repeat,
+    format_repetitions,
+    pooled_row,
+    repeat_options,
+    shuffle_seeds,
+)
 from harness.cli.workload_options import (
     given,
     selection_kwargs,
@@ -40,16 +48,18 @@ if TYPE_CHECKING:
 TEXT_COLUMNS: tuple[str, ...] = ("jobs", *HEADLINE_METRICS)
 
 
-def _load_workload(path: str, platform: Any, opts: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """A plan as stored, or a trace prepared with the workload options (shared with prepare)."""
-    from harness.workload.plan import is_plan_file, load_plan_or_trace, resolve_input
+def _load_workload(path: str, platform: Any, opts: dict[str, Any]) -> list[tuple[Any, dict[str, Any]]]:
+    """A plan as stored, or a trace prepared with the workload options (shared with prepare):
+    one (plan, manifest), or one per submission order (--shuffle, --repeat)."""
+    from harness.workload.plan import is_plan_file, load_plan_or_trace, prepare_shuffled, resolve_input
 
     source = resolve_input(path)
     if source.exists() and is_plan_file(source):  # a plan keeps its own; the options set are ignored
         kwargs = {k: opts[k] for k in given(list(opts))}
-        return load_plan_or_trace(source, **kwargs)
+        return [load_plan_or_trace(source, **kwargs)]
     kwargs = {**trace_kwargs(opts), **selection_kwargs(opts), "platform": platform}
-    return load_plan_or_trace(source, **kwargs)
+    seeds = shuffle_seeds(opts["shuffle"], opts["repeat"], opts["bb_seed"])
+    return prepare_shuffled(source, seeds, **kwargs) if seeds else [load_plan_or_trace(source, **kwargs)]
 
 
 def _text_table(results: dict[str, dict[str, Any]], io: bool = False) -> str:
@@ -105,7 +115,7 @@ def _check_outputs(output: Path | None, names: list[str], workload: str) -> None
         raise click.ClickException(str(exc)) from None
 
 
-def _write_bandwidth(result: Any, platform: Any, jobs_path: Path) -> Path:
+def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, formats: tuple[str, ...]) -> Path:
     """Beside the per-job results of an io-aware run: the bandwidth timeline and its plot."""
     from harness.analysis.io_plots import plot_bandwidth
     from harness.model.atomic import atomic_write_csv
@@ -118,7 +128,9 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path) -> Path:
         "bb": platform.io.bb_node_mbps * platform.bb_count * per_s,
     }
     out = jobs_path.with_suffix(".bandwidth.png")
-    return plot_bandwidth(result.bandwidth, capacity, out, title=f"Bandwidth: {result.policy}")
+    return plot_bandwidth(
+        result.bandwidth, capacity, out, title=f"Bandwidth: {result.policy}", formats=formats
+    )
 
 
 @click.command(
@@ -178,6 +190,8 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path) -> Path:
     help="Tick-aware twin: plan seconds from a start decision to the job's start (alloc-only).",
 )
 @priority_options
+@repeat_options
+@figure_format_option()
 def simulate_command(
     workload: str,
     policy: str,
@@ -193,6 +207,7 @@ def simulate_command(
     staging: str,
     tick: float,
     launch_delay: float,
+    figure_formats: tuple[str, ...],
     **opts: Any,
 ) -> None:
     """Run policies on WORKLOAD (a prepared plan or an SWF trace) in the simulator.
@@ -202,38 +217,37 @@ def simulate_command(
     from harness.emulation.run.simulated import SimulatedRun, write_simulated_run
 
     tiers = (opts.pop("priority"), opts.pop("preempt"))
+    check_repeat(opts["shuffle"], opts["repeat"], output, tiers[0])
     params = _policy_params(policy, opts.pop("policy_param"))
-    names, platform, plan, manifest = _inputs(workload, policy, platform_file, output, opts)
+    names, platform, plans = _inputs(workload, policy, platform_file, output, opts)
+    plan, manifest = plans[0]
     io_seed = int(manifest.get("seed", opts["bb_seed"]))
     if tiers != ("none", "none"):
         _check_priority_twin(tiers[0], names, model, tick, launch_delay)
-        row = _simulate_priorities(plan, platform, *tiers, io_seed, tau, output)
+        row = _simulate_priorities(plan, platform, *tiers, io_seed, tau, output, figure_formats)
         return click.echo(json.dumps({names[0]: row}, indent=2) if as_json else _text_table({names[0]: row}))
     results: dict[str, dict[str, Any]] = {}
     settings = {"model": model, "staging": staging, "tick": tick, "launch_delay": launch_delay, "tau": tau,
                 "io_seed": io_seed, "policy_seed": policy_seed, "time_limit_s": time_limit,
                 "policy_params": params}  # fmt: skip
+    common = {"platform": platform, "twin": (model, tick, launch_delay, staging), "params": params,
+              "io_seed": io_seed, "policy_seed": policy_seed, "time_limit": time_limit, "tau": tau, "ci": ci,
+              "check": check, "several": len(names) > 1, "formats": figure_formats}  # fmt: skip
     for name in names:
-        results[name], result = _simulate_one(
-            name,
-            plan,
-            platform,
-            (model, tick, launch_delay, staging),
-            params,
-            io_seed,
-            policy_seed,
-            time_limit,
-            tau,
-            ci,
-            check,
-            None if _is_run_dir(output) else output,
-            len(names) > 1,
-        )
+        jobs_file = None if _is_run_dir(output) else output
+        results[name], result = _simulate_one(name, plan, output=jobs_file, **common)
+        if len(plans) > 1:  # the other submission orders (--repeat): their metrics, no files
+            rows = [results[name], *(_simulate_one(name, p, output=None, **common)[0] for p, _ in plans[1:])]
+            results[name] = pooled_row(rows)
         if output is not None and _is_run_dir(output):
             run = SimulatedRun(name, plan, manifest, result.jobs, results[name], platform, settings)
-            target = write_simulated_run(_jobs_target(output, name, len(names) > 1), run)
+            target = write_simulated_run(_jobs_target(output, name, len(names) > 1), run, figure_formats)
             click.echo(f"{name}: run directory {target}", err=True)
-    click.echo(json.dumps(results, indent=2) if as_json else _text_table(results, io=model == IO_AWARE))
+    if as_json:
+        return click.echo(json.dumps(results, indent=2))
+    click.echo(_text_table(results, io=model == IO_AWARE))
+    if len(plans) > 1:
+        click.echo(format_repetitions(results, TEXT_COLUMNS + (IO_METRICS if model == IO_AWARE else ())))
 
 
 def _policy_params(policy: str, pairs: tuple[str, ...]) -> dict[str, dict[str, Any]]:
@@ -252,8 +266,8 @@ def _policy_params(policy: str, pairs: tuple[str, ...]) -> dict[str, dict[str, A
 
 def _inputs(
     workload: str, policy: str, platform_file: str, output: Path | None, opts: dict
-) -> tuple[list[str], Any, Any, dict]:
-    """(policy names, platform, plan, manifest) or a ClickException naming what is wrong."""
+) -> tuple[list[str], Any, list[tuple[Any, dict]]]:
+    """(policy names, platform, [(plan, manifest), ...]) or a ClickException naming what is wrong."""
     from harness.platform import PlatformError, load_platform
 
     try:
@@ -263,10 +277,10 @@ def _inputs(
         raise click.ClickException(str(exc)) from None
     _check_outputs(output, names, workload)
     try:
-        plan, manifest = _load_workload(workload, platform, opts)
+        plans = _load_workload(workload, platform, opts)
     except (OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
-    return names, platform, plan, manifest
+    return names, platform, plans
 
 
 def _simulate_one(
@@ -283,6 +297,7 @@ def _simulate_one(
     check: bool,
     output: Path | None,
     several: bool,
+    formats: tuple[str, ...],
 ) -> tuple[dict[str, Any], Any]:
     """Simulate one policy: its summary row (and per-job file and plot when asked) and its result."""
     from harness.analysis.io_metrics import io_summary
@@ -309,7 +324,7 @@ def _simulate_one(
         path = _write_jobs(result.jobs, output, name, several)
         click.echo(f"{name}: per-job results in {path}", err=True)
         if result.bandwidth is not None:
-            plot = _write_bandwidth(result, platform, path)
+            plot = _write_bandwidth(result, platform, path, formats)
             click.echo(f"{name}: bandwidth over time in {plot} (and .csv)", err=True)
     return row, result
 
@@ -326,7 +341,7 @@ def _check_priority_twin(priority: str, names: list[str], model: str, tick: floa
 
 def _simulate_priorities(
     plan: Any, platform: Any, priority: str, preempt: str, seed: int, tau: float,
-    output: Path | None,
+    output: Path | None, formats: tuple[str, ...],
 ) -> dict[str, Any]:  # fmt: skip
     """The suspend/resume twin: its summary row with the suspension counts (files with --output)."""
     from harness.analysis.metrics import summary
@@ -350,6 +365,6 @@ def _simulate_priorities(
         spans = atomic_write_csv(path.with_suffix(".suspensions.csv"), result.suspensions)
         plot = plot_suspensions(result.jobs, result.suspensions, platform.compute_count,
                                 path.with_suffix(".suspended.png"),
-                                title=f"Twin: {priority}, preempt {preempt}")  # fmt: skip
+                                title=f"Twin: {priority}, preempt {preempt}", formats=formats)  # fmt: skip
         click.echo(f"per-job results in {path}, suspensions in {spans}, figure {plot}", err=True)
     return row

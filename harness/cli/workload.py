@@ -55,8 +55,10 @@ def _friendly(func: Callable[..., None]) -> Callable[..., None]:
 def _prepare_kwargs(opts: dict[str, Any]) -> dict[str, Any]:
     """Command-line options -> keyword arguments of ``plan.prepare``."""
     kwargs: dict[str, Any] = {"platform": load_platform(opts["platform_file"]), **trace_kwargs(opts)}
-    if "shuffle" in opts:  # prepare and split: a selection of the trace
-        kwargs.update(shuffle=opts["shuffle"], **selection_kwargs(opts))
+    if "first_n" in opts:  # every command but split's --period-less parts: a selection of the trace
+        kwargs.update(selection_kwargs(opts))
+    if "shuffle" in opts:  # prepare and split
+        kwargs["shuffle"] = opts["shuffle"]
     return kwargs
 
 
@@ -97,14 +99,22 @@ workload.add_command(from_sacct_command)
 
 @workload.command(
     renamed={"--seed": "--bb-seed"},
-    examples=["harness workload inspect bundled", "harness workload inspect kth.swf --lenient --json"],
+    examples=[
+        "harness workload inspect bundled",
+        "harness workload inspect kth.swf --lenient --json",
+        "harness workload inspect kth.swf --sample ordered --sample-ratio 10",
+    ],
 )
 @click.argument("trace")
 @trace_options
+@selection_options
 @json_option
 @_friendly
 def inspect(trace: str, as_json: bool, **opts: Any) -> None:
-    """Print what is in TRACE: jobs, span, load, sizes, runtimes, walltime accuracy, BB requests."""
+    """Print what is in TRACE: jobs, span, load, sizes, runtimes, walltime accuracy, BB requests.
+
+    With a selection (--period, --window, --first-n, --sample), of the jobs a plan would keep.
+    """
     summary = inspect_summary(plan.resolve_input(trace), **_prepare_kwargs(opts))
     warning = summary["node_size"].get("warning")
     if warning:
@@ -127,11 +137,35 @@ def inspect_summary(trace_path: str | Path, **kwargs: Any) -> dict[str, Any]:
     jobs, bb_counts = bbmodel.apply_model(
         jobs, model, bb_count=platform.bb_count, capacity_mb=platform.bb_capacity_mb, seed=kwargs["seed"]
     )
+    # The BB requests are drawn for the whole trace first, as prepare does, so a selection
+    # shows the very requests its plan would hold.
+    selection = {k: kwargs.get(k) for k in ("first_n", "window", "period", "sampling")}
+    if any(v is not None for v in selection.values()):
+        jobs = plan.select(jobs, **selection)
     raw = trace_to_table(trace, int(str((report.node_size or {}).get("procs_per_node", 1))))
     summary = stats.summarize(trace, raw, jobs, report, platform, bb_counts)
     summary["seed"] = kwargs["seed"]
     summary["bb_model"] = model.kind
+    summary["selection"] = _selection_text(selection)
     return summary
+
+
+def _selection_text(selection: dict[str, Any]) -> str:
+    """``period 1/16, sample ordered (ratio 10, offset 0)``, or ``""`` for the whole trace."""
+    parts = []
+    if selection["period"] is not None:
+        i, k = selection["period"]
+        parts.append(f"period {i + 1}/{k}")
+    if selection["window"] is not None:
+        start, end = selection["window"]
+        parts.append(f"window {start:g}:{'' if end is None else f'{end:g}'} s")
+    if selection["first_n"] is not None:
+        parts.append(f"first {selection['first_n']} jobs")
+    sampling = selection["sampling"]
+    if sampling is not None:
+        shown = {k: v for k, v in sampling.as_dict().items() if k != "method" and v is not None}
+        parts.append(f"sample {sampling.method} ({', '.join(f'{k} {v}' for k, v in shown.items())})")
+    return ", ".join(parts)
 
 
 def _pct(count: int, total: int) -> str:
@@ -158,7 +192,7 @@ def format_summary(s: dict[str, Any]) -> str:
     ]
     lines += [f"  {name:<24} {s['rule_actions'][name]:<9} {n:>7,}" for name, n in s["rules"].items()]
     lines += [
-        f"jobs           {jobs:,}",
+        f"jobs           {jobs:,}" + (f" (selected: {s['selection']})" if s.get("selection") else ""),
         f"span           {s['span_s']:,.0f} s ({s['span_s'] / 86400:.1f} days) from first to last submission",
         f"offered load   {s['offered_load']:.3f} (node-seconds asked / node-seconds of the span)",
         f"timeouts       {s['timeouts']:,} jobs ran past their walltime in the trace",

@@ -1,4 +1,4 @@
-"""The report of an experiment directory: ``report.md``, ``report.html`` and ``plots/*.png``.
+"""The report of an experiment directory: ``report.md``, ``report.html`` and ``plots/*``.
 
 The plots are drawn by the run report's plotting module (:mod:`harness.analysis.plots`): boxen
 plots of per-job metrics per policy, box plots of the ratios to the baseline, and each
@@ -9,18 +9,27 @@ run count (rows of cells since removed from the file stay in the table, unused).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
 from harness.analysis import plots
 from harness.analysis.document import Block, Image, Section
+from harness.analysis.figures import DEFAULT_FIGURE_FORMATS, figure_paths
 from harness.analysis.formatting import UNITS
+from harness.analysis.job_plots import plot_tails
 from harness.analysis.render import render_html, render_markdown
+from harness.analysis.render_latex import render_latex
 from harness.experiments.report_data import ExperimentData, load_experiment
-from harness.experiments.report_tables import header_section, table_sections
+from harness.experiments.report_options import DEFAULT_REPORT, ReportOptions
+from harness.experiments.report_pooled import check_axis, pooled_section, pooled_table
+from harness.experiments.report_tables import header_section, reported_metrics, table_sections
 from harness.experiments.stats import match_axes, ratios
-from harness.model.atomic import atomic_write_text
+from harness.model.atomic import atomic_write_csv, atomic_write_text
+from harness.model.checks import InputError
+from harness.model.expdir import REPORT_CSV, REPORT_TEX
 from harness.model.metric_names import metric_spec
 from harness.model.rundir import PLOTS_DIR, REPORT_HTML, REPORT_MD
 
@@ -31,29 +40,59 @@ JOB_LABELS = {
 SWEPT = ("period", "shrink")  # axes plotted against, besides the [sweep] variables
 
 
-def write_experiment_report(exp_dir: Path) -> list[Path]:
-    """Write the plots, ``report.md`` and ``report.html`` into ``exp_dir``; return their paths."""
-    data = load_experiment(Path(exp_dir))
-    figures = write_figures(data) if len(data.table) else []
+def write_experiment_report(exp_dir: Path, options: ReportOptions = DEFAULT_REPORT) -> list[Path]:
+    """Write the plots (each in every figure format of ``options``) and the report in each of
+    its text formats into ``exp_dir``; return the paths of every file written."""
+    data = select_metrics(load_experiment(Path(exp_dir)), options.metrics)
+    if options.over:
+        check_axis(data, options.over)
+    shown = write_figures(data, options.figure_formats) if len(data.table) else []
+    written = [f for fig in shown for f in figure_paths(fig, options.figure_formats)]
     title = f"Experiment {data.manifest.get('name', data.exp_dir.name)}"
-    sections = [header_section(data), *table_sections(data), _figures_section(data, figures)]
-    md = data.exp_dir / REPORT_MD
-    atomic_write_text(md, render_markdown(title, sections))
-    page = data.exp_dir / REPORT_HTML
-    atomic_write_text(page, render_html(title, sections))
-    return [*figures, md, page]
+    sections = [header_section(data), *table_sections(data)]
+    if options.over and len(data.table):
+        sections.append(pooled_section(data, reported_metrics(data), options.over))
+    sections.append(_figures_section(data, shown))
+    renderings = {"md": (REPORT_MD, render_markdown), "html": (REPORT_HTML, render_html),
+                  "latex": (REPORT_TEX, render_latex)}  # fmt: skip
+    for fmt in options.text_formats:
+        if fmt == "csv":
+            table = pooled_table(data, reported_metrics(data), options.over)
+            written.append(atomic_write_csv(data.exp_dir / REPORT_CSV, table))
+        else:
+            name, render = renderings[fmt]
+            written.append(atomic_write_text(data.exp_dir / name, render(title, sections)))
+    return written
 
 
-def write_figures(data: ExperimentData) -> list[Path]:
+def select_metrics(data: ExperimentData, metrics: Sequence[str]) -> ExperimentData:
+    """``data`` reporting ``metrics`` instead of its file's (unchanged when none are named);
+    a metric no finished cell measured is a one-line error naming the ones measured."""
+    if not metrics:
+        return data
+    measured = list(dict.fromkeys(data.table["metric"])) if len(data.table) else []
+    missing = [m for m in metrics if m not in measured]
+    if missing:
+        listed = ", ".join(measured) or "none: no cell has finished"
+        raise InputError(f"not measured in this experiment: {', '.join(missing)} (measured: {listed})",
+                         where="--metrics")  # fmt: skip
+    settings = {**data.settings, "metrics": list(metrics)}
+    return replace(data, manifest={**data.manifest, "report": settings})
+
+
+def write_figures(data: ExperimentData, formats: Sequence[str] = DEFAULT_FIGURE_FORMATS) -> list[Path]:
+    """The experiment's plots in each of ``formats``; returns the paths the report embeds."""
     out = data.exp_dir / PLOTS_DIR
     out.mkdir(exist_ok=True)
-    figures = [*_boxen_figures(data, out), *_ratio_figures(data, out)]
+    figures = [*_boxen_figures(data, out, formats), *_tail_figures(data, out, formats)]
+    figures += _ratio_figures(data, out, formats)
     for axis in swept_axes(data):
-        figures += [_against_figure(data, metric, axis, out) for metric in data.settings.get("metrics", [])]
+        metrics = data.settings.get("metrics", [])
+        figures += [_against_figure(data, metric, axis, out, formats) for metric in metrics]
     return figures
 
 
-def _boxen_figures(data: ExperimentData, out: Path) -> list[Path]:
+def _boxen_figures(data: ExperimentData, out: Path, formats: Sequence[str]) -> list[Path]:
     paths = []
     for column in data.settings.get("job_metrics", []):
         values = {}
@@ -64,11 +103,21 @@ def _boxen_figures(data: ExperimentData, out: Path) -> list[Path]:
         if values:
             label = JOB_LABELS.get(column, column)
             title = f"{label.split(' (')[0].capitalize()} of every job, per policy (jobs of all its cells)"
-            paths.append(plots.plot_boxen(values, label, out / f"boxen-{column}.png", title))
+            paths.append(plots.plot_boxen(values, label, out / f"boxen-{column}", title, formats=formats))
     return paths
 
 
-def _ratio_figures(data: ExperimentData, out: Path) -> list[Path]:
+def _tail_figures(data: ExperimentData, out: Path, formats: Sequence[str]) -> list[Path]:
+    """Waits and bounded slowdowns of every job, one curve per policy (its cells' jobs pooled)."""
+    per_policy = {p: data.jobs(data.keys(policy=p)) for p in data.policies}
+    per_policy = {p: jobs for p, jobs in per_policy.items() if len(jobs)}
+    if not per_policy:
+        return []
+    title = "Tails of waits and bounded slowdowns, per policy (jobs of all its cells)"
+    return [plot_tails(per_policy, out / "tails", title, formats)]
+
+
+def _ratio_figures(data: ExperimentData, out: Path, formats: Sequence[str]) -> list[Path]:
     baseline = data.settings.get("baseline")
     if not baseline:
         return []
@@ -79,8 +128,8 @@ def _ratio_figures(data: ExperimentData, out: Path) -> list[Path]:
         if groups:
             label = metric_spec(metric).label
             title = f"{label} divided by {baseline}'s on the same {matched_on(data)}"
-            path = out / f"ratio-{metric}.png"
-            paths.append(plots.plot_ratio_boxes(groups, baseline, label.lower(), path, title))
+            path = out / f"ratio-{metric}"
+            paths.append(plots.plot_ratio_boxes(groups, baseline, label.lower(), path, title, formats))
     return paths
 
 
@@ -92,7 +141,7 @@ def swept_axes(data: ExperimentData) -> list[str]:
     return [a for a in numeric if table[a].dropna().nunique() >= 2]
 
 
-def _against_figure(data: ExperimentData, metric: str, axis: str, out: Path) -> Path:
+def _against_figure(data: ExperimentData, metric: str, axis: str, out: Path, formats: Sequence[str]) -> Path:
     frame = data.table[(data.table["metric"] == metric) & data.table[axis].notna()]
     series_col = "family" if axis in data.sweep else "policy"
     rows = []
@@ -101,8 +150,8 @@ def _against_figure(data: ExperimentData, metric: str, axis: str, out: Path) -> 
         rows.append({"series": series, "x": float(x), "y": group["value"].mean(), "lo": lo, "hi": hi})
     label = axis_label(metric)
     title = f"{metric_spec(metric).label} against {axis} (95 % intervals)"
-    path = out / f"{metric}-by-{axis}.png"
-    return plots.plot_against(pd.DataFrame(rows), axis, label, path, title, bars=axis == "period")
+    path = out / f"{metric}-by-{axis}"
+    return plots.plot_against(pd.DataFrame(rows), axis, label, path, title, axis == "period", formats)
 
 
 def axis_label(metric: str) -> str:
@@ -129,6 +178,10 @@ def _caption(stem: str, data: ExperimentData) -> str:
     if stem.startswith("boxen-"):
         return ("Letter-value plot of depth 4 (Kopański Section 4.1): boxes from the quartiles out to the "
                 "1/8, 1/16 and 1/32 quantiles, the median in white, the jobs beyond as dots.")  # fmt: skip
+    if stem == "tails":
+        return ("The share of each policy's jobs whose wait (left) or bounded slowdown (right) is at least "
+                "x, on log axes: the curves' right ends are the tails a mean hides; the dotted lines mark "
+                "the median, the 5 % and the 1 % of jobs.")  # fmt: skip
     if stem.startswith("ratio-"):
         return (f"Ratios to {data.settings.get('baseline')} (Kopański Figures 4.46-4.49): the box spans the "
                 "quartiles, each dot is one cell; below 1 is better.")  # fmt: skip

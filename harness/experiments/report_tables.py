@@ -73,13 +73,14 @@ def table_sections(data: ExperimentData) -> list[Section]:
     return sections
 
 
-def _metrics(data: ExperimentData) -> list[str]:
+def reported_metrics(data: ExperimentData) -> list[str]:
+    """The experiment's report metrics that some finished cell measured."""
     present = set(data.table["metric"])
     return [m for m in data.settings.get("metrics", []) if m in present]
 
 
 def _ranking_section(data: ExperimentData) -> Section:
-    metrics = _metrics(data)
+    metrics = reported_metrics(data)
     baseline = data.settings.get("baseline")
     rank = ranking(data.table, metrics, baseline, data.sweep)
     headers = ["rank", "policy", *(f"{metric_spec(m).label}" for m in metrics), "mean rank"]
@@ -100,7 +101,7 @@ def _ranking_section(data: ExperimentData) -> Section:
 def _ratio_section(data: ExperimentData) -> Section:
     baseline = data.settings["baseline"]
     rows = []
-    for metric in _metrics(data):
+    for metric in reported_metrics(data):
         summary = ratio_summary(ratios(data.table, metric, baseline, data.sweep))
         for s in summary.itertuples(index=False):
             rows.append([s.policy, metric_spec(metric).label, str(s.n), f"{s.q1:.3f}", f"{s.median:.3f}",
@@ -112,7 +113,7 @@ def _ratio_section(data: ExperimentData) -> Section:
 
 
 def _means_section(data: ExperimentData) -> Section:
-    metrics = _metrics(data)
+    metrics = reported_metrics(data)
     by = ["policy", *[s for s in data.sweep if s in data.table.columns]]
     rows = []
     first = data.table[data.table["metric"] == metrics[0]] if metrics else data.table
@@ -123,7 +124,7 @@ def _means_section(data: ExperimentData) -> Section:
             rows_m = data.table[(data.table["metric"] == metric) & data.table["key"].isin(group["key"])]
             lo, hi = data.interval(metric, rows_m)
             cells.append(f"{_fmt(metric, rows_m['value'].mean())} [{_fmt(metric, lo)}, {_fmt(metric, hi)}]")
-        rows.append([*(_plain(v) for v in head), str(len(group)), *cells])
+        rows.append([*(plain_value(v) for v in head), str(len(group)), *cells])
     text = ("Mean of each metric over the policy's cells, with a bootstrap 95 % interval (1000 resamples) "
             "over the cells' values, or over the jobs for a single cell.")  # fmt: skip
     headers = [*by, "cells", *(metric_spec(m).label for m in metrics)]
@@ -135,7 +136,7 @@ def _groups_section(data: ExperimentData) -> Section:
         "Per group of cells that differ only by repetition: mean, median, AVE, SSD (divisor n), RSD %, "
         "C95 (t-based half-width) over the repetitions, and the bootstrap 95 % interval over the jobs."
     ]
-    for metric in _metrics(data):
+    for metric in reported_metrics(data):
         stats = group_stats(data.table, metric)
         axes = [a for a in axes_of(stats) if a not in ("n", "mean", "median", "AVE", "SSD", "RSD", "C95")]
         # Only the axes that vary are columns (the family repeats the policy's name).
@@ -152,7 +153,7 @@ def _group_row(data: ExperimentData, metric: str, s: pd.Series, axes: list[str])
     lo, hi = bootstrap_interval(metric, data.jobs(keys))
     figures = [_fmt(metric, s[c]) for c in ("mean", "median", "AVE", "SSD")]
     rsd, c95 = format_number("ratio", s["RSD"]), _fmt(metric, s["C95"])
-    return [*(_plain(s[a]) for a in axes), str(int(s["n"])), *figures, rsd, c95,
+    return [*(plain_value(s[a]) for a in axes), str(int(s["n"])), *figures, rsd, c95,
             f"[{_fmt(metric, lo)}, {_fmt(metric, hi)}]"]  # fmt: skip
 
 
@@ -162,7 +163,7 @@ def _fmt(metric: str, value: Any, ratio: bool = False) -> str:
     return format_number(metric_spec(metric).kind, float(value) if pd.notna(value) else float("nan"))
 
 
-def _plain(value: Any) -> str:
+def plain_value(value: Any) -> str:
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return "-"
     if isinstance(value, float) and value.is_integer():

@@ -3,10 +3,12 @@ speed-up (Barberato Figures 4.12-4.14), the tolerance band around the reference 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from harness.analysis.figures import DEFAULT_FIGURE_FORMATS, save_figure
 from harness.experiments.report import axis_label
 from harness.experiments.shrink_limit import ShrinkLimit
 from harness.model.jsonio import write_json
@@ -15,7 +17,9 @@ from harness.model.timescale import TimeScale
 JSON_NAME, CSV_NAME, PLOT_NAME = "shrink-limit.json", "shrink-limit.csv", "shrink-limit.png"
 
 
-def plot_limit(result: ShrinkLimit, out: Path, title: str = "") -> Path:
+def plot_limit(
+    result: ShrinkLimit, out: Path, title: str = "", formats: Sequence[str] = DEFAULT_FIGURE_FORMATS
+) -> Path:
     table = result.table
     metrics = list(dict.fromkeys(table["metric"]))
     fig = Figure(figsize=(4.0 * len(metrics), 3.4), layout="constrained")
@@ -38,8 +42,7 @@ def plot_limit(result: ShrinkLimit, out: Path, title: str = "") -> Path:
         ax.legend(fontsize="x-small")
     fig.suptitle(title or f"Metrics against speed-up: limit shrink {result.limit:g}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    return out
+    return save_figure(fig, out, formats)
 
 
 def text_table(result: ShrinkLimit) -> str:
@@ -59,8 +62,10 @@ def text_table(result: ShrinkLimit) -> str:
     return "\n".join(lines)
 
 
-def write_limit(result: ShrinkLimit, out_dir: Path, title: str = "") -> list[Path]:
+def write_limit(
+    result: ShrinkLimit, out_dir: Path, title: str = "", formats: Sequence[str] = DEFAULT_FIGURE_FORMATS
+) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     write_json(out_dir / JSON_NAME, result.as_dict())
     result.table.to_csv(out_dir / CSV_NAME, index=False)
-    return [out_dir / JSON_NAME, out_dir / CSV_NAME, plot_limit(result, out_dir / PLOT_NAME, title)]
+    return [out_dir / JSON_NAME, out_dir / CSV_NAME, plot_limit(result, out_dir / PLOT_NAME, title, formats)]

@@ -198,3 +198,17 @@ def choice(value: Any, choices: Iterable[str], where: str) -> str:
         return value
     hint = did_you_mean(value, allowed) if isinstance(value, str) else ""
     raise InputError(f"expected one of {', '.join(allowed)}, got {show(value)}{hint}", where=where)
+
+
+def choices(text: Any, allowed: Iterable[str], where: str) -> tuple[str, ...]:
+    """A comma-separated list of ``allowed`` words (``png,pdf``), in the order given, each once;
+    an empty list or an unknown word is refused with the valid ones listed."""
+    known = list(allowed)
+    words = [w.strip() for w in text.split(",")] if isinstance(text, str) else []
+    if not any(words):
+        raise refuse(where, f"a comma-separated list of {', '.join(known)}", text)
+    for word in words:
+        if word not in known:
+            hint = did_you_mean(word, known)
+            raise InputError(f"unknown '{word}'{hint} (valid: {', '.join(known)})", where=where)
+    return tuple(dict.fromkeys(words))

@@ -8,6 +8,9 @@ writes, in one place (a run directory's names are in :mod:`harness.model.rundir`
                           results), error.txt (why it failed); run/ (an emulated cell's run
                           directory)
         results.parquet   every cell's summary, one row a cell; failed.json the failed cells
+        report.md, report.html, plots/   the report (names of a run directory's report)
+        report.csv        the report's statistics in full precision (--format csv)
+        report.tex        the report's tables as LaTeX tabulars (--format latex)
 """
 
 from __future__ import annotations
@@ -21,3 +24,5 @@ ERROR_FILE = "error.txt"
 RUN_DIR = "run"  # the run directory of an emulated cell, inside the cell's folder
 TABLE_FILE = "results.parquet"
 FAILED_FILE = "failed.json"
+REPORT_CSV = "report.csv"
+REPORT_TEX = "report.tex"

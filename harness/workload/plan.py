@@ -16,6 +16,7 @@ A plan is in the trace's own time: the replay alone converts to its clock's
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -182,17 +183,7 @@ def prepare_split(
     """``prepare`` for each of ``k`` equal periods, reading the trace once; None for an
     empty period. ``first_n``/``window``/``sampling``/``shuffle`` apply within each part."""
     kw = dict(prepare_kwargs)
-    model = _model(kw.pop("bb_model", "lognormal"), kw.pop("bb_constant_mb", None), kw.pop("bb_column", None))
-    base = _load_base(
-        trace_path,
-        platform=kw.pop("platform", None),
-        seed=kw.pop("seed", DEFAULT_SEED),
-        model=model,
-        lenient=kw.pop("lenient", False),
-        cleaning=kw.pop("cleaning", None),
-        procs_per_node=kw.pop("procs_per_node", None),
-        walltime_factor=kw.pop("walltime_factor", DEFAULT_WALLTIME_FACTOR),
-    )
+    base = _base_of(trace_path, kw)
     sampling, shuffle = kw.pop("sampling", None), kw.pop("shuffle", False)
     selection = {"first_n": kw.pop("first_n", None), "window": kw.pop("window", None)}
     if kw:
@@ -205,6 +196,36 @@ def prepare_split(
         sel = {**selection, "period": (i, k)}
         parts.append(_finish(base, sel, sampling=sampling, shuffle=shuffle))
     return parts
+
+
+def prepare_shuffled(
+    trace_path: str | Path, shuffle_seeds: Sequence[int], **prepare_kwargs: Any
+) -> list[tuple[pd.DataFrame, dict[str, Any]]]:
+    """``prepare(..., shuffle=True, shuffle_seed=s)`` for each seed, reading, cleaning and
+    drawing the BB requests once: the submission orders of ``harness simulate --repeat``."""
+    kw = dict(prepare_kwargs)
+    base = _base_of(trace_path, kw)
+    sampling = kw.pop("sampling", None)
+    selection = {name: kw.pop(name, None) for name in ("first_n", "window", "period")}
+    kw.pop("shuffle", None)
+    if kw:
+        raise TypeError(f"prepare_shuffled: unexpected argument(s) {', '.join(sorted(kw))}")
+    return [_finish(base, selection, sampling=sampling, shuffle=True, shuffle_seed=s) for s in shuffle_seeds]
+
+
+def _base_of(trace_path: str | Path, kw: dict[str, Any]) -> _Base:
+    """The cleaned table with its BB requests, from (and popping) ``prepare``'s reading arguments."""
+    model = _model(kw.pop("bb_model", "lognormal"), kw.pop("bb_constant_mb", None), kw.pop("bb_column", None))
+    return _load_base(
+        trace_path,
+        platform=kw.pop("platform", None),
+        seed=kw.pop("seed", DEFAULT_SEED),
+        model=model,
+        lenient=kw.pop("lenient", False),
+        cleaning=kw.pop("cleaning", None),
+        procs_per_node=kw.pop("procs_per_node", None),
+        walltime_factor=kw.pop("walltime_factor", DEFAULT_WALLTIME_FACTOR),
+    )
 
 
 def _period_sizes(table: pd.DataFrame, k: int) -> list[int]:
@@ -222,9 +243,7 @@ def _finish(
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     # Repetitions shuffle with their own seeds while the BB requests (seed) stay the same.
     shuffle_seed = base.params["seed"] if shuffle_seed is None else shuffle_seed
-    table = _select(base.table, **selection)
-    if sampling is not None:
-        table = sampling.apply(table)
+    table = select(base.table, **selection, sampling=sampling)
     if shuffle:
         table = transforms.shuffle(table, shuffle_seed)
     table, offset = transforms.rebase(table)
@@ -249,6 +268,20 @@ def _model(bb_model: str | bbmodel.BBModel, constant_mb: int | None, column: str
     if isinstance(bb_model, bbmodel.BBModel):
         return bb_model
     return bbmodel.BBModel(kind=bb_model, constant_mb=constant_mb, column=column)
+
+
+def select(
+    table: pd.DataFrame,
+    *,
+    first_n: int | None = None,
+    window: tuple[float, float | None] | None = None,
+    period: tuple[int, int] | None = None,
+    sampling: Sampling | None = None,
+) -> pd.DataFrame:
+    """The jobs of a cleaned table that a plan keeps: period, window, first N, then Barberato's
+    sampling (``harness workload inspect`` shows the same selection as ``prepare`` makes)."""
+    table = _select(table, first_n=first_n, window=window, period=period)
+    return sampling.apply(table) if sampling is not None else table
 
 
 def _select(

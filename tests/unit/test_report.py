@@ -105,7 +105,8 @@ def test_write_report_creates_every_file(tmp_path: Path) -> None:
     run_dir = make_run(tmp_path)
     paths = write_report(run_dir)
     names = {p.relative_to(run_dir).as_posix() for p in paths}
-    assert names == {"plots/gantt.png", "plots/utilisation.png", "plots/queue.png", "plots/waits.png",
+    assert names == {"plots/gantt.png", "plots/bb-gantt.png", "plots/utilisation.png", "plots/queue.png",
+                     "plots/waits.png", "plots/tails.png",
                      "report.md", "report.html"}  # fmt: skip
     for p in paths:
         assert p.stat().st_size > 0
@@ -221,7 +222,8 @@ def test_html_is_self_contained(tmp_path: Path) -> None:
     write_report(run_dir)
     page = (run_dir / "report.html").read_text()
     refs = re.findall(r'(?:src|href)="([^"]*)"', page)
-    assert sorted(refs) == sorted(f"plots/{n}.png" for n in ("gantt", "utilisation", "queue", "waits"))
+    names = ("gantt", "bb-gantt", "utilisation", "queue", "waits", "tails")
+    assert sorted(refs) == sorted(f"plots/{n}.png" for n in names)
     assert all((run_dir / r).exists() for r in refs)
     assert "<link" not in page and "<script" not in page
 

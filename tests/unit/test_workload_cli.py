@@ -165,3 +165,22 @@ def test_split_plan_parts(tmp_path):
 def test_bundled_name_works_on_the_command_line():
     s = json.loads(run("inspect", "bundled", "--json").stdout)
     assert (s["records"], s["jobs"]) == (200, 200)
+
+
+def test_inspect_shows_the_selection_a_plan_would_keep(tmp_path):
+    """docs/emulation-method.md's Figure 4.10 command: inspect a sample of the trace."""
+    sample = ["--sample", "ordered", "--sample-ratio", "10", "--sample-offset", "3"]
+    res = CliRunner().invoke(main, ["workload", "inspect", "bundled", "--json", *sample])
+    assert res.exit_code == 0, res.output
+    shown = json.loads(res.output)
+    # 200 jobs, none dropped by the cleaning: one in 10 from the 4th on is 20 jobs
+    assert shown["jobs"] == 20 and shown["selection"] == "sample ordered (ratio 10.0, offset 3)"
+    out = tmp_path / "plan.parquet"
+    res = CliRunner().invoke(main, ["workload", "prepare", "bundled", "-o", str(out), *sample])
+    assert res.exit_code == 0, res.output
+    plan, _ = load_plan(out)
+    assert len(plan) == 20 and shown["span_s"] == float(plan["submit"].max() - plan["submit"].min())
+    res = CliRunner().invoke(main, ["workload", "inspect", "bundled", "--period", "2/4"])
+    assert res.exit_code == 0 and "(selected: period 2/4)" in res.output
+    whole = json.loads(CliRunner().invoke(main, ["workload", "inspect", "bundled", "--json"]).output)
+    assert whole["jobs"] == 200 and whole["selection"] == ""

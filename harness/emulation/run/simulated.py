@@ -10,6 +10,7 @@ the platform.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -63,9 +64,12 @@ def with_status(jobs: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def write_simulated_run(run_dir: Path, run: SimulatedRun, report: bool = True) -> Path:
-    """Write ``run`` into ``run_dir`` (plan, results, metrics, manifest and, with ``report``,
-    the report and its plots); returns ``run_dir``."""
+def write_simulated_run(
+    run_dir: Path, run: SimulatedRun, report_formats: Sequence[str] | None = ("png",)
+) -> Path:
+    """Write ``run`` into ``run_dir`` (plan, results, metrics, manifest and, unless
+    ``report_formats`` is empty, the report with its plots in those figure formats); returns
+    ``run_dir``."""
     check_run_dir(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     save_plan(run.plan, run.plan_manifest, run_dir / rundir.PLAN)
@@ -82,8 +86,8 @@ def write_simulated_run(run_dir: Path, run: SimulatedRun, report: bool = True) -
         "harness_version": __version__, "platform": run.platform.as_dict(), "settings": run.settings,
         "plan": run.plan_manifest,
     })  # fmt: skip
-    if report:
+    if report_formats:  # None or empty: no report (the experiments' cells)
         from harness.analysis.report import write_report  # matplotlib: only when a report is written
 
-        write_report(run_dir)
+        write_report(run_dir, report_formats)
     return run_dir

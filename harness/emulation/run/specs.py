@@ -107,6 +107,7 @@ class RunOptions:
     label: str = ""
     quiet: bool = False  # a progress line every 30 s instead of a live display
     verbose: bool = False  # a progress line every second (without a terminal: every 10 s)
+    figure_formats: tuple[str, ...] = ("png",)  # the report's plots (harness.analysis.figures)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (paths as strings), for the manifest."""
@@ -127,6 +128,7 @@ def options_from_dict(data: dict[str, Any]) -> RunOptions:
         replay=ReplaySpec(**replay),
         runs_dir=Path(data["runs_dir"]), run_dir=Path(run_dir) if run_dir not in (None, "None") else None,
         label=data.get("label", ""), quiet=bool(data.get("quiet", False)),
+        figure_formats=tuple(data.get("figure_formats") or ("png",)),  # runs before --format: PNG
     )  # fmt: skip
 
 

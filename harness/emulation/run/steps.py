@@ -308,7 +308,7 @@ def manifest(ctx: RunContext) -> dict[str, Any]:
 def report(ctx: RunContext) -> dict[str, Any]:
     from harness.analysis.report import write_report  # matplotlib: only when a report is written
 
-    write_report(ctx.run_dir)
+    write_report(ctx.run_dir, ctx.opts.figure_formats)
     check = ctx.found("collect").get("sections", {}).get("cross_check", {})
     if check and not check.get("ok"):
         ctx.say(
