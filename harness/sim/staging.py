@@ -203,9 +203,10 @@ class OutsideStaging(IOExecution):
             super()._event(now, key)
 
     def _place_soon(self, now: float) -> None:
-        """Staged-in jobs take free nodes now, or (tick-aware) on the next pass."""
+        """Staged-in jobs take free nodes now, or (tick-aware) on the next pass. A policy's
+        selection waits for every event of this instant, so that it sees all jobs staged in."""
         at = self.passes.start_at(now)
-        if at <= now:
+        if at <= now and self.run_selector is None:
             self._place(now)
             return
         queued = self.queue.time_of(PLACE)
