@@ -23,7 +23,10 @@ and the throughput measures how fast each policy drains a full queue.
 Throughput is jobs per 500 s over the span from the first submission to the last job's
 end (its BB release when staged outside); response = that end - submit.
 
-    python benchmarks/cerberus.py --jobs 1000 --arrivals poster
+``--storage-slowdown F`` divides the BB-node and PFS bandwidths by F, so that staging takes
+a larger part of a job's life (BBSim moves tens of TB per job).
+
+    python benchmarks/cerberus.py --jobs 1000 --arrivals poster [--storage-slowdown 20]
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -91,6 +95,7 @@ def measure(jobs: pd.DataFrame, decisions: pd.DataFrame) -> dict[str, float]:
         "mean_response_s": float(np.mean(finish - submit)),
         "max_response_s": float(np.max(finish - submit)),
         "mean_wait_s": float(np.mean(jobs["start"].to_numpy(np.float64) - submit)),
+        "timeouts": int((jobs["status"] == "timeout").sum()),  # inside, staging counts in the walltime
         "decision_p50_ms": float(np.quantile(latency, 0.5)) * 1e3 if len(latency) else 0.0,
         "decision_p99_ms": float(np.quantile(latency, 0.99)) * 1e3 if len(latency) else 0.0,
     }
@@ -136,19 +141,30 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         print("  ".join(cells))
 
 
+def slower_storage(platform: Machine, factor: float) -> Machine:
+    """``platform`` with its BB-node and PFS links ``factor`` times slower: staging then
+    takes a larger part of a job's life, as in BBSim's runs (data of tens of TB)."""
+    io = platform.io
+    slower = replace(io, bb_node_mbps=io.bb_node_mbps / factor, pfs_mbps=io.pfs_mbps / factor)
+    return replace(platform, io=slower)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trace", default=str(kth_trace() or KTH_NAME))
     ap.add_argument("--jobs", type=int, default=1000, help="the first N jobs of the cleaned trace")
     ap.add_argument("--arrivals", choices=("trace", "poster"), default="poster")
     ap.add_argument("--seed", type=int, default=2020, help="BB, I/O and arrival seed")
+    ap.add_argument("--storage-slowdown", type=float, default=1.0, help="divide BB-node and PFS bandwidth")
     ap.add_argument("--out", default=None, help="append one JSON line per run")
     args = ap.parse_args()
     platform = load_platform()
     plan, _ = prepare(args.trace, platform=platform, first_n=args.jobs, seed=args.seed)
+    platform = slower_storage(platform, args.storage_slowdown)
     if args.arrivals == "poster":
         plan = poster_arrivals(plan, args.seed)
-    rows = [{"arrivals": args.arrivals, **r} for r in run_all(plan, platform, args.seed)]
+    given = {"arrivals": args.arrivals, "seed": args.seed, "storage_slowdown": args.storage_slowdown}
+    rows = [{**given, **r} for r in run_all(plan, platform, args.seed)]
     for row in rows:
         print(json.dumps(row), flush=True)
         if args.out:

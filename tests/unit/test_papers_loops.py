@@ -18,12 +18,14 @@ def test_cerberus_benchmark_measures_throughput_response_and_earlier_share() -> 
     # staged outside): span 1,000 s, 3 jobs -> 1.5 per 500 s; responses 100, 290, 980.
     # The first 90 % (inverted CDF of 3 values: the 3rd) is all three: the same 1.5.
     jobs = pd.DataFrame({"job_id": [1, 2, 3], "submit": [0.0, 10.0, 20.0], "start": [50.0, 60.0, 520.0],
-                         "end": [90.0, 280.0, 900.0], "bb_end": [100.0, 300.0, 1000.0]})  # fmt: skip
+                         "end": [90.0, 280.0, 900.0], "bb_end": [100.0, 300.0, 1000.0],
+                         "status": ["completed", "timeout", "completed"]})  # fmt: skip
     got = cerberus.measure(jobs, pd.DataFrame({"latency_s": [0.001, 0.003]}))
     assert got["jobs_per_500s"] == pytest.approx(1.5)
     assert got["mean_response_s"] == pytest.approx((100 + 290 + 980) / 3)
     assert got["mean_wait_s"] == pytest.approx((50 + 50 + 500) / 3)
     assert got["decision_p50_ms"] == pytest.approx(2.0)
+    assert got["timeouts"] == 1
     # in one phase the same jobs left at 100, 250, 1,200: only job 3 left earlier in three
     one = pd.Series([100.0, 250.0, 1200.0], index=[1, 2, 3])
     assert cerberus.share_earlier(cerberus.finish_times(jobs), one) == pytest.approx(1 / 3)
