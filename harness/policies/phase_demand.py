@@ -88,6 +88,7 @@ def staging_s_alone(net: IONetwork, by_bb: Sequence[tuple[int, int]], mb_per_nod
     for i, (route, _) in enumerate(flows):
         routes[i, : len(route)] = route
     weights = np.array([float(k) for _, k in flows])
-    rates = max_min_rates(routes, net.network.capacities, weights, weights * net.compute_link_bps)
+    capacities = np.asarray(net.network.capacities, dtype=np.float64)
+    rates = max_min_rates(routes, capacities, weights, weights * net.compute_link_bps)
     sizes = weights * mb_per_node * MB
     return float(np.max(sizes / rates))
