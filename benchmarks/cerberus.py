@@ -44,6 +44,7 @@ import pandas as pd
 from harness.model.paths import KTH_NAME, kth_trace
 from harness.platform import Machine, load_platform
 from harness.policies.registry import get_policy
+from harness.policies.tunables import parse_assignments
 from harness.sim.checks import check_schedule
 from harness.sim.engine import simulate
 from harness.workload.plan import prepare
@@ -106,11 +107,16 @@ def share_earlier(three: pd.Series, one: pd.Series) -> float:
     return float((three < one.reindex(three.index) - 1e-9).mean())
 
 
-def run_all(plan: pd.DataFrame, platform: Machine, seed: int) -> list[dict[str, Any]]:
+def run_all(
+    plan: pd.DataFrame, platform: Machine, seed: int, params: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Every run of :data:`RUNS`; ``params`` are the Cerberus policies' tunables."""
     rows, finishes = [], {}
     for policy, staging in RUNS:
         began = time.process_time()
-        result = simulate(plan, get_policy(policy), platform, model="io-aware", staging=staging, io_seed=seed)
+        tunables = params if policy.startswith("cerberus") else None
+        chosen = get_policy(policy, params=tunables)
+        result = simulate(plan, chosen, platform, model="io-aware", staging=staging, io_seed=seed)
         problems = check_schedule(result.jobs, platform)
         if problems:
             raise RuntimeError(f"{policy}: invalid schedule: {problems[:3]}")
@@ -156,6 +162,7 @@ def main() -> int:
     ap.add_argument("--arrivals", choices=("trace", "poster"), default="poster")
     ap.add_argument("--seed", type=int, default=2020, help="BB, I/O and arrival seed")
     ap.add_argument("--storage-slowdown", type=float, default=1.0, help="divide BB-node and PFS bandwidth")
+    ap.add_argument("--param", action="append", default=[], help="a Cerberus tunable KEY=VALUE (repeatable)")
     ap.add_argument("--out", default=None, help="append one JSON line per run")
     args = ap.parse_args()
     platform = load_platform()
@@ -163,8 +170,10 @@ def main() -> int:
     platform = slower_storage(platform, args.storage_slowdown)
     if args.arrivals == "poster":
         plan = poster_arrivals(plan, args.seed)
+    params = parse_assignments(args.param)
     given = {"arrivals": args.arrivals, "seed": args.seed, "storage_slowdown": args.storage_slowdown}
-    rows = [{**given, **r} for r in run_all(plan, platform, args.seed)]
+    given.update(params)
+    rows = [{**given, **r} for r in run_all(plan, platform, args.seed, params)]
     for row in rows:
         print(json.dumps(row), flush=True)
         if args.out:
