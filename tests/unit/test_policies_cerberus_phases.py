@@ -199,3 +199,18 @@ def test_three_phase_fcfs_schedule_derived_by_hand() -> None:
         4: (0.0, 10.0, 15.0, 15.0),
         5: (0.0, 10.0, 15.0, 15.0),
     }
+
+
+def test_simulate_command_runs_three_phases() -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    policies = "cerberus-3phase,cerberus-3phase-fcfs"
+    args = ["simulate", "--model", "io-aware", "--staging", "outside", "-p", policies,
+            "--first-n", "20", "--json", "bundled"]  # fmt: skip
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    summary = json.loads(result.output)
+    assert summary["cerberus-3phase"]["jobs"] == 20 and summary["cerberus-3phase-fcfs"]["jobs"] == 20
