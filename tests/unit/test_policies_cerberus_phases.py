@@ -6,6 +6,8 @@ Platforms are ``tiny`` ones of ``test_simulator_io``: links of 100 MB/s everywhe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from harness.flow.io_network import IONetwork
@@ -111,7 +113,7 @@ STAGED = [
 
 def test_run_knapsack_over_staged_in_jobs_weighs_nodes_only() -> None:
     topology = Topology.from_platform(tiny(2, 2, 100))
-    busy = RunningJob(9, 0.0, 50.0, 100, Allocation((0,), (0,)))  # bb0 full: no BB is free
+    busy = RunningJob(9, 0.0, 50.0, 100, Allocation((0,), (0,)))  # c0 busy: 3 nodes free
     state = apart(topology, [busy])
     assert CerberusThreePhase("c", TEN_MB).select_staged(state, STAGED, now=10.0) == [1, 2]
     # FCFS: D first (3 nodes), then nothing fits.
@@ -214,3 +216,15 @@ def test_simulate_command_runs_three_phases() -> None:
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     summary = json.loads(result.output)
     assert summary["cerberus-3phase"]["jobs"] == 20 and summary["cerberus-3phase-fcfs"]["jobs"] == 20
+
+
+def test_a_run_selection_of_a_job_not_staged_in_is_refused() -> None:
+    from harness.sim.machine import SimulationError
+
+    class Wrong(CerberusThreePhase):
+        def select_staged(self, state: ClusterState, staged: Sequence[QueuedJob], now: float) -> list[int]:
+            return [999]
+
+    plan = io_plan(five_jobs())
+    with pytest.raises(SimulationError, match="not staged in"):
+        simulate(plan, Wrong("w", TEN_MB), tiny(1, 4, 100), model="io-aware", staging="outside")
