@@ -2,165 +2,184 @@
 
 The poster's claims (BBSim, a Trinity-like machine): over 80 % of the jobs finish
 earlier when modelled in three phases than in one, and Cerberus's throughput is
-23.87 % above FCFS's (1.951 jobs per 500 s). Here: the thesis's platform (96 compute
-nodes, 12 x 40 GB of burst buffer taken as one pool), the first ``--jobs`` jobs of
-cleaned KTH-SP2 with the lognormal BB request model, and this project's Cerberus
-selection (``harness.policies.cerberus``: ``select_staging``, ``select_run``).
+23.87 % above FCFS's (1.951 jobs per 500 s).
 
-The io-aware simulator stages *inside* the allocation only, so this script runs its
-own event loop with the *outside* semantics of the issue:
+Every run is the simulator (``harness.sim.engine.simulate``, ``--model io-aware``) with a
+registered policy: ``cerberus-3phase`` (the stage-in and run knapsacks) and
+``cerberus-3phase-fcfs`` (each queue in arrival order: the poster's FCFS) with staging
+*outside* the allocation (three phases: BB from stage-in start to stage-out end, nodes
+for the run), ``fcfs`` likewise (the project's FCFS under Slurm's life cycle), and
+``cerberus`` / ``cerberus-fcfs`` with staging *inside* (one phase: nodes and BB together
+for stage-in + run + stage-out). The platform is the thesis's (96 nodes, 12 BB nodes of
+40 GB); jobs are the first ``--jobs`` of cleaned KTH-SP2 with the lognormal BB request
+and Kopański's I/O phases (staging through the BB nodes' 1.25 GB/s links and the 5 GB/s
+PFS link, shared).
 
-* three phases: a job enters ``Q_I``; the stage-in knapsack (or FCFS) gives it its
-  burst buffer, held until its stage-out ends; after stage-in it enters ``Q_R``, where
-  the run knapsack (or FCFS) gives it nodes for its runtime; then it stages out at
-  once (its BB is already held, so ``Q_O`` never has to wait);
-* one phase: ``Q_R`` only; nodes and burst buffer together for stage-in + run +
-  stage-out (the two-constraint knapsack, or FCFS).
+Arrivals (``--arrivals``): ``trace`` keeps KTH's; ``poster`` replaces them by BBSim's
+(the poster's simulator, its ``FifoVsDp`` comparison): a Poisson number of seconds, mean
+1, between two submissions, so the whole workload is queued within ``--jobs`` seconds
+and the throughput measures how fast each policy drains a full queue.
 
-Staging moves the job's whole BB request at the PFS rate (5 GB/s) with no sharing
-between jobs (no contention model here); the runtime is the trace's, capped at the
-walltime. Throughput is jobs per 500 s over the makespan; response = end - submit.
+Throughput is jobs per 500 s over the span from the first submission to the last job's
+end (its BB release when staged outside); response = that end - submit.
 
-    python benchmarks/cerberus.py --jobs 1000
+``--storage-slowdown F`` divides the BB-node and PFS bandwidths by F, so that staging takes
+a larger part of a job's life (BBSim moves tens of TB per job).
+
+    python benchmarks/cerberus.py --jobs 1000 --arrivals poster [--storage-slowdown 20]
 """
 
 from __future__ import annotations
 
 import argparse
-import heapq
 import json
 import sys
 import time
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from harness.model.paths import KTH_NAME, kth_trace
-from harness.platform import load_platform
-from harness.policies.cerberus import CerberusConfig, PhaseJob, select_run, select_staging
+from harness.platform import Machine, load_platform
+from harness.policies.registry import get_policy
+from harness.policies.tunables import parse_assignments
+from harness.sim.checks import check_schedule
+from harness.sim.engine import simulate
 from harness.workload.plan import prepare
 
 PAPER = (
     "over 80 % of jobs finish earlier in three phases; "
     "Cerberus throughput +23.87 % over FCFS (1.951 jobs/500 s)"
 )
-STAGE_MB_S = 5_000.0  # the thesis's PFS link
+RUNS = (  # (policy, staging): three phases off the allocation, one phase inside it
+    ("cerberus-3phase", "outside"),
+    ("cerberus-3phase-fcfs", "outside"),
+    ("fcfs", "outside"),
+    ("cerberus", "inside"),
+    ("cerberus-fcfs", "inside"),
+)
+ONE_PHASE_TWIN = {"cerberus-3phase": "cerberus", "cerberus-3phase-fcfs": "cerberus-fcfs"}
+BBSIM_MEAN_GAP_S = 1.0  # BBTraceReader(lam=1): cumulative Poisson(1) submissions
+PER_500_S = 500.0
 
 
-class Loop:
-    """One run: ``phases`` 3 or 1, selection by ``config`` (knapsack or FCFS)."""
-
-    def __init__(self, plan: pd.DataFrame, nodes: int, bb_mb: int, phases: int, config: CerberusConfig):
-        self.p = plan
-        self.free_nodes, self.free_bb, self.phases, self.config = nodes, bb_mb, phases, config
-        self.bb = (plan["nodes"] * plan["bb_per_node_mb"]).to_numpy(np.int64)
-        self.stage = self.bb / STAGE_MB_S
-        self.run_s = np.minimum(plan["runtime"], plan["walltime"]).to_numpy(np.float64)
-        self.end = np.full(len(plan), np.nan)
-        self.q_in: list[int] = []
-        self.q_run: list[int] = []
-        self.events: list[tuple[float, int, str]] = []
-        self.latency: list[float] = []
-
-    def job(self, row: int, bb: int) -> PhaseJob:
-        r = self.p.iloc[row]
-        return PhaseJob(row, float(r.submit), int(r.nodes), bb, float(r.walltime))
-
-    def go(self) -> None:
-        submit, nxt = self.p["submit"].to_numpy(np.float64), 0
-        while nxt < len(submit) or self.events:
-            now = min(
-                submit[nxt] if nxt < len(submit) else np.inf, self.events[0][0] if self.events else np.inf
-            )
-            while nxt < len(submit) and submit[nxt] <= now:
-                (self.q_in if self.phases == 3 else self.q_run).append(nxt)
-                nxt += 1
-            while self.events and self.events[0][0] <= now:
-                self.handle(*heapq.heappop(self.events))
-            t0 = time.perf_counter()
-            self.select(now)
-            self.latency.append(time.perf_counter() - t0)
-        if self.q_in or self.q_run:
-            raise RuntimeError(f"{len(self.q_in) + len(self.q_run)} jobs never ran")
-
-    def handle(self, now: float, row: int, kind: str) -> None:
-        if kind == "staged-in":
-            self.q_run.append(row)
-        elif kind == "ran" and self.phases == 3:
-            self.free_nodes += int(self.p.nodes.iat[row])
-            heapq.heappush(self.events, (now + self.stage[row], row, "done"))  # BB already held
-        else:  # the end of a three-phase stage-out, or of a one-phase job
-            self.free_bb += int(self.bb[row])
-            self.free_nodes += int(self.p.nodes.iat[row]) if self.phases == 1 else 0
-            self.end[row] = now
-
-    def select(self, now: float) -> None:
-        if self.q_in:
-            queue = [self.job(r, int(self.bb[r])) for r in self.q_in]
-            for row in select_staging(queue, self.free_bb, now, self.config):
-                self.free_bb -= int(self.bb[row])
-                self.q_in.remove(row)
-                heapq.heappush(self.events, (now + self.stage[row], row, "staged-in"))
-        if self.q_run:
-            held = self.phases == 3  # three phases: the BB was taken at stage-in
-            queue = [self.job(r, 0 if held else int(self.bb[r])) for r in self.q_run]
-            for row in select_run(queue, self.free_nodes, self.free_bb, now, self.config):
-                self.free_nodes -= int(self.p.nodes.iat[row])
-                self.free_bb -= 0 if held else int(self.bb[row])
-                self.q_run.remove(row)
-                span = self.run_s[row] + (0 if held else 2 * self.stage[row])
-                heapq.heappush(self.events, (now + span, row, "ran"))
+def poster_arrivals(plan: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """``plan`` with BBSim's submissions: gaps of Poisson(1) seconds, the first at 0."""
+    gaps = np.random.default_rng(seed).poisson(BBSIM_MEAN_GAP_S, len(plan)).astype(np.float64)
+    gaps[0] = 0.0
+    out = plan.sort_values(["submit", "job_id"], kind="stable").reset_index(drop=True)
+    out["submit"] = np.cumsum(gaps)
+    return out
 
 
-def measure(
-    plan: pd.DataFrame, nodes: int, bb_mb: int, phases: int, knapsack: bool
-) -> tuple[dict[str, Any], np.ndarray]:
-    loop = Loop(plan, nodes, bb_mb, phases, CerberusConfig(knapsack=knapsack))
-    loop.go()
-    submit = plan["submit"].to_numpy(np.float64)
-    response = loop.end - submit
-    span = float(np.nanmax(loop.end) - submit.min())
-    lat = np.array(loop.latency)
+def finish_times(jobs: pd.DataFrame) -> pd.Series:
+    """When each job leaves the system: its BB release if staged outside, else its end."""
+    ends = jobs["bb_end"] if "bb_end" in jobs else jobs["end"]
+    return pd.Series(ends.to_numpy(np.float64), index=jobs["job_id"].to_numpy())
+
+
+def measure(jobs: pd.DataFrame, decisions: pd.DataFrame) -> dict[str, float]:
+    """Throughput, response and wait of one schedule, and its decision latency."""
+    finish = finish_times(jobs).to_numpy()
+    submit = jobs["submit"].to_numpy(np.float64)
+    span = float(finish.max() - submit.min())
+    latency = decisions["latency_s"].to_numpy(np.float64)
+    # the first 90 % of the jobs to finish: a throughput that one long tail job does not set
+    t90 = float(np.quantile(finish, 0.9, method="inverted_cdf"))
+    done90 = int(np.sum(finish <= t90))
     return {
-        "phases": phases,
-        "selection": "knapsack" if knapsack else "fcfs",
-        "jobs_per_500s": len(plan) / span * 500,
+        "jobs_per_500s": len(jobs) / span * PER_500_S,
+        "jobs_per_500s_first90": done90 / (t90 - float(submit.min())) * PER_500_S,
         "makespan_s": span,
-        "mean_response_s": float(response.mean()),
-        "max_response_s": float(response.max()),
-        "decision_p50_s": float(np.quantile(lat, 0.5)),
-        "decision_p99_s": float(np.quantile(lat, 0.99)),
-    }, loop.end
+        "mean_response_s": float(np.mean(finish - submit)),
+        "max_response_s": float(np.max(finish - submit)),
+        "mean_wait_s": float(np.mean(jobs["start"].to_numpy(np.float64) - submit)),
+        "timeouts": int((jobs["status"] == "timeout").sum()),  # inside, staging counts in the walltime
+        "decision_p50_ms": float(np.quantile(latency, 0.5)) * 1e3 if len(latency) else 0.0,
+        "decision_p99_ms": float(np.quantile(latency, 0.99)) * 1e3 if len(latency) else 0.0,
+    }
+
+
+def share_earlier(three: pd.Series, one: pd.Series) -> float:
+    """Share of the jobs that leave the system earlier in three phases than in one."""
+    return float((three < one.reindex(three.index) - 1e-9).mean())
+
+
+def run_all(
+    plan: pd.DataFrame, platform: Machine, seed: int, params: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Every run of :data:`RUNS`; ``params`` are the Cerberus policies' tunables."""
+    rows, finishes = [], {}
+    for policy, staging in RUNS:
+        began = time.process_time()
+        tunables = params if policy.startswith("cerberus") else None
+        chosen = get_policy(policy, params=tunables)
+        result = simulate(plan, chosen, platform, model="io-aware", staging=staging, io_seed=seed)
+        problems = check_schedule(result.jobs, platform)
+        if problems:
+            raise RuntimeError(f"{policy}: invalid schedule: {problems[:3]}")
+        finishes[policy] = finish_times(result.jobs)
+        row = {
+            "policy": policy,
+            "staging": staging,
+            "jobs": len(plan),
+            **measure(result.jobs, result.decisions),
+        }
+        rows.append({**row, "cpu_s": time.process_time() - began})
+    for row in rows:
+        twin = ONE_PHASE_TWIN.get(row["policy"])
+        if twin is not None:
+            row["share_earlier_than_1phase"] = share_earlier(finishes[row["policy"]], finishes[twin])
+    return rows
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    """Both throughputs against the three-phase FCFS's (the poster's baseline)."""
+    base = next(r for r in rows if r["policy"] == "cerberus-3phase-fcfs")
+    print("\npolicy                staging   jobs/500s (vs)     first 90 % (vs)    mean resp (s)  earlier")
+    for r in rows:
+        cells = [f"{r['policy']:<21} {r['staging']:<8}"]
+        for key in ("jobs_per_500s", "jobs_per_500s_first90"):
+            cells.append(f"{r[key]:8.3f} ({r[key] / base[key] - 1:+6.1%})")
+        cells.append(f"{r['mean_response_s']:13,.0f}  {r.get('share_earlier_than_1phase', float('nan')):.3f}")
+        print("  ".join(cells))
+
+
+def slower_storage(platform: Machine, factor: float) -> Machine:
+    """``platform`` with its BB-node and PFS links ``factor`` times slower: staging then
+    takes a larger part of a job's life, as in BBSim's runs (data of tens of TB)."""
+    io = platform.io
+    slower = replace(io, bb_node_mbps=io.bb_node_mbps / factor, pfs_mbps=io.pfs_mbps / factor)
+    return replace(platform, io=slower)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trace", default=str(kth_trace() or KTH_NAME))
     ap.add_argument("--jobs", type=int, default=1000, help="the first N jobs of the cleaned trace")
+    ap.add_argument("--arrivals", choices=("trace", "poster"), default="poster")
+    ap.add_argument("--seed", type=int, default=2020, help="BB, I/O and arrival seed")
+    ap.add_argument("--storage-slowdown", type=float, default=1.0, help="divide BB-node and PFS bandwidth")
+    ap.add_argument("--param", action="append", default=[], help="a Cerberus tunable KEY=VALUE (repeatable)")
     ap.add_argument("--out", default=None, help="append one JSON line per run")
     args = ap.parse_args()
     platform = load_platform()
-    plan, _ = prepare(args.trace, platform=platform, first_n=args.jobs)
-    plan = plan.sort_values(["submit", "job_id"], kind="stable").reset_index(drop=True)
-    bb_total = platform.bb_count * platform.bb_capacity_mb
-    rows, ends = [], {}
-    for phases in (3, 1):
-        for knapsack in (True, False):
-            row, ends[phases, knapsack] = measure(plan, platform.compute_count, bb_total, phases, knapsack)
-            if phases == 1:
-                earlier = ends[3, knapsack] < ends[1, knapsack] - 1e-9
-                rows[0 if knapsack else 1]["share_earlier_than_1phase"] = float(earlier.mean())
-            rows.append({"jobs": len(plan), **row})
+    plan, _ = prepare(args.trace, platform=platform, first_n=args.jobs, seed=args.seed)
+    platform = slower_storage(platform, args.storage_slowdown)
+    if args.arrivals == "poster":
+        plan = poster_arrivals(plan, args.seed)
+    params = parse_assignments(args.param)
+    given = {"arrivals": args.arrivals, "seed": args.seed, "storage_slowdown": args.storage_slowdown}
+    given.update(params)
+    rows = [{**given, **r} for r in run_all(plan, platform, args.seed, params)]
     for row in rows:
         print(json.dumps(row), flush=True)
         if args.out:
             with open(args.out, "a") as fh:
                 fh.write(json.dumps(row) + "\n")
-    print("\nphases selection  jobs/500s  mean resp (s)  max resp (s)  earlier than 1-phase")
-    for r in rows:
-        print(f"{r['phases']:>6} {r['selection']:<9} {r['jobs_per_500s']:9.3f} {r['mean_response_s']:14,.0f} "
-              f"{r['max_response_s']:13,.0f}  {r.get('share_earlier_than_1phase', np.nan):.3f}")  # fmt: skip
+    print_table(rows)
     print(f"\npaper: {PAPER}")
     return 0
 

@@ -102,7 +102,7 @@ def _simulate(cell: Cell) -> tuple[pd.DataFrame, dict[str, Any]]:
     tick, launch_delay = p.get("twin", (0.0, 0.0))
     model = p.get("model", ALLOC_ONLY)
     result = simulate(plan, policy, platform, model=model, io_seed=p["bb_seed"], tick=tick,
-                      launch_delay=launch_delay)  # fmt: skip
+                      launch_delay=launch_delay, staging=p.get("staging", "inside"))  # fmt: skip
     problems = check_schedule(result.jobs, platform)
     if problems:
         raise RuntimeError(f"invalid schedule: {'; '.join(problems[:3])}")

@@ -93,8 +93,14 @@ def _fixed_params(spec: ExperimentSpec) -> dict[str, Any]:
         **({"drift": w.drift[0]} if w.drift != (0.0,) else {}),
         **({"model": spec.model} if spec.model != ALLOC_ONLY else {}),
         **{name: getattr(w, name)[0] for name in ("priority", "preempt") if getattr(w, name) != ("none",)},
-        **({"twin": [spec.simulate.tick, spec.simulate.launch_delay]} if spec.simulate != NO_TWIN else {}),
+        **({"twin": [spec.simulate.tick, spec.simulate.launch_delay]} if _twin(spec) != NO_TWIN else {}),
+        **({"staging": spec.simulate.staging} if spec.simulate.staging != NO_TWIN.staging else {}),
     }
+
+
+def _twin(spec: ExperimentSpec) -> SimulateSpec:
+    """The twin's pass and delay alone (the staging is a key of its own)."""
+    return SimulateSpec(spec.simulate.tick, spec.simulate.launch_delay)
 
 
 def _first_values(sampling: dict[str, Any] | None) -> dict[str, Any] | None:

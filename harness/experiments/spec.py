@@ -18,11 +18,12 @@ from typing import Any
 
 from harness.experiments.keys import Keys, SpecError
 from harness.model import checks
-from harness.model.io_models import ALLOC_ONLY
+from harness.model.io_models import ALLOC_ONLY, IO_AWARE
 from harness.model.io_models import MODELS as DATA_MODELS
 from harness.model.jsonio import json_default
 from harness.model.metric_names import DEFAULT_TAU_S, METRIC_SPECS
 from harness.model.paths import KTH_NAME, kth_trace
+from harness.model.staging_names import OFF_ALLOCATION, STAGINGS
 from harness.platform import PlatformError, load_platform
 from harness.policies.registry import UnknownPolicyError, get_policy
 from harness.workload.bbmodel import MODELS
@@ -75,6 +76,7 @@ class SimulateSpec:
 
     tick: float = 0.0  # the policy only on multiples of this (s); Slurm's pass: 1
     launch_delay: float = 0.0  # from the decision to the start (s)
+    staging: str = "inside"  # io-aware: inside the allocation, outside (three phases) or pool
 
 
 @dataclass(frozen=True)
@@ -276,7 +278,11 @@ def _priority_model(text: str) -> str | None:
 
 
 def _simulate(keys: Keys) -> SimulateSpec:
-    spec = SimulateSpec(_one_non_negative(keys, "tick"), _one_non_negative(keys, "launch_delay"))
+    spec = SimulateSpec(
+        _one_non_negative(keys, "tick"),
+        _one_non_negative(keys, "launch_delay"),
+        keys.string("staging", "inside", STAGINGS),
+    )
     keys.finish()
     return spec
 
@@ -364,6 +370,8 @@ def _check_mode(spec: ExperimentSpec, path: Path) -> None:
         raise SpecError(f'{path}: [emulate]: only for mode = "emulate" (this file simulates)')
     if spec.mode == "emulate" and spec.simulate != SimulateSpec():
         raise SpecError(f'{path}: [simulate]: only for mode = "simulate" (the emulation has its own pass)')
+    if spec.simulate.staging in OFF_ALLOCATION and spec.model != IO_AWARE:
+        raise SpecError(f'{path}: [simulate] staging = "{spec.simulate.staging}": needs model = "io-aware"')
 
 
 def workload_axes(spec: ExperimentSpec) -> list[tuple[str, tuple[Any, ...]]]:

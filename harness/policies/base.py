@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from harness.policies.state import Allocation, ClusterState, QueuedJob
 
@@ -56,3 +56,17 @@ class Policy(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
+
+
+@runtime_checkable
+class SelectsStagedRuns(Protocol):
+    """A policy that also chooses which staged-in jobs run (Cerberus's ``Q_R``).
+
+    Where a start only begins the stage-in (``ClusterState.staged_apart``), the simulator
+    asks it, whenever staged-in jobs wait and nodes may have been freed, which of them
+    take compute nodes now; a policy without it leaves them first come, first served.
+    """
+
+    def select_staged(self, state: ClusterState, staged: Sequence[QueuedJob], now: float) -> list[int]:
+        """Ids of the ``staged`` jobs (in staging order) to start running now, in start order."""
+        ...

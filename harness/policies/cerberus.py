@@ -20,7 +20,9 @@ resources then accumulate for it); the normal selection then runs on the rest.
 the first job that does not fit.
 
 This module is the selection only; the staging life cycle (burst buffer held from
-stage-in start, nodes from run start) belongs to the simulator.
+stage-in start, nodes from run start) belongs to the simulator, and the policy that uses
+both selections as the poster's three queues is
+:class:`~harness.policies.cerberus_phases.CerberusThreePhase` (``cerberus-3phase``).
 """
 
 from __future__ import annotations

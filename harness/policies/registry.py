@@ -17,6 +17,7 @@ from typing import Any
 from harness.policies.backfill import Backfill
 from harness.policies.base import Policy
 from harness.policies.cerberus import PROFITS, CerberusConfig, CerberusRun
+from harness.policies.cerberus_phases import CerberusThreePhase
 from harness.policies.fcfs import Fcfs, Filler
 from harness.policies.ioaware import IoAware
 from harness.policies.maxutil import MaxUtil
@@ -120,6 +121,12 @@ FAMILIES: tuple[Family, ...] = (
             name, m["obj"], int(m["d"]), AnnealingConfig(seed=o.seed, time_limit_s=o.time_limit_s, **o.params)
         ),
         ("plan-square-0", "plan-sum-1"), ANNEALING,
+    ),
+    Family(
+        "cerberus-3phase[-fcfs]", re.compile(r"cerberus-3phase(?P<fcfs>-fcfs)?"),
+        CerberusThreePhase.description,
+        lambda name, m, o: CerberusThreePhase(name, CerberusConfig(knapsack=not m["fcfs"], **o.params)),
+        ("cerberus-3phase", "cerberus-3phase-fcfs"), CERBERUS,
     ),
     Family(
         "cerberus[-fcfs]", re.compile(r"cerberus(?P<fcfs>-fcfs)?"), CerberusRun.description,

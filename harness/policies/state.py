@@ -193,6 +193,10 @@ class ClusterState:
     # their BB shares (``allocation.bb``, counted out of ``free_bb_mb``) but none of the
     # nodes of ``allocation.compute``, and are assumed to release the BB at ``expected_end``.
     holding_bb: tuple[RunningJob, ...] = ()
+    # Whether a start takes only the BB shares (stage-in begins) and the compute nodes are
+    # taken once staged in (the simulator's staging off the allocation): a three-phase
+    # policy then selects stage-ins and runs apart. False: a start takes both at once.
+    staged_apart: bool = False
 
     @classmethod
     def from_running(

@@ -28,7 +28,7 @@ from harness.model.io_models import ALLOC_ONLY, MODELS
 from harness.model.staging_names import OFF_ALLOCATION
 from harness.platform import Machine
 from harness.policies import kernels
-from harness.policies.base import Decision, Policy
+from harness.policies.base import Decision, Policy, SelectsStagedRuns
 from harness.policies.state import Allocation, JobQueue, RunningJob, Topology
 from harness.sim.events import next_pass
 from harness.sim.fixed_ends import FixedEnds
@@ -36,6 +36,7 @@ from harness.sim.io_execution import IOExecution
 from harness.sim.io_mode import io_columns, io_execution
 from harness.sim.machine import SimMachine, SimulationError, bb_map_string
 from harness.sim.pool_tiers import PoolTiers, pool_tier_setup
+from harness.sim.staged_runs import policy_run_selector
 from harness.sim.staging import OutsideStaging, SlurmPasses, check_staging, outside_execution
 from harness.sim.tiers import TierExecution, is_tiered, tier_setup
 
@@ -138,6 +139,8 @@ def simulate(
         kind = PoolTiers if pool_tiers else OutsideStaging
         execution, machine = outside_execution(jobs.df, platform, topology, seed=io_seed,
                                                pool=staging == "pool", passes=passes, kind=kind)  # fmt: skip
+        if isinstance(policy, SelectsStagedRuns) and order != "reserved":  # Cerberus's Q_R
+            execution.run_selector = policy_run_selector(policy, jobs.queue, jobs.job_id, machine)
         # the execution delays the stage-in and the start itself
         twin = Twin(tick if decision_tick is None else decision_tick, 0.0)
     elif tiered:

@@ -32,6 +32,7 @@ a staged-in job takes nodes only on a later pass, when it is launched.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -70,7 +71,7 @@ class StagedMachine(SimMachine):
 
     def state(self, memo: dict | None) -> ClusterState:
         held = tuple(j for i, j in self.holding.items() if i not in self.running)
-        return replace(super().state(memo), holding_bb=held)
+        return replace(super().state(memo), holding_bb=held, staged_apart=True)
 
     def start(self, job: RunningJob) -> None:
         for b in job.allocation.bb:
@@ -173,6 +174,8 @@ class OutsideStaging(IOExecution):
         self.allocation: list[Allocation | None] = [None] * n  # the policy's (BB shares held)
         self.io_allocation: list[Allocation | None] = [None] * n  # the BB nodes checkpoints go to
         self.waiting: list[int] = []  # staged in, waiting for compute nodes (first come, first served)
+        # A policy's choice of the staged-in rows to run now (harness.sim.staged_runs), else the order
+        self.run_selector: Callable[[list[int], float], list[int]] | None = None
         self._wanted: dict[int, Allocation] = {}
 
     def start(self, row: int, now: float, compute: tuple[int, ...], bb: tuple[int, ...]) -> None:
@@ -200,9 +203,10 @@ class OutsideStaging(IOExecution):
             super()._event(now, key)
 
     def _place_soon(self, now: float) -> None:
-        """Staged-in jobs take free nodes now, or (tick-aware) on the next pass."""
+        """Staged-in jobs take free nodes now, or (tick-aware) on the next pass. A policy's
+        selection waits for every event of this instant, so that it sees all jobs staged in."""
         at = self.passes.start_at(now)
-        if at <= now:
+        if at <= now and self.run_selector is None:
             self._place(now)
             return
         queued = self.queue.time_of(PLACE)
@@ -227,6 +231,13 @@ class OutsideStaging(IOExecution):
             for row in self.waiting:
                 self._take_nodes(row, now)
             self.waiting.clear()
+            return
+        if self.run_selector is not None:
+            for row in self.run_selector(list(self.waiting), now) if self.waiting else []:
+                if int(self.jobs.nodes[row]) > self.machine.free_count:
+                    raise SimulationError(f"job {int(self.job_ids[row])} was chosen to run on busy nodes")
+                self.waiting.remove(row)
+                self._take_nodes(row, now)
             return
         while self.waiting and self.machine.free_count >= int(self.jobs.nodes[self.waiting[0]]):
             self._take_nodes(self.waiting.pop(0), now)

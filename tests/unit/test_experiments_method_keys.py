@@ -64,6 +64,22 @@ def test_without_the_new_keys_the_params_are_unchanged(tmp_path: Path) -> None:
     assert "drift" not in cell.params and "twin" not in cell.params
 
 
+def test_staging_outside_reaches_the_cells_and_runs_three_phases(tmp_path: Path) -> None:
+    from harness.experiments.cells import _simulate
+
+    text = (
+        '[experiment]\nmodel = "io-aware"\n[policies]\nnames = ["cerberus-3phase"]\n'
+        '[workload]\ntrace = "bundled"\nfirst_n = 12\n[simulate]\nstaging = "outside"\n'
+    )
+    spec = load_spec(write(tmp_path, text))
+    assert spec.simulate == SimulateSpec(0.0, 0.0, "outside")
+    (cell,) = expand(spec)
+    assert cell.params["staging"] == "outside" and "twin" not in cell.params
+    jobs, _ = _simulate(cell)
+    # off the allocation the BB hold begins at stage-in, before the run on the nodes
+    assert len(jobs) == 12 and bool((jobs["bb_start"] <= jobs["start"]).all())
+
+
 SAMPLING = HEAD + "[workload.sampling]\n"
 S = "[workload.sampling] "
 DRIFT = HEAD.replace('"bundled"\n', '"bundled"\ndrift = ')
@@ -77,6 +93,8 @@ BAD = [
     (DRIFT + '"x"\n', "[workload] drift: expected a number or a list"),
     (HEAD + "[simulate]\ntick = -1\n", "[simulate] tick: expected a finite number >= 0, got -1"),
     (HEAD + "[simulate]\nlaunch = 1\n", "[simulate] unknown key launch"),
+    (HEAD + '[simulate]\nstaging = "outside"\n', '[simulate] staging = "outside": needs model = "io-aware"'),
+    (HEAD + '[simulate]\nstaging = "beside"\n', "[simulate] staging: expected one of inside, outside, pool"),
     (
         '[experiment]\nmode = "emulate"\n' + HEAD + "[emulate]\nshrink = 0.9\n[simulate]\ntick = 1\n",
         '[simulate]: only for mode = "simulate"',

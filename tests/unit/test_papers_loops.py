@@ -1,4 +1,4 @@
-"""benchmarks/cerberus.py's event loop and benchmarks/lackner.py's simulator runs on hand-computed cases."""
+"""benchmarks/cerberus.py's measures and benchmarks/lackner.py's simulator runs on hand-computed cases."""
 
 from __future__ import annotations
 
@@ -9,32 +9,34 @@ import benchmarks.cerberus as cerberus  # fails, never skips, if it cannot impor
 import benchmarks.lackner as lackner
 from harness.model.paths import repo_path
 from harness.platform import load_platform
-from harness.policies.cerberus import CerberusConfig
 from harness.policies.sas import StorageAware
 from harness.policies.tiers import JobIo, TierChooser, TierRates
 
-# Two jobs of 4 nodes x 1,000 MB on 4 nodes: staging 4,000 MB at 5,000 MB/s takes 0.8 s.
-TWO = pd.DataFrame(
-    {"job_id": [1, 2], "submit": [0.0, 0.0], "nodes": [4, 4], "bb_per_node_mb": [1000, 1000],
-     "runtime": [100.0, 100.0], "walltime": [100.0, 100.0]}
-)  # fmt: skip
+
+def test_cerberus_benchmark_measures_throughput_response_and_earlier_share() -> None:
+    # Three jobs submitted at 0, 10, 20 leave at 100, 300 and 1,000 (the BB release when
+    # staged outside): span 1,000 s, 3 jobs -> 1.5 per 500 s; responses 100, 290, 980.
+    # The first 90 % (inverted CDF of 3 values: the 3rd) is all three: the same 1.5.
+    jobs = pd.DataFrame({"job_id": [1, 2, 3], "submit": [0.0, 10.0, 20.0], "start": [50.0, 60.0, 520.0],
+                         "end": [90.0, 280.0, 900.0], "bb_end": [100.0, 300.0, 1000.0],
+                         "status": ["completed", "timeout", "completed"]})  # fmt: skip
+    got = cerberus.measure(jobs, pd.DataFrame({"latency_s": [0.001, 0.003]}))
+    assert got["jobs_per_500s"] == pytest.approx(1.5)
+    assert got["mean_response_s"] == pytest.approx((100 + 290 + 980) / 3)
+    assert got["mean_wait_s"] == pytest.approx((50 + 50 + 500) / 3)
+    assert got["decision_p50_ms"] == pytest.approx(2.0)
+    assert got["timeouts"] == 1
+    # in one phase the same jobs left at 100, 250, 1,200: only job 3 left earlier in three
+    one = pd.Series([100.0, 250.0, 1200.0], index=[1, 2, 3])
+    assert cerberus.share_earlier(cerberus.finish_times(jobs), one) == pytest.approx(1 / 3)
 
 
-def ends(phases: int) -> list[float]:
-    loop = cerberus.Loop(TWO, 4, 10_000, phases, CerberusConfig(knapsack=False))
-    loop.go()
-    return loop.end.tolist()
-
-
-def test_one_phase_holds_nodes_through_staging() -> None:
-    # A: 0 -> 0.8 + 100 + 0.8 = 101.6; B starts then and ends at 203.2.
-    assert ends(1) == pytest.approx([101.6, 203.2])
-
-
-def test_three_phases_overlap_staging_with_the_other_jobs_run() -> None:
-    # Both stage in at 0 (8,000 of 10,000 MB); A runs 0.8-100.8 and stages out to 101.6;
-    # B, staged since 0.8, runs 100.8-200.8 and stages out to 201.6.
-    assert ends(3) == pytest.approx([101.6, 201.6])
+def test_poster_arrivals_are_bbsims_poisson_seconds_in_queue_order() -> None:
+    plan = pd.DataFrame({"job_id": [5, 3, 4], "submit": [7.0, 1.0, 2.0]})
+    out = cerberus.poster_arrivals(plan, seed=1)
+    gaps = out["submit"].diff().dropna()
+    assert out["job_id"].tolist() == [3, 4, 5] and out["submit"].iat[0] == 0.0
+    assert bool((gaps >= 0).all()) and bool((gaps == gaps.round()).all())
 
 
 def test_sas_puts_a_job_on_hps_when_it_is_faster_alone() -> None:
