@@ -8,7 +8,9 @@ from pathlib import Path
 import click
 
 from harness.cli.options import HarnessCommand, json_option, output_option
+from harness.cli.output_options import force_option
 from harness.model.checks import InputError
+from harness.model.outputs import CHART, check_output
 
 PLOT_FORMATS = (".png", ".pdf", ".svg")  # what the chart is saved as, by its name
 
@@ -41,8 +43,14 @@ PLOT_FORMATS = (".png", ".pdf", ".svg")  # what the chart is saved as, by its na
 )
 @output_option("Also write a bar chart of the ratios to the baseline to this PNG file.", dir_okay=False)
 @json_option
+@force_option
 def compare_command(
-    runs: tuple[Path, ...], baseline: str, metrics: tuple[str, ...], output: Path | None, as_json: bool
+    runs: tuple[Path, ...],
+    baseline: str,
+    metrics: tuple[str, ...],
+    output: Path | None,
+    as_json: bool,
+    force: bool,
 ) -> None:
     """Compare the metrics of run directories, normalised to a baseline run.
 
@@ -55,6 +63,8 @@ def compare_command(
         raise InputError(
             f"a chart is written as {', '.join(PLOT_FORMATS)}; got {output.name!r}", where="--output"
         )
+    if output is not None:
+        check_output(output, CHART, force=force)
     metrics = tuple(dict.fromkeys(metrics))  # -m X -m X is X once
     try:
         df = compare_runs(

@@ -21,6 +21,7 @@ from harness.cli.options import (
     priority_options,
     time_limit_option,
 )
+from harness.cli.output_options import force_option
 from harness.cli.workload_options import (
     given,
     selection_kwargs,
@@ -86,10 +87,12 @@ def _write_jobs(jobs: pd.DataFrame, output: Path, policy: str, several: bool) ->
         raise click.ClickException(str(exc)) from None
 
 
-def _check_outputs(output: Path | None, names: list[str], workload: str) -> None:
-    """Refuse an unusable --output before simulating (a directory, a device, the input)."""
+def _check_outputs(output: Path | None, names: list[str], workload: str, force: bool) -> None:
+    """Refuse an unusable --output before simulating (a directory, a device, the input, a
+    file of another kind, a run directory named like a file)."""
     from harness.emulation.run.simulated import RunDirectoryError, check_run_dir
     from harness.model.atomic import OutputError, check_target
+    from harness.model.outputs import RESULTS_TABLE, check_output, check_run_dir_name
     from harness.workload.plan import resolve_input
 
     if output is None:
@@ -98,9 +101,11 @@ def _check_outputs(output: Path | None, names: list[str], workload: str) -> None
         for name in names:
             target = _jobs_target(output, name, len(names) > 1)
             if _is_run_dir(output):
+                check_run_dir_name(output)
                 check_run_dir(target)
             else:
                 check_target(target, inputs=[resolve_input(workload)])
+                check_output(target, RESULTS_TABLE, force=force)
     except (OutputError, RunDirectoryError) as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -145,6 +150,7 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path) -> Path:
     "(any other name; DIR/POLICY if several) with results, metrics, manifest, report and plots, "
     "as `harness run` writes: `harness compare` then sets it beside emulated runs."
 )
+@force_option
 @click.option("--check/--no-check", default=True, show_default=True, help="Verify the schedule invariants.")
 @policy_param_option
 @click.option(
@@ -261,7 +267,7 @@ def _inputs(
         platform = load_platform(platform_file)
     except (UnknownPolicyError, PlatformError) as exc:
         raise click.ClickException(str(exc)) from None
-    _check_outputs(output, names, workload)
+    _check_outputs(output, names, workload, opts.pop("force"))
     try:
         plan, manifest = _load_workload(workload, platform, opts)
     except (OSError, ValueError) as exc:

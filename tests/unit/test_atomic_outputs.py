@@ -236,7 +236,8 @@ def test_platform_from_trace_refuses_to_overwrite_its_trace(tmp_path):
     trace = tmp_path / "t.swf"
     trace.write_text(SMALL.read_text())
     result = cli("platform", "from-trace", str(trace), "-o", str(trace))
-    assert result.exit_code == 1 and "the output is also an input" in result.output
+    assert result.exit_code == 2
+    assert f"{trace}: the output is a platform file (TOML); name it .toml" in result.output
     assert trace.read_text() == SMALL.read_text()
     made = cli("platform", "from-trace", str(trace), "-o", str(tmp_path / "new" / "p.toml"))
     assert made.exit_code == 0, made.output

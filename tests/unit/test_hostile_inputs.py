@@ -157,14 +157,15 @@ def test_a_plan_never_replaces_a_trace(tmp_path):
     result = CliRunner().invoke(
         main, ["workload", "generate", "feitelson96", "-o", str(trace), "--jobs", "5"]
     )
-    assert result.exit_code == 1 and "Traceback" not in result.output
-    assert f"{trace}: a plan is a parquet file; name it .parquet (nothing written)" in result.output
-    other = tmp_path / "plan.bin"
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"{trace}: the output is a plan (parquet); name it .parquet (nothing written)" in result.output
+    other = tmp_path / "plan.parquet"
     other.write_text("not a plan")
     result = CliRunner().invoke(
         main, ["workload", "generate", "feitelson96", "-o", str(other), "--jobs", "5"]
     )
-    assert f"{other}: exists and is not a plan (parquet) file; it is left as it is" in result.output
+    assert result.exit_code == 2
+    assert f"{other}: exists and is a file of unknown kind, not a plan (parquet)" in result.output
     assert trace.read_bytes() == SMALL.read_bytes() and other.read_text() == "not a plan"
 
 
