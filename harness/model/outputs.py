@@ -20,6 +20,7 @@ is also an :class:`InputError`, so the command line ends it with exit status 2.
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,12 +93,17 @@ def _is_experiment(c: Content) -> bool:
 
 
 def _is_platform(c: Content) -> bool:
-    """A ``[machine]`` table; or a text file named .toml that is no other kind (a platform
-    being written, a hand-made start of one)."""
+    """A ``[machine]`` table; or a small file named .toml that is TOML and no experiment (a
+    platform being written, a hand-made start of one); text that is not TOML is not one."""
     if any(line.startswith("[machine") for line in c.text.splitlines()):
         return True
-    others = (_is_experiment, _is_swf, _is_parquet, _is_gzip, _is_chart)
-    return c.path.suffix.lower() == ".toml" and not any(other(c) for other in others)
+    if c.path.suffix.lower() != ".toml" or len(c.head) >= SNIFF_BYTES or _is_experiment(c):
+        return False
+    try:
+        tomllib.loads(c.text)
+    except tomllib.TOMLDecodeError:
+        return False
+    return True
 
 
 def _is_chart(c: Content) -> bool:

@@ -119,6 +119,7 @@ def test_a_plan_is_not_a_results_table_and_a_table_is_not_a_plan(tmp_path: Path,
         ("a.dat", b"\x1f\x8b\x08\x00", "a gzip file (a compressed trace?)"),
         ("a.dat", b"PAR1....PAR1", "a parquet file"),
         ("a.dat", b"hello\n", "a file of unknown kind"),
+        ("a.toml", b"hello\n", "a file of unknown kind"),  # not TOML
         ("a.swf", b"\xef\xbb\xbf; Version: 2\n", "an SWF trace"),
     ],
 )
