@@ -244,8 +244,7 @@ def split(trace: str, parts: int, output: Path, fmt: str, force: bool, **opts: A
     for i in range(parts):  # every part that would replace a file of another kind, before any is written
         suffix, kind = (".swf", SWF_TRACE) if fmt == "swf" else (".parquet", PLAN)
         check_output(out / _part_name(stem, i, parts, suffix), kind, force=force)
-    out.mkdir(parents=True, exist_ok=True)
-    if fmt == "swf":
+    if fmt == "swf":  # the folder is made by the first part written: a refused K leaves none
         _split_swf(source, parts, out, stem, opts["lenient"])
         return
     if opts["period"] is not None:
@@ -277,7 +276,7 @@ def _say_empty(empty: list[int], k: int) -> None:
 def _split_swf(source: Path, k: int, out: Path, stem: str, lenient: bool) -> None:
     trace: SwfTrace = read_swf(source, lenient=lenient)
     table = trace_to_table(trace)
-    idx = transforms.period_index(table, k)
+    idx = transforms.period_index(table, transforms.check_period_count(table, k))
     if (idx < 0).any():
         click.echo(f"{int((idx < 0).sum()):,} record(s) of unknown submit time are in no period", err=True)
     empty = []

@@ -9,11 +9,13 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from harness.experiments.keys import SpecError
 from harness.experiments.spec import ExperimentSpec, SimulateSpec, policy_instances, workload_axes
+from harness.model import checks
 from harness.model.io_models import ALLOC_ONLY
 from harness.model.jsonio import json_default
 
@@ -132,9 +134,11 @@ def _axis_values(spec: ExperimentSpec) -> list[dict[str, Any]]:
     if spec.emulate is not None:
         tail.append(("shrink", spec.emulate.shrink))
     tail.append(("rep", tuple(range(spec.repetitions))))
+    instances = {template: list(policy_instances(template, spec.sweep)) for template in spec.policies}
+    _check_size(spec, sum(map(len, instances.values())), tail)
     out = []
     for template in spec.policies:
-        for values in policy_instances(template, spec.sweep):
+        for values in instances[template]:
             head: dict[str, Any] = {"policy": template.format(**values)}
             if spec.sweep:
                 head["family"] = template
@@ -142,6 +146,17 @@ def _axis_values(spec: ExperimentSpec) -> list[dict[str, Any]]:
             for combo in itertools.product(*(v for _, v in tail)):
                 out.append({**head, **dict(zip((k for k, _ in tail), combo, strict=True))})
     return out
+
+
+def _check_size(spec: ExperimentSpec, policies: int, tail: list[tuple[str, tuple[Any, ...]]]) -> None:
+    """Refuse a grid too large to run before its cells are built (1e8 of them took all memory)."""
+    cells = policies * math.prod(len(values) for _, values in tail)
+    if cells > checks.MAX_CELLS:
+        factors = " x ".join([f"{policies:,} policy", *(f"{len(v):,} {name}" for name, v in tail)])
+        raise SpecError(
+            f"{spec.path}: the grid has {cells:,} cells ({factors}); at most {checks.MAX_CELLS:,}: "
+            "fewer periods, repetitions, seeds or policies, or split it into several experiment files"
+        )
 
 
 def _check_exclusions(spec: ExperimentSpec) -> None:

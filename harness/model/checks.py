@@ -26,7 +26,9 @@ MAX_INT32 = 2**31 - 1  # Slurm keeps counts, CPUs and memory (MB) in 32-bit fiel
 MAX_JOBS = 1_000_000  # jobs a generator may make (KTH-SP2 has 28,000; its Python loop: minutes)
 MAX_REPETITIONS = 1_000  # repetitions of one job (Feitelson's model) or of one experiment cell
 MAX_PARTS = 10_000  # equal periods of a trace (Kopanski: 16)
+MAX_CELLS = 100_000  # cells of an experiment's grid (a simulated cell takes seconds: days of work)
 MAX_TRACE_BYTES = 2**31  # a trace once decompressed (the largest archive traces are far smaller)
+MAX_CONFIG_BYTES = 64 * 2**20  # a platform or experiment file (the shipped ones: a few kB)
 MAX_NAME = 128
 # A name that becomes a file or directory name, a container name or a word of a Slurm file
 # (Docker's rule for container names).
@@ -154,6 +156,20 @@ def readable_file(path: str | Path, where: str) -> Path:
     if not os.access(target, os.R_OK):
         raise InputError(f"{target}: cannot read (permission denied)", where=where)
     return target
+
+
+def read_config(path: str | Path, where: str = "", limit: int = MAX_CONFIG_BYTES) -> bytes:
+    """The bytes of a configuration file (platform, experiment, slurm.conf): a regular file
+    (a FIFO would block the reader for ever, ``/dev/zero`` never end) of at most ``limit``."""
+    target = readable_file(path, where)
+    try:
+        with open(target, "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise InputError(f"{target}: cannot read ({exc.strerror or exc})", where=where) from None
+    if len(data) > limit:
+        raise InputError(f"{target}: larger than {limit:,} bytes: not a configuration file", where=where)
+    return data
 
 
 def read_input(path: str | Path, where: str, limit: int = MAX_TRACE_BYTES) -> bytes:
