@@ -13,8 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness.model.atomic import atomic_write
-from harness.model.jsonio import to_json
+from harness.model.jsonio import JsonFileError, to_json
 from harness.model.outputs import PLAN, check_output
+from harness.model.run_schemas import PLAN_MANIFEST, check_document
 from harness.model.timescale import TimeScale
 from harness.workload.schema import validate_plan
 
@@ -110,6 +111,10 @@ def _read_manifest(p: Path, table: pa.Table) -> dict[str, Any]:
         raise PlanError(f"{p}: embedded manifest is not valid JSON: {exc}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
         raise PlanError(f"{p}: not a harness plan manifest (format missing)")
+    try:  # the keys read back (shrink, span_s, seed...) have their types
+        check_document(manifest, PLAN_MANIFEST, f"{p}: {PLAN_MANIFEST.name}")
+    except JsonFileError as exc:
+        raise PlanError(str(exc)) from None
     return manifest
 
 
