@@ -256,6 +256,28 @@ def _policy_params(policy: str, pairs: tuple[str, ...]) -> dict[str, dict[str, A
         raise click.BadParameter(str(exc), param_hint="'--policy-param'") from None
 
 
+def _no_slurm_policy(policy: str) -> None:
+    """A Slurm-native name (``harness policies`` lists them) runs on Slurm, not here: say so, and
+    name the simulator's twin, instead of "unknown policy"."""
+    from harness.model.checks import InputError
+    from harness.policies.registry import get_policy
+    from harness.slurm.native import PREFIX, is_native
+
+    for name in (n.strip() for n in policy.split(",")):
+        if is_native(name):
+            twin = name.removeprefix(PREFIX)
+            try:
+                get_policy(twin)
+                hint = f"; its twin in the simulator is '{twin}'"
+            except UnknownPolicyError:
+                hint = ""
+            raise InputError(
+                f"'{name}' is Slurm's own scheduler: it runs on Slurm (harness run -p {name}), "
+                f"not in the simulator{hint}",
+                where="-p/--policy",
+            )
+
+
 def _inputs(
     workload: str, policy: str, platform_file: str, output: Path | None, opts: dict
 ) -> tuple[list[str], Any, Any, dict]:
@@ -263,6 +285,7 @@ def _inputs(
     from harness.platform import PlatformError, load_platform
 
     try:
+        _no_slurm_policy(policy)
         names = parse_policy_list(policy)
         platform = load_platform(platform_file)
     except (UnknownPolicyError, PlatformError) as exc:

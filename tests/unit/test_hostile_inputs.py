@@ -146,6 +146,9 @@ def run_cli(args: list[str], inputs: list[Path]) -> str:
          "'--interval': expected a finite number in [0.1, 3600]"),
         (["compare", "{tmp}", "-o", "{tmp}/x.txt"], "--output: a chart is written as .png, .pdf, .svg"),
         (["workload", "split", SMALL, "-k", "7", "-o", "{tmp}/parts"], "K = 7 periods of 6 jobs"),
+        (["simulate", SMALL, "-p", "fcfs,slurm-backfill-1"], "Error: -p/--policy: 'slurm-backfill-1' is "
+         "Slurm's own scheduler: it runs on Slurm (harness run -p slurm-backfill-1), not in the simulator; "
+         "its twin in the simulator is 'backfill-1'"),
         (["simulate", SMALL, "--period", "1/10000"], "K = 10,000 periods of 6 jobs: at most one"),
         (["workload", "generate", "feitelson96", "-o", "{tmp}/x.parquet", "--jobs", "1000000", "--nodes",
           "2147483647"], "feitelson96: a size table of 2,147,483,647 nodes needs about 85.9 GB"),
