@@ -108,12 +108,13 @@ def run_command(
     force: bool,
 ) -> None:
     """Run the cells of EXP.toml that have not run yet; the last line is the experiment directory."""
-    from harness.experiments.grid import describe, expand
+    from harness.experiments.grid import check_periods, describe, expand
     from harness.experiments.results import ResultTable
     from harness.experiments.runner import run_experiment
     from harness.experiments.spec import load_spec
 
     spec = _or_fail(load_spec, spec_path)
+    _or_fail(check_periods, spec)
     exp_dir = check_output_folder(output or DEFAULT_ROOT / spec.name, EXPERIMENT_DIR, force=force)
     if dry_run:
         cells = _or_fail(expand, spec)

@@ -159,6 +159,22 @@ def _check_size(spec: ExperimentSpec, policies: int, tail: list[tuple[str, tuple
         )
 
 
+def check_periods(spec: ExperimentSpec) -> None:
+    """``periods`` at most the trace's records (an upper bound of its jobs): more would make
+    every cell of the extra periods fail, each after reading the trace (issue #33)."""
+    from harness.workload.swf import read_swf
+
+    periods = spec.workload.periods
+    if not periods or periods <= 1:
+        return
+    records = len(read_swf(spec.workload.path, lenient=True).records)
+    if periods > records:
+        raise SpecError(
+            f"{spec.path}: [workload] periods: {periods:,} periods of a trace of {records:,} jobs; "
+            f"at most one period a job (1..{records:,})"
+        )
+
+
 def _check_exclusions(spec: ExperimentSpec) -> None:
     names = set(axis_names(spec))
     for i, rule in enumerate(spec.exclude, start=1):

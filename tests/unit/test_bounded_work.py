@@ -138,3 +138,17 @@ def test_a_fifo_or_device_as_a_configuration_file_is_refused_not_waited_on(
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: " + says.replace("{fifo}", str(fifo))), lines
+
+
+def test_an_experiments_periods_are_at_most_the_traces_records(tmp_path: Path) -> None:
+    (tmp_path / "small.swf").write_bytes(SMALL.read_bytes())  # 10 records
+    spec_path = tmp_path / "exp.toml"
+    spec_path.write_text('[workload]\ntrace = "small.swf"\nperiods = 11\n[policies]\nnames = ["fcfs"]\n')
+    result = CliRunner().invoke(main, ["experiment", "run", str(spec_path), "--dry-run"])
+    assert result.exit_code == 2, result.output
+    assert result.output == (
+        f"Error: {spec_path}: [workload] periods: 11 periods of a trace of 10 jobs; "
+        "at most one period a job (1..10)\n"
+    )
+    spec_path.write_text(spec_path.read_text().replace("periods = 11", "periods = 10"))
+    grid.check_periods(load_spec(spec_path))  # one period a record: allowed
