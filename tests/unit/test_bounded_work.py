@@ -4,6 +4,7 @@ way out, in one line with exit 2, and nothing is written."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from harness.experiments.spec import load_spec
 from harness.model import checks
 from harness.workload import transforms
 from harness.workload.feitelson96 import Feitelson96
+from harness.workload.swf import SwfError, read_swf
 
 SMALL = Path(__file__).resolve().parents[1] / "data" / "small.swf"  # 6 jobs once cleaned, 10 records
 REPO = Path(__file__).resolve().parents[2]
@@ -152,3 +154,18 @@ def test_an_experiments_periods_are_at_most_the_traces_records(tmp_path: Path) -
     )
     spec_path.write_text(spec_path.read_text().replace("periods = 11", "periods = 10"))
     grid.check_periods(load_spec(spec_path))  # one period a record: allowed
+
+
+def test_a_gzip_expanding_past_the_ratio_is_refused_without_taking_its_size(tmp_path: Path) -> None:
+    """17 MiB of blank lines compress to ~17 kB: read, they became GBs of lines in memory."""
+    bomb = tmp_path / "blank.swf.gz"
+    bomb.write_bytes(gzip.compress(b"\n" * (17 * 2**20), mtime=0))
+    stored = bomb.stat().st_size
+    assert checks.expansion_limit(stored) == 16 * 2**20  # the floor: 100 x 17 kB is below 16 MiB
+    assert checks.expansion_limit(10**6) == 10**8 and checks.expansion_limit(10**8) == 2**31
+    with pytest.raises(SwfError) as refused:
+        read_swf(bomb)
+    assert f"{stored:,} gzip bytes expand beyond 16,777,216 (at most 100 times" in str(refused.value)
+    fine = tmp_path / "small.swf.gz"
+    fine.write_bytes(gzip.compress(SMALL.read_bytes(), mtime=0))
+    assert len(read_swf(fine).records) == 10
