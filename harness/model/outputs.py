@@ -76,7 +76,10 @@ _SWF_RECORD = re.compile(r"-?\d+(\.\d+)?(\s+-?\d+(\.\d+)?){17}")
 
 
 def _is_swf(c: Content) -> bool:
-    """Header lines start with ';'; a record is 18 numbers (the reader's rule)."""
+    """Header lines start with ';'; a record is 18 numbers (the reader's rule); a gzip named
+    ``.swf.gz`` (what the writer compresses)."""
+    if _is_gzip(c):
+        return c.path.name.lower().endswith(".swf.gz")
     lines = c.first_lines()
     return bool(lines) and all(line.startswith(";") or _SWF_RECORD.fullmatch(line) for line in lines)
 
@@ -129,7 +132,7 @@ class FileKind:
 
 PLAN = FileKind("a plan (parquet)", (".parquet",), _is_plan)
 RESULTS_TABLE = FileKind("a results table", (".parquet", ".csv"), _is_table)
-SWF_TRACE = FileKind("an SWF trace", (".swf",), _is_swf)
+SWF_TRACE = FileKind("an SWF trace", (".swf", ".swf.gz"), _is_swf)
 PLATFORM_FILE = FileKind("a platform file (TOML)", (".toml",), _is_platform)
 CHART = FileKind("a chart", (".png", ".pdf", ".svg"), _is_chart)
 JSON_FILE = FileKind("a JSON file", (".json",), _is_json)
@@ -167,7 +170,7 @@ def describe_file(path: Path) -> str:
 def check_output(path: str | Path, kind: FileKind, *, force: bool = False) -> Path:
     """``path`` if ``kind`` may be written there (see the module); else :class:`OutputClash`."""
     target = Path(path)
-    if kind.suffixes and target.suffix.lower() not in kind.suffixes:
+    if kind.suffixes and not target.name.lower().endswith(kind.suffixes):
         names = " or ".join(kind.suffixes)
         raise OutputClash(f"{target}: the output is {kind.label}; name it {names} (nothing written)")
     if not target.is_file() or force:  # absent, or refused by the atomic write (a FIFO is never opened)

@@ -98,6 +98,16 @@ def test_absent_empty_and_same_kind_files_may_be_replaced(tmp_path: Path, a_plan
     assert check_output(a_trace_named(tmp_path / "old.swf"), SWF_TRACE) == tmp_path / "old.swf"
 
 
+def test_a_compressed_swf_trace_is_named_and_recognised_as_one(tmp_path: Path) -> None:
+    """The SWF writer compresses a name ending in .swf.gz (from-sacct --swf jan.swf.gz)."""
+    target = tmp_path / "jan.swf.gz"
+    assert check_output(target, SWF_TRACE) == target
+    target.write_bytes(b"\x1f\x8b\x08\x00 old trace")
+    assert check_output(target, SWF_TRACE) == target  # an SWF trace already: replaced
+    with pytest.raises(OutputClash, match="exists and is a gzip file"):
+        check_output(target.rename(tmp_path / "jan.parquet"), PLAN)
+
+
 def test_a_plan_is_not_a_results_table_and_a_table_is_not_a_plan(tmp_path: Path, a_plan: Path) -> None:
     with pytest.raises(OutputClash, match="is a plan \\(parquet\\), not a results table"):
         check_output(a_plan, RESULTS_TABLE)
