@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.experiments.keys import SpecError
-from harness.experiments.spec import ExperimentSpec, SimulateSpec, policy_instances, workload_axes
+from harness.experiments.spec import (
+    ExperimentSpec,
+    SimulateSpec,
+    policy_instances,
+    template_vars,
+    workload_axes,
+)
 from harness.model import checks
 from harness.model.io_models import ALLOC_ONLY
 from harness.model.jsonio import json_default
@@ -134,11 +140,12 @@ def _axis_values(spec: ExperimentSpec) -> list[dict[str, Any]]:
     if spec.emulate is not None:
         tail.append(("shrink", spec.emulate.shrink))
     tail.append(("rep", tuple(range(spec.repetitions))))
-    instances = {template: list(policy_instances(template, spec.sweep)) for template in spec.policies}
-    _check_size(spec, sum(map(len, instances.values())), tail)
+    # counted before any is built: a sweep of several long lists multiplies too
+    policies = sum(math.prod(len(spec.sweep[var]) for var in template_vars(t)) for t in spec.policies)
+    _check_size(spec, policies, tail)
     out = []
     for template in spec.policies:
-        for values in instances[template]:
+        for values in policy_instances(template, spec.sweep):
             head: dict[str, Any] = {"policy": template.format(**values)}
             if spec.sweep:
                 head["family"] = template

@@ -169,3 +169,20 @@ def test_a_gzip_expanding_past_the_ratio_is_refused_without_taking_its_size(tmp_
     fine = tmp_path / "small.swf.gz"
     fine.write_bytes(gzip.compress(SMALL.read_bytes(), mtime=0))
     assert len(read_swf(fine).records) == 10
+
+
+def test_a_sweep_is_counted_before_its_policies_are_built(tmp_path: Path) -> None:
+    """A template swept over 100 values counts 100 policies: with 991 repetitions, 101 x 991 =
+    100,091 cells, refused from the counts (several long swept lists multiply the same way)."""
+    values = list(range(1, 101))
+    spec_path = tmp_path / "exp.toml"
+    spec_path.write_text(
+        '[workload]\ntrace = "bundled"\n[policies]\nnames = ["plan-sum-{a}", "fcfs"]\n'
+        f"[sweep]\na = {values}\n"
+    )
+    assert len(grid.expand(load_spec(spec_path))) == 101  # 100 + 1 policies, one cell each
+    spec_path.write_text(
+        spec_path.read_text().replace("[experiment]", "") + "[experiment]\nrepetitions = 991\n"
+    )
+    with pytest.raises(SpecError, match=r"the grid has 100,091 cells \(101 policy x 1 bb_seed x 991 rep\)"):
+        grid.expand(load_spec(spec_path))
