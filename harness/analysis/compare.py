@@ -29,7 +29,6 @@ import pandas as pd
 from harness.analysis.formatting import format_metric
 from harness.analysis.metrics import repetition_stats
 from harness.model import rundir
-from harness.model.jsonio import read_json
 from harness.model.metric_names import HEADLINE_METRICS, HIGHER_IS_BETTER
 from harness.model.rundir import SIMULATOR
 
@@ -70,12 +69,12 @@ def repetition_dirs(run_dir: Path) -> list[Path]:
 def run_summary(run_dir: Path) -> dict[str, Any]:
     """Run id, policy, per-metric value and C95, and repetition count of one run directory."""
     run_dir = Path(run_dir)
-    manifest = read_json(run_dir / rundir.MANIFEST)
-    metrics = read_json(run_dir / rundir.METRICS)
+    manifest = rundir.read_manifest(run_dir)
+    metrics = rundir.read_metrics(run_dir)
     reps_dirs = repetition_dirs(run_dir)
     reps = metrics.get("repetitions")
     if not (isinstance(reps, dict) and reps) and reps_dirs:
-        reps = aggregate_repetitions([read_json(d / rundir.METRICS) for d in reps_dirs])
+        reps = aggregate_repetitions([rundir.read_metrics(d) for d in reps_dirs])
     if not metrics and not reps:
         raise ValueError(f"{run_dir}: no metrics.json and no repetitions")
     values: dict[str, float] = {}

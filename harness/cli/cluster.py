@@ -26,6 +26,7 @@ from harness.cli.options import (
     user_errors,
     verbose_option,
 )
+from harness.cli.output_options import force_option
 from harness.cli.sizing import size_options, sized_platform_file
 from harness.cluster.base import ClusterError
 from harness.model.atomic import atomic_write_text
@@ -230,14 +231,19 @@ def down(name: str, keep_state: bool) -> None:
 @platform_option
 @output_option("Directory to write etc/, munge/ and compose.yaml to (e.g. containers/state).", required=True,
                file_okay=False)  # fmt: skip
+@force_option
 @scheduler_option
 @click.option("--image", default="harness-slurm:latest", show_default=True,
               help="Docker image the compose file runs (built by `harness cluster up`).")  # fmt: skip
 @user_errors(ClusterError, OSError)
-def render(name: str, platform_file: str, output: Path, scheduler: SchedulerMode, image: str) -> None:
+def render(
+    name: str, platform_file: str, output: Path, force: bool, scheduler: SchedulerMode, image: str
+) -> None:
     """Render every Slurm file, a munge key and compose.yaml for `docker-compose` users."""
     from harness.cluster.containers.state_dir import ClusterState, render_compose
+    from harness.model.outputs import CLUSTER_STATE, check_output_folder
 
+    check_output_folder(output, CLUSTER_STATE, force=force)
     platform = load_platform(platform_file)
     state_dir = output
     state = ClusterState(name=name, root=state_dir.resolve())
@@ -278,6 +284,7 @@ def render(name: str, platform_file: str, output: Path, scheduler: SchedulerMode
     help="Harness checkout packed for the head node's venv (default: this installation's checkout).",
 )
 @click.option("--no-source", is_flag=True, help="Do not pack the harness sources.")
+@force_option
 def render_ansible_command(
     name: str,
     platform_file: str,
@@ -287,14 +294,18 @@ def render_ansible_command(
     scheduler: SchedulerMode,
     source_root: Path | None,
     no_source: bool,
+    force: bool,
 ) -> None:
     """Render the Slurm files, layout, munge key and sources that ansible/site.yml installs.
 
     Prints a JSON summary whose "changed" tells Ansible whether anything was rewritten.
     """
     from harness.cluster.ansible_render import variables as av
+    from harness.model.outputs import ANSIBLE_FILES, check_output_folder
     from harness.model.paths import repo_path
     from harness.slurm.config import LOOPBACK
+
+    check_output_folder(output, ANSIBLE_FILES, force=force)
 
     try:
         platform = load_platform(platform_file)

@@ -8,8 +8,9 @@ from pathlib import Path
 import click
 
 from harness.cli.options import HarnessCommand, json_option, output_option
-from harness.cli.output_options import figure_format_option
+from harness.cli.output_options import figure_format_option, force_option
 from harness.model.checks import InputError
+from harness.model.outputs import CHART, check_output
 
 PLOT_FORMATS = (".png", ".pdf", ".svg")  # what the chart is saved as, by its name or --format
 
@@ -48,6 +49,7 @@ PLOT_FORMATS = (".png", ".pdf", ".svg")  # what the chart is saved as, by its na
 )
 @figure_format_option(None, "the suffix of -o")
 @json_option
+@force_option
 def compare_command(
     runs: tuple[Path, ...],
     baseline: str,
@@ -55,6 +57,7 @@ def compare_command(
     output: Path | None,
     figure_formats: tuple[str, ...] | None,
     as_json: bool,
+    force: bool,
 ) -> None:
     """Compare the metrics of run directories, normalised to a baseline run.
 
@@ -69,6 +72,8 @@ def compare_command(
         raise InputError(
             f"a chart is written as {', '.join(PLOT_FORMATS)}; got {output.name!r}", where="--output"
         )
+    if output is not None:
+        check_output(output, CHART, force=force)
     metrics = tuple(dict.fromkeys(metrics))  # -m X -m X is X once
     try:
         df = compare_runs(

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from harness.cli.options import MINUTES, WORKERS, HarnessGroup, IntegerType, output_option, quiet_option
-from harness.cli.output_options import metrics_option, report_format_option
+from harness.cli.output_options import force_option, metrics_option, report_format_option
 from harness.experiments.keys import SpecError
+from harness.model.outputs import EXPERIMENT_DIR, check_output_folder
 
 if TYPE_CHECKING:
     from harness.experiments.executors import Executor
@@ -46,6 +47,7 @@ def experiment() -> None:
 @output_option(
     f"Experiment directory (default: {DEFAULT_ROOT}/<name>); running again resumes it.", file_okay=False
 )
+@force_option
 @click.option(
     "-j",
     "--jobs",
@@ -105,15 +107,17 @@ def run_command(
     report_formats: tuple[str, ...],
     dry_run: bool,
     quiet: bool,
+    force: bool,
 ) -> None:
     """Run the cells of EXP.toml that have not run yet; the last line is the experiment directory."""
-    from harness.experiments.grid import describe, expand
+    from harness.experiments.grid import check_periods, describe, expand
     from harness.experiments.results import ResultTable
     from harness.experiments.runner import run_experiment
     from harness.experiments.spec import load_spec
 
     spec = _or_fail(load_spec, spec_path)
-    exp_dir = output or DEFAULT_ROOT / spec.name
+    _or_fail(check_periods, spec)
+    exp_dir = check_output_folder(output or DEFAULT_ROOT / spec.name, EXPERIMENT_DIR, force=force)
     if dry_run:
         cells = _or_fail(expand, spec)
         done = ResultTable(exp_dir).done_keys() if exp_dir.exists() else set()

@@ -9,9 +9,11 @@ from typing import Any
 import click
 
 from harness.cli.options import POSITIVE_NUMBER, HarnessCommand, json_option, output_option
+from harness.cli.output_options import force_option
 from harness.model.atomic import OutputError, check_target
 from harness.model.checks import InputError
 from harness.model.jsonio import to_json
+from harness.model.outputs import SWF_TRACE, check_output
 from harness.workload import sacct_cleaning
 from harness.workload.cleaning import DEFAULT_WALLTIME_FACTOR, CleaningError
 from harness.workload.planfile import plan_target, save_plan
@@ -60,6 +62,7 @@ def _action_option(rule: str) -> Any:
     help=f"Salt file, created on first use and reused (default: {SALT_FILE} beside the plan).",
 )
 @click.option("--keep-names", is_flag=True, help="Keep user and account names (no pseudonyms).")
+@force_option
 @click.option(
     "--timezone",
     default="UTC",
@@ -83,7 +86,9 @@ def _action_option(rule: str) -> Any:
     help="--unknown-walltime factor: limit = runtime x this.",
 )
 @json_option
-def from_sacct_command(source: str, output: Path, swf_path: Path | None, as_json: bool, **opts: Any) -> None:
+def from_sacct_command(
+    source: str, output: Path, swf_path: Path | None, as_json: bool, force: bool, **opts: Any
+) -> None:
     """Turn FILE (sacct --json, or sacct -P text) into a job plan, in the trace's own seconds.
 
     FILE comes from, e.g., 'sacct -a --json -S 2024-01-01 -E 2024-02-01 > jan.json'.
@@ -91,7 +96,7 @@ def from_sacct_command(source: str, output: Path, swf_path: Path | None, as_json
     Steps are left out; array tasks and het-job components are jobs of their own. Users and
     accounts are pseudonymised unless --keep-names (docs/workload.md, "Workloads from sacct").
     """  # fmt: skip
-    _check_targets(Path(source), output, swf_path)
+    _check_targets(Path(source), output, swf_path, force)
     salt = _salt(opts, output)
     options = SacctOptions(
         salt=salt.value if salt else None,
@@ -104,7 +109,7 @@ def from_sacct_command(source: str, output: Path, swf_path: Path | None, as_json
         plan, manifest, _ = from_sacct(source, options)
         if salt:
             salt.save()  # before the outputs: pseudonyms are never made from a salt then lost
-        save_plan(plan, manifest, output, inputs=(source,))
+        save_plan(plan, manifest, output, inputs=(source,), force=force)
         if swf_path is not None:
             write_swf(swf_path, swf_records(plan), swf_header(manifest, plan))
     except (OutputError, SchemaError, CleaningError) as exc:
@@ -112,13 +117,14 @@ def from_sacct_command(source: str, output: Path, swf_path: Path | None, as_json
     _report(manifest, output, swf_path, salt, as_json)
 
 
-def _check_targets(source: Path, output: Path, swf_path: Path | None) -> None:
+def _check_targets(source: Path, output: Path, swf_path: Path | None, force: bool) -> None:
     """Every output is checked before anything is read or written."""
     try:
         check_target(output, inputs=[source])
-        plan_target(output)
+        plan_target(output, force)
         if swf_path is not None:
             check_target(swf_path, inputs=[source, output])
+            check_output(swf_path, SWF_TRACE, force=force)
             if swf_path.absolute() == output.absolute():
                 raise OutputError(f"{swf_path}: --swf and -o name the same file")
     except OutputError as exc:

@@ -18,7 +18,9 @@ from harness.cli.options import (
     SEED,
     HarnessGroup,
 )
+from harness.cli.output_options import force_option
 from harness.model.atomic import OutputError, atomic_write_text
+from harness.model.outputs import JSON_FILE, PLAN, check_output
 from harness.workload import plan
 from harness.workload.feitelson96 import Feitelson96
 from harness.workload.herbein_model import HerbeinModelError
@@ -35,9 +37,11 @@ def generate() -> None:
     """Generate a job plan from a workload model of the source documents."""
 
 
-def _written(output: str, df: pd.DataFrame, manifest: dict, inputs: tuple[Path, ...] = ()) -> None:
+def _written(
+    output: str, df: pd.DataFrame, manifest: dict, force: bool, inputs: tuple[Path, ...] = ()
+) -> None:
     try:
-        plan.save_plan(df, manifest, output, inputs=inputs)
+        plan.save_plan(df, manifest, output, inputs=inputs, force=force)
     except OutputError as exc:
         raise click.ClickException(str(exc)) from None
     span, seed = manifest["span_s"], manifest["seed"]
@@ -104,10 +108,12 @@ def _written(output: str, df: pd.DataFrame, manifest: dict, inputs: tuple[Path, 
 )
 @click.option("--walltime-factor", type=POSITIVE_NUMBER, default=1.0, show_default=True,
               help="walltime = runtime x factor (Lackner: accurate estimates).")  # fmt: skip
+@force_option
 def feitelson96_command(
-    output: str, seed: int, walltime_factor: float, bb_per_node_mb: int, **kw: float
+    output: str, seed: int, walltime_factor: float, bb_per_node_mb: int, force: bool, **kw: float
 ) -> None:
     """Lackner's workload: the Feitelson 1996 model with Table I's parameters."""
+    check_output(output, PLAN, force=force)  # before minutes of generating
     try:
         model = Feitelson96(
             jobs=int(kw["jobs"]), machine_nodes=int(kw["machine_nodes"]),
@@ -117,7 +123,7 @@ def feitelson96_command(
         df, manifest = feitelson96_plan(model, seed, bb_per_node_mb, walltime_factor)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
-    _written(output, df, manifest)
+    _written(output, df, manifest, force)
 
 
 @generate.command(
@@ -154,9 +160,13 @@ def feitelson96_command(
 )
 @click.option("--model-out", type=click.Path(dir_okay=False), default=None,
               help="Also write the fitted model's summary to this JSON file (default: none).")  # fmt: skip
+@force_option
 def herbein_command(trace: str, output: str, seed: int, jobs: int, machine_nodes: int, size_scale: float,
-                    procs_per_node: int | None, model_out: str | None) -> None:  # fmt: skip
+                    procs_per_node: int | None, model_out: str | None, force: bool) -> None:  # fmt: skip
     """Herbein's model fitted from TRACE (user arrivals, four Poisson ranges, size bins, limit/elapsed)."""
+    check_output(output, PLAN, force=force)
+    if model_out:
+        check_output(model_out, JSON_FILE, force=force)
     try:
         df, manifest, model = herbein_plan(
             plan.resolve_input(trace), jobs, seed, machine_nodes, size_scale, procs_per_node
@@ -171,4 +181,4 @@ def herbein_command(trace: str, output: str, seed: int, jobs: int, machine_nodes
             )
         except OutputError as exc:
             raise click.ClickException(str(exc)) from None
-    _written(output, df, manifest, inputs=(source,))
+    _written(output, df, manifest, force, inputs=(source,))

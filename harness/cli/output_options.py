@@ -1,7 +1,10 @@
-"""Options of what a command writes for a paper: figure and table formats, the metrics shown.
+"""Options of what a command writes: figure and table formats, the metrics shown, and
+``--force``.
 
 ``--format`` takes a comma list (``png,pdf,svg``); every figure the command writes goes
-through :func:`harness.analysis.figures.save_figure` in each format named.
+through :func:`harness.analysis.figures.save_figure` in each format named. ``--force`` is the
+one option that lets a command replace a file (or write into a folder) of another kind than it
+writes; the check itself is :mod:`harness.model.outputs`.
 """
 
 from __future__ import annotations
@@ -88,3 +91,13 @@ def metrics_option(help_text: str) -> Callable[[F], F]:
         metavar="METRIC,...",
         help=f"{help_text} A wrong name lists the valid ones (harness/model/metric_names.py).",
     )
+
+
+FORCE_HELP = (
+    "Replace an existing output of another kind (a trace, a platform file, a run directory...); "
+    "without it such an output is refused and nothing is written."
+)
+
+
+def force_option(func: F) -> F:
+    return click.option("--force", is_flag=True, help=FORCE_HELP)(func)

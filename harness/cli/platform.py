@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from harness.cli.options import MEGABYTES, NODE_COUNT, HarnessGroup, NameType, json_option
+from harness.cli.output_options import force_option
 from harness.model.jsonio import to_json
 from harness.platform import Platform, PlatformError, load_platform
 from harness.platform.writing import platform_to_toml
@@ -66,15 +67,18 @@ def platform_group() -> None:
     "--name", type=NameType(label=True), default=None, help="Platform name (default: <trace>-<nodes>)."
 )
 @click.option("--lenient", is_flag=True, help="Skip malformed records instead of failing.")
+@force_option
 def from_trace(trace: str, output: Path, bb_ratio: int, bb_capacity_mb: int | None, nodes: int | None,
-               procs_per_node: int | None, name: str | None, lenient: bool) -> None:  # fmt: skip
+               procs_per_node: int | None, name: str | None, lenient: bool, force: bool) -> None:  # fmt: skip
     """Write a platform of the size of the machine TRACE was recorded on."""
     from harness.model.atomic import OutputError, atomic_write_text
+    from harness.model.outputs import PLATFORM_FILE, check_output
     from harness.workload.nodes import NodeSizeError
     from harness.workload.plan import resolve_input
     from harness.workload.platforms import platform_from_trace
     from harness.workload.swf import SwfError
 
+    check_output(output, PLATFORM_FILE, force=force)
     try:
         made = platform_from_trace(
             resolve_input(trace),
@@ -146,17 +150,21 @@ def from_trace(trace: str, output: Path, bb_ratio: int, bb_capacity_mb: int | No
     default=None,
     help="With --scontrol: the default partition (Slurm's JSON does not say; default: the first).",
 )
+@force_option
 def from_slurm(file: str | None, scontrol_files: tuple[str, ...], output: Path | None, name: str | None,
-               drop: tuple[str, ...], default_partition: str | None) -> None:  # fmt: skip
+               drop: tuple[str, ...], default_partition: str | None, force: bool) -> None:  # fmt: skip
     """Write the platform of a Slurm site's own machine, read from its slurm.conf FILE (or from
     scontrol's JSON): node types, features, GRES (GPUs emulated without GPUs), partitions with
     their limits and default, and its scheduler settings (kept, not applied). Keys it does not
     model are listed; a key that changes scheduling and is not emulated is an error unless
     dropped (--drop)."""
     from harness.model.atomic import OutputError, atomic_write_text
+    from harness.model.outputs import PLATFORM_FILE, check_output
     from harness.platform.from_slurm import read_site, site_platform
     from harness.platform.scontrol import read_scontrol
 
+    if output is not None:
+        check_output(output, PLATFORM_FILE, force=force)
     if (file is None) == (not scontrol_files):
         raise click.UsageError("give a slurm.conf FILE or --scontrol JSON (one of the two)")
     if default_partition is not None and not scontrol_files:

@@ -30,7 +30,7 @@ from harness.cli.options import (
     shrink_option,
     verbose_option,
 )
-from harness.cli.output_options import figure_format_option
+from harness.cli.output_options import figure_format_option, force_option
 from harness.cli.sizing import size_options, sized_platform_file
 from harness.cli.workload_options import selection_kwargs, selection_options, trace_kwargs, trace_options
 from harness.model.clock import MAX_SPEEDUP
@@ -92,6 +92,7 @@ RUN_POLICY_HELP = (
 @policy_seed_option
 @click.option("--shuffle", is_flag=True, help="Shuffle submission order, keeping the instants.")
 @output_option("Directory the run directory is created in.", default=Path("runs"), file_okay=False)
+@force_option
 @click.option("--warmup", type=NON_NEGATIVE_SECONDS, default=2.0, show_default=True,
               help="Seconds (wall clock) between the replay's start and the first submission.")  # fmt: skip
 @drift_option
@@ -135,6 +136,9 @@ def run_command(trace: Path | None, **kw: Any) -> None:
     """
     from harness.cluster.base import ClusterError
     from harness.emulation.run.experiment import Experiment, RunError, resume_options
+    from harness.model.outputs import RUNS_FOLDER, check_output_folder
+
+    check_output_folder(kw["output"], RUNS_FOLDER, force=kw.pop("force"))
 
     long = {name: kw.pop(name) for name in LONG_RUN_OPTIONS}
     opts = with_long_run_options(_run_options(trace, kw), long)

@@ -16,7 +16,7 @@ from harness.cli.options import (
     policy_option,
     user_errors,
 )
-from harness.cli.output_options import figure_format_option
+from harness.cli.output_options import figure_format_option, force_option
 from harness.cli.workload_options import selection_kwargs, selection_options, trace_kwargs, trace_options
 
 
@@ -112,6 +112,7 @@ def _shrink_list(ctx: click.Context, param: click.Parameter, value: str) -> list
     default=None,
     help="Per run: give up this many seconds after the last submission.",
 )
+@force_option
 @trace_options
 @selection_options
 @figure_format_option()
@@ -132,13 +133,18 @@ def shrink_limit_command(
     timeout: float | None,
     platform_file: str,
     figure_formats: tuple[str, ...],
+    force: bool,
     **workload_opts: Any,
 ) -> None:
     """Replay TRACE (default: the bundled KTH slice) at increasing shrink and report the largest
     shrink whose mean wait, mean BSLD, utilisation and makespan stay within the tolerance."""
     from harness.experiments.shrink_limit import find_limit, sweep
     from harness.experiments.shrink_report import text_table, write_limit
+    from harness.model.outputs import RUNS_FOLDER, SHRINK_LIMIT_FOLDER, check_output_folder
 
+    target = out_dir or runs_dir / f"shrink-limit-{policy}-{against}"
+    check_output_folder(target, SHRINK_LIMIT_FOLDER, force=force)  # before the sweep, not after it
+    check_output_folder(runs_dir, RUNS_FOLDER, force=force)
     if against == "sim":
         runner = _sim_runner(trace, policy, platform_file, tick, launch_delay, workload_opts)
     else:
@@ -147,7 +153,6 @@ def shrink_limit_command(
         )
     points = sweep(runner, shrinks, repeat, progress=lambda line: click.echo(line, err=True))
     result = find_limit(points, tolerance)
-    target = out_dir or runs_dir / f"shrink-limit-{policy}-{against}"
     title = f"{policy} ({'simulator, tick ' + format(tick, 'g') + ' s' if against == 'sim' else 'emulation'})"
     paths = write_limit(result, target, title, figure_formats)
     click.echo(text_table(result))

@@ -21,7 +21,7 @@ from harness.cli.options import (
     priority_options,
     time_limit_option,
 )
-from harness.cli.output_options import figure_format_option
+from harness.cli.output_options import figure_format_option, force_option
 from harness.cli.simulate_repeat import (
     check_repeat,
     format_repetitions,
@@ -96,10 +96,12 @@ def _write_jobs(jobs: pd.DataFrame, output: Path, policy: str, several: bool) ->
         raise click.ClickException(str(exc)) from None
 
 
-def _check_outputs(output: Path | None, names: list[str], workload: str) -> None:
-    """Refuse an unusable --output before simulating (a directory, a device, the input)."""
+def _check_outputs(output: Path | None, names: list[str], workload: str, force: bool) -> None:
+    """Refuse an unusable --output before simulating (a directory, a device, the input, a
+    file of another kind, a run directory named like a file)."""
     from harness.emulation.run.simulated import RunDirectoryError, check_run_dir
     from harness.model.atomic import OutputError, check_target
+    from harness.model.outputs import RESULTS_TABLE, check_output, check_run_dir_name
     from harness.workload.plan import resolve_input
 
     if output is None:
@@ -108,9 +110,11 @@ def _check_outputs(output: Path | None, names: list[str], workload: str) -> None
         for name in names:
             target = _jobs_target(output, name, len(names) > 1)
             if _is_run_dir(output):
+                check_run_dir_name(output)
                 check_run_dir(target)
             else:
                 check_target(target, inputs=[resolve_input(workload)])
+                check_output(target, RESULTS_TABLE, force=force)
     except (OutputError, RunDirectoryError) as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -157,6 +161,7 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, formats: tuple
     "(any other name; DIR/POLICY if several) with results, metrics, manifest, report and plots, "
     "as `harness run` writes: `harness compare` then sets it beside emulated runs."
 )
+@force_option
 @click.option("--check/--no-check", default=True, show_default=True, help="Verify the schedule invariants.")
 @policy_param_option
 @click.option(
@@ -264,6 +269,28 @@ def _policy_params(policy: str, pairs: tuple[str, ...]) -> dict[str, dict[str, A
         raise click.BadParameter(str(exc), param_hint="'--policy-param'") from None
 
 
+def _no_slurm_policy(policy: str) -> None:
+    """A Slurm-native name (``harness policies`` lists them) runs on Slurm, not here: say so, and
+    name the simulator's twin, instead of "unknown policy"."""
+    from harness.model.checks import InputError
+    from harness.policies.registry import get_policy
+    from harness.slurm.native import PREFIX, is_native
+
+    for name in (n.strip() for n in policy.split(",")):
+        if is_native(name):
+            twin = name.removeprefix(PREFIX)
+            try:
+                get_policy(twin)
+                hint = f"; its twin in the simulator is '{twin}'"
+            except UnknownPolicyError:
+                hint = ""
+            raise InputError(
+                f"'{name}' is Slurm's own scheduler: it runs on Slurm (harness run -p {name}), "
+                f"not in the simulator{hint}",
+                where="-p/--policy",
+            )
+
+
 def _inputs(
     workload: str, policy: str, platform_file: str, output: Path | None, opts: dict
 ) -> tuple[list[str], Any, list[tuple[Any, dict]]]:
@@ -271,11 +298,12 @@ def _inputs(
     from harness.platform import PlatformError, load_platform
 
     try:
+        _no_slurm_policy(policy)
         names = parse_policy_list(policy)
         platform = load_platform(platform_file)
     except (UnknownPolicyError, PlatformError) as exc:
         raise click.ClickException(str(exc)) from None
-    _check_outputs(output, names, workload)
+    _check_outputs(output, names, workload, opts.pop("force"))
     try:
         plans = _load_workload(workload, platform, opts)
     except (OSError, ValueError) as exc:

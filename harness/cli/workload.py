@@ -13,9 +13,11 @@ import click
 from harness.cli.from_sacct import from_sacct_command
 from harness.cli.generate import generate
 from harness.cli.options import PARTS, HarnessGroup, json_option, output_option
+from harness.cli.output_options import force_option
 from harness.cli.workload_options import selection_kwargs, selection_options, trace_kwargs, trace_options
 from harness.model.atomic import OutputError, check_target
 from harness.model.jsonio import nulls_for_non_finite, to_json
+from harness.model.outputs import PARTS_FOLDER, PLAN, SWF_TRACE, check_output, check_output_folder
 from harness.model.timescale import ShrinkError
 from harness.platform import PlatformError, load_platform
 from harness.workload import bbmodel, plan, stats, transforms
@@ -230,17 +232,19 @@ def _bb_lines(bb: dict[str, Any], model: str, seed: int, jobs: int) -> list[str]
 @output_option(
     "Plan file to write (.parquet; its manifest in the file's metadata).", required=True, dir_okay=False
 )
+@force_option
 @trace_options
 @selection_options
 @_shuffle_option
 @_friendly
-def prepare(trace: str, output: Path, **opts: Any) -> None:
+def prepare(trace: str, output: Path, force: bool, **opts: Any) -> None:
     """Turn TRACE into a job plan: one parquet file, its manifest in the parquet metadata."""
     source = plan.resolve_input(trace)
     check_target(output, inputs=[source])
+    check_output(output, PLAN, force=force)
     df, manifest = plan.prepare(source, **_prepare_kwargs(opts))
     _report_skipped(manifest["input"])
-    plan.save_plan(df, manifest, output, inputs=(source,))
+    plan.save_plan(df, manifest, output, inputs=(source,), force=force)
     click.echo(
         f"{output}: {len(df):,} jobs, span {manifest['span_s']:,.0f} s of the trace's time, "
         f"seed {manifest['seed']}"
@@ -261,17 +265,20 @@ def prepare(trace: str, output: Path, **opts: Any) -> None:
 @output_option("Directory to write the parts to (created).", required=True, file_okay=False)
 @click.option("--format", "fmt", type=click.Choice(["plan", "swf"]), default="plan", show_default=True,
               help="plan: prepared parquet parts; swf: the trace's own records, uncleaned.")  # fmt: skip
+@force_option
 @trace_options
 @selection_options
 @_shuffle_option
 @_friendly
-def split(trace: str, parts: int, output: Path, fmt: str, **opts: Any) -> None:
+def split(trace: str, parts: int, output: Path, fmt: str, force: bool, **opts: Any) -> None:
     """Split TRACE into K consecutive periods of equal duration (Kopański: 16 x 20.8 days)."""
-    out = output
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_output_folder(output, PARTS_FOLDER, force=force)
     source = plan.resolve_input(trace)
     stem = Path(source).name.removesuffix(".gz").removesuffix(".swf")
-    if fmt == "swf":
+    for i in range(parts):  # every part that would replace a file of another kind, before any is written
+        suffix, kind = (".swf", SWF_TRACE) if fmt == "swf" else (".parquet", PLAN)
+        check_output(out / _part_name(stem, i, parts, suffix), kind, force=force)
+    if fmt == "swf":  # the folder is made by the first part written: a refused K leaves none
         _split_swf(source, parts, out, stem, opts["lenient"])
         return
     if opts["period"] is not None:
@@ -280,13 +287,17 @@ def split(trace: str, parts: int, output: Path, fmt: str, **opts: Any) -> None:
     kwargs.pop("period")
     empty = []
     for i, part in enumerate(plan.prepare_split(source, parts, **kwargs)):
-        target = out / f"{stem}.part{i:02d}of{parts:02d}.parquet"
+        target = out / _part_name(stem, i, parts, ".parquet")
         if part is None:
             empty.append(i + 1)
             continue
-        plan.save_plan(part[0], part[1], target, inputs=(source,))
+        plan.save_plan(part[0], part[1], target, inputs=(source,), force=force)
         click.echo(f"{target}: {len(part[0]):,} jobs")
     _say_empty(empty, parts)
+
+
+def _part_name(stem: str, index: int, parts: int, suffix: str) -> str:
+    return f"{stem}.part{index:02d}of{parts:02d}{suffix}"
 
 
 def _say_empty(empty: list[int], k: int) -> None:
@@ -299,13 +310,13 @@ def _say_empty(empty: list[int], k: int) -> None:
 def _split_swf(source: Path, k: int, out: Path, stem: str, lenient: bool) -> None:
     trace: SwfTrace = read_swf(source, lenient=lenient)
     table = trace_to_table(trace)
-    idx = transforms.period_index(table, k)
+    idx = transforms.period_index(table, transforms.check_period_count(table, k))
     if (idx < 0).any():
         click.echo(f"{int((idx < 0).sum()):,} record(s) of unknown submit time are in no period", err=True)
     empty = []
     for i in range(k):
         rows = trace.records[idx == i]
-        target = out / f"{stem}.part{i:02d}of{k:02d}.swf"
+        target = out / _part_name(stem, i, k, ".swf")
         if not len(rows):
             empty.append(i + 1)
             continue

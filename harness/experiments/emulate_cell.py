@@ -79,7 +79,6 @@ def emulate(cell: Cell, folder: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     from harness.emulation.collect.results import finished
     from harness.emulation.run.experiment import Experiment
     from harness.model import rundir
-    from harness.model.jsonio import read_json
     from harness.platform import load_platform
 
     run_dir = folder / RUN_DIR
@@ -88,11 +87,11 @@ def emulate(cell: Cell, folder: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     opts = run_options(cell, folder)
     with _sigterm_stops_the_run():  # the runner's cancel (SIGTERM) stops and cancels the replay
         Experiment(opts, progress=lambda _: None).execute()
-    manifest = read_json(run_dir / rundir.MANIFEST)
+    manifest = rundir.read_manifest(run_dir)
     if not manifest.get("complete"):
         raise RuntimeError(f"the run in {run_dir} is incomplete: {manifest.get('incomplete_reason')}")
     jobs = pd.read_parquet(run_dir / rundir.RESULTS)
-    metrics = read_json(run_dir / rundir.METRICS)
+    metrics = rundir.read_metrics(run_dir)
     platform = load_platform(cell.inputs["platform"])
     metrics.update(summary(finished(jobs), platform, tau=cell.params["tau"]))
     return jobs, metrics

@@ -9,11 +9,19 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from harness.experiments.keys import SpecError
-from harness.experiments.spec import ExperimentSpec, SimulateSpec, policy_instances, workload_axes
+from harness.experiments.spec import (
+    ExperimentSpec,
+    SimulateSpec,
+    policy_instances,
+    template_vars,
+    workload_axes,
+)
+from harness.model import checks
 from harness.model.io_models import ALLOC_ONLY
 from harness.model.jsonio import json_default
 
@@ -138,6 +146,9 @@ def _axis_values(spec: ExperimentSpec) -> list[dict[str, Any]]:
     if spec.emulate is not None:
         tail.append(("shrink", spec.emulate.shrink))
     tail.append(("rep", tuple(range(spec.repetitions))))
+    # counted before any is built: a sweep of several long lists multiplies too
+    policies = sum(math.prod(len(spec.sweep[var]) for var in template_vars(t)) for t in spec.policies)
+    _check_size(spec, policies, tail)
     out = []
     for template in spec.policies:
         for values in policy_instances(template, spec.sweep):
@@ -148,6 +159,33 @@ def _axis_values(spec: ExperimentSpec) -> list[dict[str, Any]]:
             for combo in itertools.product(*(v for _, v in tail)):
                 out.append({**head, **dict(zip((k for k, _ in tail), combo, strict=True))})
     return out
+
+
+def _check_size(spec: ExperimentSpec, policies: int, tail: list[tuple[str, tuple[Any, ...]]]) -> None:
+    """Refuse a grid too large to run before its cells are built (1e8 of them took all memory)."""
+    cells = policies * math.prod(len(values) for _, values in tail)
+    if cells > checks.MAX_CELLS:
+        factors = " x ".join([f"{policies:,} policy", *(f"{len(v):,} {name}" for name, v in tail)])
+        raise SpecError(
+            f"{spec.path}: the grid has {cells:,} cells ({factors}); at most {checks.MAX_CELLS:,}: "
+            "fewer periods, repetitions, seeds or policies, or split it into several experiment files"
+        )
+
+
+def check_periods(spec: ExperimentSpec) -> None:
+    """``periods`` at most the trace's records (an upper bound of its jobs): more would make
+    every cell of the extra periods fail, each after reading the trace (issue #33)."""
+    from harness.workload.swf import read_swf
+
+    periods = spec.workload.periods
+    if not periods or periods <= 1:
+        return
+    records = len(read_swf(spec.workload.path, lenient=True).records)
+    if periods > records:
+        raise SpecError(
+            f"{spec.path}: [workload] periods: {periods:,} periods of a trace of {records:,} jobs; "
+            f"at most one period a job (1..{records:,})"
+        )
 
 
 def _check_exclusions(spec: ExperimentSpec) -> None:

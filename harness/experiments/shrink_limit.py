@@ -158,12 +158,11 @@ def emulation_runner(opts: Any) -> Runner:
     """Replays on Slurm: ``opts`` (a RunOptions) at each shrink, repetitions as `harness run --repeat`."""
     from harness.emulation.run.repetitions import run_repetitions
     from harness.model import rundir
-    from harness.model.jsonio import read_json
 
     def run(scale: TimeScale, repeat: int) -> list[dict[str, Any]]:
         shrink = scale.shrink
         at = replace(opts, workload=replace(opts.workload, shrink=shrink), label=f"limit{shrink:g}")
         parent = run_repetitions(at, repeat)
-        return [read_json(parent / rundir.repetition_name(i) / rundir.METRICS) for i in range(repeat)]
+        return [rundir.read_metrics(parent / rundir.repetition_name(i)) for i in range(repeat)]
 
     return run

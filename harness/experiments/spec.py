@@ -115,9 +115,12 @@ def load_spec(path: str | Path) -> ExperimentSpec:
     """Read and check an experiment file."""
     path = Path(path)
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read the experiment file ({exc.strerror})") from None
+        text = checks.read_config(path).decode("utf-8")
+    except checks.InputError as exc:  # absent, a FIFO or a device (which would block), too large
+        reason = str(exc).removeprefix(f"{path}: ").removeprefix("cannot read ").strip("()")
+        raise SpecError(f"{path}: cannot read the experiment file ({reason})") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: not UTF-8 text (TOML must be UTF-8): byte {exc.start}") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -221,6 +224,7 @@ def _trace_path(keys: Keys, trace: str, spec_path: Path) -> Path:
 
 def _file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
+    checks.readable_file(path, "[workload] trace")  # a FIFO would block the hashing for ever
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)

@@ -25,9 +25,16 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from harness.model.checks import InputError
+
 
 class OutputError(ValueError):
     """An output file cannot be written (named path, reason); nothing was changed."""
+
+
+class TargetRefused(OutputError, InputError):
+    """The path given cannot take the output at all (a directory, a device, one of the inputs):
+    the user's to change, so a usage error (exit 2), unlike a full disk."""
 
 
 def check_target(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> Path:
@@ -41,10 +48,10 @@ def check_target(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> 
         raise OutputError(f"{target}: cannot write here: {exc.strerror or exc}") from None
     if st is not None and not stat.S_ISREG(st.st_mode):
         kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-        raise OutputError(f"{target}: cannot write the output over it: it is {kind}")
+        raise TargetRefused(f"{target}: cannot write the output over it: it is {kind}")
     for source in inputs:
         if source is not None and _same_file(target, Path(source)):
-            raise OutputError(f"{target}: the output is also an input ({source}); choose another path")
+            raise TargetRefused(f"{target}: the output is also an input ({source}); choose another path")
     return target
 
 

@@ -26,7 +26,14 @@ MAX_INT32 = 2**31 - 1  # Slurm keeps counts, CPUs and memory (MB) in 32-bit fiel
 MAX_JOBS = 1_000_000  # jobs a generator may make (KTH-SP2 has 28,000; its Python loop: minutes)
 MAX_REPETITIONS = 1_000  # repetitions of one job (Feitelson's model) or of one experiment cell
 MAX_PARTS = 10_000  # equal periods of a trace (Kopanski: 16)
+MAX_CELLS = 100_000  # cells of an experiment's grid (a simulated cell takes seconds: days of work)
 MAX_TRACE_BYTES = 2**31  # a trace once decompressed (the largest archive traces are far smaller)
+MAX_CONFIG_BYTES = 64 * 2**20  # a platform or experiment file (the shipped ones: a few kB)
+# A gzip trace expands ~7 times (KTH-SP2: 388 kB -> 2.6 MB); a gzip of blank lines 1000 times
+# (200 kB -> 200 MB, then GBs of lines in memory): above this ratio it is not read.
+MAX_EXPANSION = 100
+MIN_EXPANSION_BYTES = 16 * 2**20  # a small file may expand more (its header lines compress well)
+EXPANSION_RULE = f"at most {MAX_EXPANSION} times and {MAX_TRACE_BYTES:,} bytes; archive traces: ~7 times"
 MAX_NAME = 128
 # A name that becomes a file or directory name, a container name or a word of a Slurm file
 # (Docker's rule for container names).
@@ -154,6 +161,25 @@ def readable_file(path: str | Path, where: str) -> Path:
     if not os.access(target, os.R_OK):
         raise InputError(f"{target}: cannot read (permission denied)", where=where)
     return target
+
+
+def expansion_limit(stored_bytes: int) -> int:
+    """The most bytes a compressed input of ``stored_bytes`` may expand to (``EXPANSION_RULE``)."""
+    return min(MAX_TRACE_BYTES, max(stored_bytes * MAX_EXPANSION, MIN_EXPANSION_BYTES))
+
+
+def read_config(path: str | Path, where: str = "", limit: int = MAX_CONFIG_BYTES) -> bytes:
+    """The bytes of a configuration file (platform, experiment, slurm.conf): a regular file
+    (a FIFO would block the reader for ever, ``/dev/zero`` never end) of at most ``limit``."""
+    target = readable_file(path, where)
+    try:
+        with open(target, "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise InputError(f"{target}: cannot read ({exc.strerror or exc})", where=where) from None
+    if len(data) > limit:
+        raise InputError(f"{target}: larger than {limit:,} bytes: not a configuration file", where=where)
+    return data
 
 
 def read_input(path: str | Path, where: str, limit: int = MAX_TRACE_BYTES) -> bytes:

@@ -29,7 +29,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from harness.model.jsonio import JsonFileError, read_json, write_json
+from harness.model import run_schemas
+from harness.model.jsonio import read_json, write_json
 
 MANIFEST = "manifest.json"
 STEPS = "steps.json"  # the steps of the run that are done, in order, with what each found
@@ -94,13 +95,29 @@ def repetition_name(index: int) -> str:
 
 def done_steps(run_dir: Path) -> dict[str, dict[str, Any]]:
     """Step name -> its record (``done_at`` and what the step found), in the order they ran."""
-    steps = read_json(run_dir / STEPS).get("steps", [])
-    records = steps if isinstance(steps, list) else [None]
-    if not all(isinstance(s, dict) and isinstance(s.get("info", {}), dict) for s in records):
-        raise JsonFileError(
-            'expected {"steps": [{"name": ..., "info": {...}}, ...]}', where=str(run_dir / STEPS)
-        )
-    return {s["name"]: s for s in steps if "name" in s}
+    path = run_dir / STEPS
+    return {s["name"]: s for s in run_schemas.check_steps(read_json(path), str(path))}
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any]:
+    """``manifest.json`` (``{}`` if absent), its keys checked (:mod:`harness.model.run_schemas`)."""
+    return _read_checked(run_dir / MANIFEST, run_schemas.MANIFEST)
+
+
+def read_metrics(run_dir: Path) -> dict[str, Any]:
+    """``metrics.json`` (``{}`` if absent): every metric a number or null."""
+    return _read_checked(run_dir / METRICS, run_schemas.METRICS)
+
+
+def read_progress(run_dir: Path) -> dict[str, Any]:
+    """``progress.json`` (``{}`` if absent), its counts and times checked."""
+    return _read_checked(run_dir / PROGRESS, run_schemas.PROGRESS)
+
+
+def _read_checked(path: Path, schema: run_schemas.Schema) -> dict[str, Any]:
+    data = read_json(path)
+    run_schemas.check_document(data, schema, str(path))
+    return data
 
 
 def record_step(run_dir: Path, name: str, info: dict[str, Any]) -> None:

@@ -85,14 +85,14 @@ def load_platform(path: str | Path | None = None) -> Platform:
         text = bundled_platform_file(name).read_text()
         return platform_from_dict(tomllib.loads(text), source=built_in_source(name))
     p = Path(name)
+    if not p.exists():
+        raise PlatformError(f"{p}: no such platform file")
+    if p.is_dir():
+        raise PlatformError(f"{p}: is a directory, not a platform file")
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PlatformError(f"{p}: no such platform file") from None
-    except IsADirectoryError:
-        raise PlatformError(f"{p}: is a directory, not a platform file") from None
-    except OSError as exc:
-        raise PlatformError(f"{p}: cannot read: {exc.strerror or exc}") from None
+        data = tomllib.loads(checks.read_config(p).decode("utf-8"))
+    except checks.InputError as exc:  # a FIFO, a device, unreadable, too large
+        raise PlatformError(str(exc)) from None
     except UnicodeDecodeError as exc:
         raise PlatformError(f"{p}: not UTF-8 text (TOML must be UTF-8): byte {exc.start}") from None
     except tomllib.TOMLDecodeError as exc:

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.model import checks
 from harness.platform.errors import PlatformError
 
 MAX_INCLUDE_DEPTH = 16  # a file including itself, directly or not, is refused long before this
@@ -90,9 +91,9 @@ def _read(path: Path, depth: int, shown: str, including: Where | None) -> list[C
 
 def _text(path: Path, shown: str, including: Where | None) -> str:
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
+        data = checks.read_config(path, limit=MAX_CONF_BYTES)  # a FIFO would block for ever
+    except checks.InputError as exc:
+        reason = str(exc).removeprefix(f"{path}: ")
         if including is not None:
             raise including.error("Include", f"{shown}: cannot read ({reason})") from None
         raise SlurmConfError(f"{shown}: cannot read ({reason})") from None

@@ -22,6 +22,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.model.checks import InputError
+
+# Each new job draws its size from a table of one weight per node: the work grows as jobs x
+# nodes (measured: 8 ns a node a draw) and the table's memory as nodes.
+SECONDS_PER_SIZE_WEIGHT = 8e-9
+MAX_SIZE_DRAW_WORK = 5 * 10**9  # jobs x nodes: about 40 s of generating
+MAX_MACHINE_NODES = 10**7  # a table of 80 MB a column
+BYTES_PER_NODE = 40  # the table's columns: sizes, weights, their powers of two, probabilities, cumulated
+
 
 @dataclass(frozen=True)
 class Feitelson96:
@@ -48,6 +57,23 @@ class Feitelson96:
             raise ValueError("feitelson96: need 0 < shortest_s <= longest_s")
         if self.arrival_factor_s <= 0:
             raise ValueError("feitelson96: arrival_factor_s must be positive")
+        self._check_work()
+
+    def _check_work(self) -> None:
+        """Refuse, before drawing, a workload that would take hours or all memory to generate."""
+        if self.machine_nodes > MAX_MACHINE_NODES:
+            raise InputError(
+                f"feitelson96: a size table of {self.machine_nodes:,} nodes needs about "
+                f"{self.machine_nodes * BYTES_PER_NODE / 1e9:.3g} GB; at most {MAX_MACHINE_NODES:,} nodes: "
+                "fewer --nodes"
+            )
+        work = self.jobs * self.machine_nodes
+        if work > MAX_SIZE_DRAW_WORK:
+            raise InputError(
+                f"feitelson96: {self.jobs:,} jobs on {self.machine_nodes:,} nodes would take about "
+                f"{_duration(work * SECONDS_PER_SIZE_WEIGHT)} to generate (jobs x nodes = {work:.3g}); "
+                f"at most {MAX_SIZE_DRAW_WORK:.0e} jobs x nodes: fewer --jobs or --nodes"
+            )
 
     def as_dict(self) -> dict[str, Any]:
         return {"model": "feitelson96", **asdict(self)}
@@ -81,11 +107,17 @@ class Feitelson96:
         rows: list[tuple[float, float, int, int]] = []
         t = 0.0
         sizes = np.arange(1, self.machine_nodes + 1)
+        # computed once (the same draws as when computed for each job, in a fraction of the time)
+        size_p, repeats, repeat_p = (
+            self.size_probabilities(),
+            np.arange(1, self.max_repetitions + 1),
+            self.repetition_probabilities(),
+        )
         while len(rows) < self.jobs:
             t += rng.exponential(self.arrival_factor_s)
-            nodes = int(rng.choice(sizes, p=self.size_probabilities()))
+            nodes = int(rng.choice(sizes, p=size_p))
             runtime = self._runtime(rng, nodes)
-            runs = int(rng.choice(np.arange(1, self.max_repetitions + 1), p=self.repetition_probabilities()))
+            runs = int(rng.choice(repeats, p=repeat_p))
             submit = t
             for run in range(runs):
                 rows.append((submit, runtime, nodes, run))
@@ -100,3 +132,10 @@ class Feitelson96:
         long = rng.random() < float(self.long_share(np.array([nodes]))[0])
         mean = self.long_mean_s if long else self.short_mean_s
         return float(min(self.shortest_s + rng.exponential(mean), self.longest_s))
+
+
+def _duration(seconds: float) -> str:
+    """``40 s``, ``12 min``, ``3.1 h``: an estimate's order of magnitude."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"

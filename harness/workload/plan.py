@@ -229,7 +229,7 @@ def _base_of(trace_path: str | Path, kw: dict[str, Any]) -> _Base:
 
 
 def _period_sizes(table: pd.DataFrame, k: int) -> list[int]:
-    idx = transforms.period_index(table, k)
+    idx = transforms.period_index(table, transforms.check_period_count(table, k))
     return [int((idx == i).sum()) for i in range(k)]
 
 
@@ -292,7 +292,7 @@ def _select(
     period: tuple[int, int] | None,
 ) -> pd.DataFrame:
     if period is not None:
-        df = transforms.period_part(df, period[1], period[0])
+        df = transforms.period_part(df, transforms.check_period_count(df, period[1]), period[0])
     if window is not None:
         df = transforms.time_window(df, window[0], window[1])
     if first_n is not None:

@@ -12,8 +12,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harness.model.atomic import OutputError, atomic_write
-from harness.model.jsonio import to_json
+from harness.model.atomic import atomic_write
+from harness.model.jsonio import JsonFileError, to_json
+from harness.model.outputs import PLAN, check_output
+from harness.model.run_schemas import PLAN_MANIFEST, check_document
 from harness.model.timescale import TimeScale
 from harness.workload.schema import validate_plan
 
@@ -38,13 +40,19 @@ def manifest_path(plan_path: str | Path) -> Path:
 
 
 def save_plan(
-    df: pd.DataFrame, manifest: dict[str, Any], path: str | Path, *, inputs: tuple[Any, ...] = ()
+    df: pd.DataFrame,
+    manifest: dict[str, Any],
+    path: str | Path,
+    *,
+    inputs: tuple[Any, ...] = (),
+    force: bool = False,
 ) -> Path:
     """Write the plan as one parquet file whose key-value metadata holds the manifest, so the
     two cannot disagree; written atomically (an interrupted save leaves the old plan whole).
-    ``inputs``: files the plan was made from, which it must not overwrite. Returns ``path``."""
+    ``inputs``: files the plan was made from, which it must not overwrite; ``force``: replace a
+    file of another kind (``--force``). Returns ``path``."""
     validate_plan(df, where=str(path))
-    plan_target(path)
+    plan_target(path, force)
     table = pa.Table.from_pandas(df, preserve_index=False)
     meta = dict(table.schema.metadata or {})
     meta[_PARQUET_KEY] = to_json(manifest).encode()
@@ -54,26 +62,10 @@ def save_plan(
     return target
 
 
-# names of the other files the harness reads and writes: a plan never takes their place
-OTHER_FORMATS = (".swf", ".gz", ".toml", ".json", ".jsonl", ".csv", ".txt", ".md", ".html", ".png")
-
-
-def plan_target(path: str | Path) -> Path:
-    """``path`` if a plan may be written there: not named like another format (``trace.swf``)
-    and, if it exists, a parquet file already (never a trace, a platform or a report)."""
-    target = Path(path)
-    if target.suffix.lower() in OTHER_FORMATS:
-        raise OutputError(f"{target}: a plan is a parquet file; name it .parquet (nothing written)")
-    if not target.is_file():  # absent, or refused by the atomic write (a FIFO is never opened)
-        return target
-    try:
-        with open(target, "rb") as handle:
-            magic = handle.read(4)
-    except OSError:
-        return target  # refused by the atomic write with its own reason
-    if magic != b"PAR1":
-        raise OutputError(f"{target}: exists and is not a plan (parquet) file; it is left as it is")
-    return target
+def plan_target(path: str | Path, force: bool = False) -> Path:
+    """``path`` if a plan may be written there: named ``.parquet`` and, if it exists, a plan
+    already (never a trace, a platform, a results table or a report, unless ``force``)."""
+    return check_output(path, PLAN, force=force)
 
 
 def load_plan(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -119,6 +111,10 @@ def _read_manifest(p: Path, table: pa.Table) -> dict[str, Any]:
         raise PlanError(f"{p}: embedded manifest is not valid JSON: {exc}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
         raise PlanError(f"{p}: not a harness plan manifest (format missing)")
+    try:  # the keys read back (shrink, span_s, seed...) have their types
+        check_document(manifest, PLAN_MANIFEST, f"{p}: {PLAN_MANIFEST.name}")
+    except JsonFileError as exc:
+        raise PlanError(str(exc)) from None
     return manifest
 
 

@@ -184,9 +184,10 @@ def read_swf(path: str | Path, *, lenient: bool = False) -> SwfTrace:
 def _decompress(name: str, stored: bytes) -> bytes:
     if stored[:2] != b"\x1f\x8b":
         return stored
+    limit = checks.expansion_limit(len(stored))  # a gzip bomb never takes its size in memory
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(stored)) as stream:
-            data = stream.read(checks.MAX_TRACE_BYTES + 1)
+            data = stream.read(limit + 1)
     except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
         complete = _gzip_prefix(stored).count(b"\n")
         raise SwfError(
@@ -194,10 +195,9 @@ def _decompress(name: str, stored: bytes) -> bytes:
             f"truncated or corrupt gzip stream ({exc}); the data breaks off after {complete} complete lines",
             line=complete + 1,
         ) from None
-    if len(data) > checks.MAX_TRACE_BYTES:
-        raise SwfError(
-            name, f"expands beyond {checks.MAX_TRACE_BYTES:,} bytes; decompress it yourself if it is real"
-        )
+    if len(data) > limit:
+        raise SwfError(name, f"{len(stored):,} gzip bytes expand beyond {limit:,} ({checks.EXPANSION_RULE}): "
+                       "not read; decompress it yourself if it is real (zcat T.swf.gz > T.swf)")  # fmt: skip
     return data
 
 

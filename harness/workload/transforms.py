@@ -11,11 +11,17 @@ import math
 import numpy as np
 import pandas as pd
 
+from harness.model.checks import InputError
+
 SHUFFLE_STREAM = 2  # keys the shuffle's generator apart from the BB draws'
 
 
 class TransformError(ValueError):
     """A transform parameter out of range."""
+
+
+class PeriodCountError(TransformError, InputError):
+    """More periods asked for than the trace has jobs: a usage error (exit 2)."""
 
 
 def _ordered(df: pd.DataFrame) -> pd.DataFrame:
@@ -73,6 +79,18 @@ def time_window(df: pd.DataFrame, start: float = 0.0, end: float | None = None) 
     if end is not None:
         keep &= rel < end
     return df.loc[keep].reset_index(drop=True)
+
+
+def check_period_count(df: pd.DataFrame, k: int) -> int:
+    """``k`` if a user may cut ``df`` into that many periods: at most one a job of known submit
+    time, since more only adds empty periods (and their loops and lines: issue #33)."""
+    jobs = max(int(df["submit"].notna().sum()), 1)
+    if k > jobs:
+        raise PeriodCountError(
+            f"K = {k:,} periods of {jobs:,} jobs: at most one period a job (K in 1..{jobs:,}); "
+            "choose a smaller K"
+        )
+    return k
 
 
 def period_index(df: pd.DataFrame, k: int) -> np.ndarray:

@@ -90,7 +90,7 @@ def test_prepare_refuses_to_overwrite_its_trace(tmp_path):
     trace = tmp_path / "t.swf"
     trace.write_text(SMALL.read_text())
     result = cli("workload", "prepare", str(trace), "-o", str(trace))
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a usage error: the path is the user's to change
     assert "the output is also an input" in result.output
     assert trace.read_text() == SMALL.read_text()
 
@@ -138,10 +138,10 @@ def test_simulate_output_checks(tmp_path):
     assert cli("workload", "prepare", str(SMALL), "-o", str(plan)).exit_code == 0
     before = plan.read_bytes()
     same = cli("simulate", str(plan), "-o", str(plan))
-    assert same.exit_code == 1 and "the output is also an input" in same.output
+    assert same.exit_code == 2 and "the output is also an input" in same.output
     assert plan.read_bytes() == before
     into_dir = cli("simulate", str(plan), "-o", str(tmp_path))
-    assert into_dir.exit_code == 1 and "it is a directory" in into_dir.output
+    assert into_dir.exit_code == 2 and "it is a directory" in into_dir.output
     missing_dir = tmp_path / "new" / "jobs.csv"
     ok = cli("simulate", str(plan), "-o", str(missing_dir))
     assert ok.exit_code == 0, ok.output
@@ -236,7 +236,8 @@ def test_platform_from_trace_refuses_to_overwrite_its_trace(tmp_path):
     trace = tmp_path / "t.swf"
     trace.write_text(SMALL.read_text())
     result = cli("platform", "from-trace", str(trace), "-o", str(trace))
-    assert result.exit_code == 1 and "the output is also an input" in result.output
+    assert result.exit_code == 2
+    assert f"{trace}: the output is a platform file (TOML); name it .toml" in result.output
     assert trace.read_text() == SMALL.read_text()
     made = cli("platform", "from-trace", str(trace), "-o", str(tmp_path / "new" / "p.toml"))
     assert made.exit_code == 0, made.output
@@ -274,4 +275,4 @@ def test_simulate_writes_a_run_directory_that_compare_sets_beside_others(tmp_pat
     assert compared.exit_code == 0, compared.output
     assert "fcfs (sim)" in compared.output and "backfill-1 (sim)" in compared.output
     again = cli("simulate", str(SMALL), "-p", "fcfs", "-o", str(out / "fcfs"))
-    assert again.exit_code == 1 and "holds files" in again.output  # nothing overwritten
+    assert again.exit_code == 2 and "holds files" in again.output  # nothing overwritten

@@ -133,3 +133,22 @@ def test_a_job_submitted_again_by_the_agent_is_the_slurm_job_that_ran() -> None:
 def test_agent_copies_are_the_ids_that_ran_but_were_not_submitted() -> None:
     records = [{**RECORDS[0], "slurm_job_id": 11}, {**RECORDS[1], "slurm_job_id": 15}, {"slurm_job_id": "-"}]
     assert agent_copies(SUBS, records) == [{"slurm_job_id": 15}]
+
+
+@pytest.mark.parametrize(
+    ("slurm_start", "ok"),
+    [
+        (T0 + 0.5 - 2.0, True),  # sigsleep 2.0 s after Slurm's stamp: tolerance 1 + the truncated second
+        (T0 + 0.5 - 2.01, False),
+        (T0 + 0.5 + 1.0, True),  # sigsleep 1.0 s before Slurm: the tolerance, no more
+        (T0 + 0.5 + 1.01, False),
+    ],
+)
+def test_the_cross_check_says_the_range_it_accepts(slurm_start: float, ok: bool) -> None:
+    """The check once printed "tolerance 1.0 s" while accepting -1..+2 s (issue #33)."""
+    df = build_results(PLAN, SUBS[:1], RECORDS[:1], T0)  # job 1 started at T0 + 0.5 by sigsleep
+    check = cross_check(df, {11: {"start": slurm_start, "end": slurm_start + 5.0}}, T0)
+    assert check.accepted_s == (-1.0, 2.0)
+    assert check.describe_tolerance() == "-1..+2 s (sigsleep - Slurm; Slurm truncates to the second)"
+    assert check.as_dict()["accepted_s"] == [-1.0, 2.0]
+    assert check.ok is ok

@@ -1,6 +1,6 @@
 """Issue 33, item 8: hostile inputs generated from the validation layer (harness.model.checks).
 
-Three generators, each deriving its cases from the definitions the code uses, so a new option,
+Four generators, each deriving its cases from the definitions the code uses, so a new option,
 key or bound is tried without anyone listing it here:
 
 - every option of every command whose type is one of the layer's (an integer or a number in a
@@ -11,7 +11,9 @@ key or bound is tried without anyone listing it here:
   bandwidth nan, inf, 0 and -1: ``harness platform show`` must end with exit 2 and one line
   naming the file, the table and the key (with "did you mean" for the typos);
 - every checked key of the experiment file gets its hostile values: ``harness experiment run
-  FILE --dry-run`` must end with exit 2 and one line naming the file, the table and the key.
+  FILE --dry-run`` must end with exit 2 and one line naming the file, the table and the key;
+- every command's ``-o/--output`` gets a file of unknown kind under each name an output may
+  take (a folder output: a run directory): refused with exit 2 in one line, left as it was.
 
 Every CLI case also checks that no traceback is printed and no input file changed.
 """
@@ -143,6 +145,13 @@ def run_cli(args: list[str], inputs: list[Path]) -> str:
         (["runs", "watch", "{tmp}", "--interval", "0"],
          "'--interval': expected a finite number in [0.1, 3600]"),
         (["compare", "{tmp}", "-o", "{tmp}/x.txt"], "--output: a chart is written as .png, .pdf, .svg"),
+        (["workload", "split", SMALL, "-k", "7", "-o", "{tmp}/parts"], "K = 7 periods of 6 jobs"),
+        (["simulate", SMALL, "-p", "fcfs,slurm-backfill-1"], "Error: -p/--policy: 'slurm-backfill-1' is "
+         "Slurm's own scheduler: it runs on Slurm (harness run -p slurm-backfill-1), not in the simulator; "
+         "its twin in the simulator is 'backfill-1'"),
+        (["simulate", SMALL, "--period", "1/10000"], "K = 10,000 periods of 6 jobs: at most one"),
+        (["workload", "generate", "feitelson96", "-o", "{tmp}/x.parquet", "--jobs", "1000000", "--nodes",
+          "2147483647"], "feitelson96: a size table of 2,147,483,647 nodes needs about 85.9 GB"),
     ],
 )  # fmt: skip
 def test_the_issues_option_cases_are_usage_errors(tmp_path, args, says):
@@ -157,14 +166,15 @@ def test_a_plan_never_replaces_a_trace(tmp_path):
     result = CliRunner().invoke(
         main, ["workload", "generate", "feitelson96", "-o", str(trace), "--jobs", "5"]
     )
-    assert result.exit_code == 1 and "Traceback" not in result.output
-    assert f"{trace}: a plan is a parquet file; name it .parquet (nothing written)" in result.output
-    other = tmp_path / "plan.bin"
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"{trace}: the output is a plan (parquet); name it .parquet (nothing written)" in result.output
+    other = tmp_path / "plan.parquet"
     other.write_text("not a plan")
     result = CliRunner().invoke(
         main, ["workload", "generate", "feitelson96", "-o", str(other), "--jobs", "5"]
     )
-    assert f"{other}: exists and is not a plan (parquet) file; it is left as it is" in result.output
+    assert result.exit_code == 2
+    assert f"{other}: exists and is a file of unknown kind, not a plan (parquet)" in result.output
     assert trace.read_bytes() == SMALL.read_bytes() and other.read_text() == "not a plan"
 
 
@@ -301,3 +311,76 @@ def test_every_checked_experiment_key_refuses_its_hostile_values(tmp_path, table
     error = run_cli(["experiment", "run", path, "--dry-run", "-o", tmp_path / "out"], [path])
     assert error.startswith(f"Error: {path}: [{table}] {key}: expected "), error
     assert not (tmp_path / "out").exists() and not (tmp_path.parent / "x").exists()
+
+
+# -- generator 4: the outputs -------------------------------------------------------------------
+
+# What the positional arguments of the writing commands are given (a new argument fails
+# test_every_output_is_tried until it is named here); what a command needs besides so that a
+# missing check costs a refusal elsewhere, never an emulation.
+SACCT = DATA / "sacct"
+ARGUMENTS = {"trace": SMALL, "workload": SMALL, "source": SACCT / "accounting-24.11.json",
+             "file": SACCT / "site-P.txt", "runs": "{tmp}", "spec_path": "{tmp}/exp.toml"}  # fmt: skip
+EXTRA = {"run": ["--dry-run"], "experiment run": ["--dry-run"], "shrink-limit": ["--against", "sim"],
+         "cluster render-ansible": ["--no-source"]}  # fmt: skip
+PRECIOUS = b"notes nobody may lose\n"  # a file of unknown kind
+
+
+def _writers() -> list[tuple[list[str], click.Command, click.Option]]:
+    """Every command's -o/--output, with whether it is a folder."""
+    return [
+        (path, command, option)
+        for path, command in _commands()
+        for option in command.params
+        if isinstance(option, click.Option) and "--output" in option.opts
+    ]
+
+
+def _suffixes() -> list[str]:
+    from harness.model import outputs
+
+    kinds = (*outputs.FILE_KINDS, outputs.RESULTS_TABLE)
+    return sorted({suffix for kind in kinds for suffix in kind.suffixes})
+
+
+def _is_folder(option: click.Option) -> bool:
+    return isinstance(option.type, click.Path) and not option.type.file_okay
+
+
+OUTPUT_CASES = [
+    pytest.param(path, command, suffix, id=f"{' '.join(path)} -o {suffix or 'a run directory'}")
+    for path, command, option in _writers()
+    for suffix in ([""] if _is_folder(option) else _suffixes())
+]
+
+
+def test_every_output_is_tried():
+    writers = _writers()
+    assert len(writers) >= 14
+    for path, command, _ in writers:
+        assert any("--force" in p.opts for p in command.params if isinstance(p, click.Option)), path
+        for arg in command.params:
+            if isinstance(arg, click.Argument):
+                assert arg.name in ARGUMENTS, (path, arg.name)
+
+
+@pytest.mark.parametrize(("path", "command", "suffix"), OUTPUT_CASES)
+def test_no_output_replaces_a_file_or_folder_of_another_kind(tmp_path, path, command, suffix):
+    """A file of unknown kind under every name an output may take, and a run directory where a
+    folder goes: each refused with exit 2 in one line, left as it was."""
+    (tmp_path / "exp.toml").write_text('[workload]\ntrace = "bundled"\n[policies]\nnames = ["fcfs"]\n')
+    if suffix:
+        target = tmp_path / f"precious{suffix}"
+        target.write_bytes(PRECIOUS)
+        kept = [target]
+    else:
+        target = tmp_path / "run"
+        target.mkdir()
+        kept = [target / "steps.json"]
+        kept[0].write_text("[]")
+    args = [*path, *(str(ARGUMENTS[a.name]) for a in command.params if isinstance(a, click.Argument))]
+    args = [a.replace("{tmp}", str(tmp_path)) for a in [*args, *EXTRA.get(" ".join(path), [])]]
+    line = run_cli([*args, "-o", str(target)], [SMALL, *kept])
+    assert target.name in line
+    if not suffix:
+        assert sorted(p.name for p in target.iterdir()) == ["steps.json"]

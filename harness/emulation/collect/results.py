@@ -22,6 +22,7 @@ from harness.model.records import JobRecord, Submission
 # Slurm keeps whole seconds: its start can be up to 1 s before the job's own clock read,
 # plus the launch latency; anything beyond this is a real disagreement.
 AGREEMENT_S = 1.0
+SLURM_STAMP_S = 1.0  # Slurm keeps whole seconds: its stamp is up to this much before the instant
 
 
 @dataclass
@@ -43,6 +44,18 @@ class CrossCheck:
     def ok(self) -> bool:
         return not (self.missing_in_slurm or self.missing_in_log or self.disagreements or self.mismatches)
 
+    @property
+    def accepted_s(self) -> tuple[float, float]:
+        """The differences accepted, sigsleep minus Slurm: the tolerance each way, and one more
+        second above, since Slurm truncates its stamps to the second (a tolerance of 1 s
+        accepts -1..+2 s)."""
+        return (-self.tolerance_s, self.tolerance_s + SLURM_STAMP_S)
+
+    def describe_tolerance(self) -> str:
+        """``-1..+2 s (sigsleep - Slurm)``: what the check accepts, as it accepts it."""
+        low, high = self.accepted_s
+        return f"{low:g}..+{high:g} s (sigsleep - Slurm; Slurm truncates to the second)"
+
     def as_dict(self) -> dict:
         return {
             "ok": self.ok,
@@ -58,6 +71,8 @@ class CrossCheck:
             "mismatches": self.mismatches[:50],
             "n_mismatches": len(self.mismatches),
             "tolerance_s": self.tolerance_s,
+            "accepted_s": list(self.accepted_s),
+            "accepted": self.describe_tolerance(),
         }
 
 
@@ -162,7 +177,6 @@ def cross_check(
     Slurm's record has them, also its submit time, node list and ``bb_license`` count (none
     when ``staged``: burst_buffer/lua holds the pool, see harness/emulation/collect/bb_check.py)."""
     check = CrossCheck(source=source, tolerance_s=tolerance_s)
-    tol = tolerance_s
     expect_bb = not staged
     for row in results.itertuples(index=False):
         ended_early = job_outcome(str(row.status)) in ("failed-by-fault", "cancelled")
@@ -182,8 +196,8 @@ def cross_check(
         check.mismatches += _field_mismatches(row, slurm, t0, check, bb_license if expect_bb else None, ahead)
         check.max_start_diff = max(check.max_start_diff, abs(d_start))
         check.max_end_diff = max(check.max_end_diff, abs(d_end))
-        # Slurm truncates to the second: sigsleep may read up to 1 s later than Slurm's stamp.
-        if not (-tol <= d_start <= tol + 1.0 and -tol <= d_end <= tol + 1.0):
+        low, high = check.accepted_s  # sigsleep may read up to 1 s later than Slurm's truncated stamp
+        if not (low <= d_start <= high and low <= d_end <= high):
             check.disagreements.append(
                 {
                     "job_id": int(row.job_id),
@@ -206,7 +220,8 @@ def _field_mismatches(
     if entered is not None and not pd.isna(row.submit):
         d_submit = (row.submit + t0) - entered
         check.max_submit_diff = max(check.max_submit_diff, abs(d_submit))
-        if not -check.tolerance_s <= d_submit <= check.tolerance_s + 1.0:
+        low, high = check.accepted_s
+        if not low <= d_submit <= high:
             found.append({"field": "submit", "sigsleep": round(row.submit + t0, 3), "slurm": entered})
     if slurm.get("nodelist") and row.nodelist and slurm["nodelist"] != row.nodelist:
         found.append({"field": "nodelist", "sigsleep": row.nodelist, "slurm": slurm["nodelist"]})

@@ -96,7 +96,7 @@ def run_detached(run_dir: Path) -> int:
     except Exception as exc:
         print(f"run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
-    complete = bool(read_json(run_dir / rundir.MANIFEST).get("complete"))
+    complete = bool(rundir.read_manifest(run_dir).get("complete"))
     print(f"run {'complete' if complete else 'INCOMPLETE'}: {run_dir}", file=sys.stderr)
     return 0 if complete else 3
 

@@ -16,7 +16,7 @@ from harness.emulation.run.state import mark_process
 from harness.emulation.run.steps import Progress
 from harness.model import rundir
 from harness.model.exitcodes import asked_to_stop
-from harness.model.jsonio import read_json, write_json
+from harness.model.jsonio import write_json
 
 
 def run_repetitions(
@@ -34,8 +34,8 @@ def run_repetitions(
         workload = replace(opts.workload, shuffle_seed=opts.workload.seed + i)
         rep_opts = replace(opts, run_dir=parent / rundir.repetition_name(i), run_id="", workload=workload)
         rep_dir = Experiment(rep_opts, progress).execute()
-        metrics.append(read_json(rep_dir / rundir.METRICS))
-        rep_manifest = read_json(rep_dir / rundir.MANIFEST)
+        metrics.append(rundir.read_metrics(rep_dir))
+        rep_manifest = rundir.read_manifest(rep_dir)
         complete &= bool(rep_manifest["complete"])
         if asked_to_stop(rep_manifest.get("incomplete_reason")):
             break  # Ctrl-C or SIGTERM stops the repetitions, not only the one under way
@@ -47,7 +47,7 @@ def run_repetitions(
         "schedule_agreement": repeated_schedules(parent, done),
     }
     write_json(parent / rundir.METRICS, top)
-    first = read_json(parent / rundir.repetition_name(0) / rundir.MANIFEST)
+    first = rundir.read_manifest(parent / rundir.repetition_name(0))
     manifest = {**first, "run_id": parent.name, "repeat": repeat, "complete": complete and done == repeat,
                 "repetition_dirs": [rundir.repetition_name(i) for i in range(done)]}  # fmt: skip
     write_json(parent / rundir.MANIFEST, manifest)

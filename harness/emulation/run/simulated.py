@@ -21,14 +21,15 @@ import pandas as pd
 from harness import __version__
 from harness.model import rundir
 from harness.model.atomic import atomic_write_csv, atomic_write_parquet
+from harness.model.checks import InputError
 from harness.model.jsonio import write_json
 from harness.model.rundir import SIMULATOR
 from harness.platform import Machine
 from harness.workload.plan import save_plan
 
 
-class RunDirectoryError(ValueError):
-    """A run directory that cannot be written (it exists and holds files)."""
+class RunDirectoryError(InputError):
+    """A run directory that cannot be written (it exists and holds files): a usage error."""
 
 
 @dataclass(frozen=True)

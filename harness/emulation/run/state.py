@@ -87,14 +87,14 @@ def _state(run_dir: Path, now: float | None) -> RunState:
     if (run_dir / rundir.REPETITIONS_DIR).is_dir():
         return _repeated_state(run_dir)
     steps = rundir.done_steps(run_dir)
-    manifest = read_json(run_dir / rundir.MANIFEST)
+    manifest = rundir.read_manifest(run_dir)
     request = read_json(run_dir / rundir.REQUEST).get("options", {})
     policy = str(manifest.get("policy") or request.get("replay", {}).get("policy", ""))
     total = steps.get("plan", {}).get("info", {}).get("jobs")
     step = next(reversed(steps), "") if steps else ""
     pid = process_alive(run_dir)
     if pid is not None and "report" not in steps:
-        progress = read_json(run_dir / rundir.PROGRESS)
+        progress = rundir.read_progress(run_dir)
         eta = progress.get("eta_s")
         if eta is not None:
             eta = max(0.0, float(eta) - ((now or time.time()) - float(progress.get("updated", 0.0))))
@@ -116,7 +116,7 @@ def _state(run_dir: Path, now: float | None) -> RunState:
     reason = (
         f"stopped during the step after '{step}' without a verdict" if step else "stopped before any step"
     )
-    finished = read_json(run_dir / rundir.PROGRESS).get("finished", finished)
+    finished = rundir.read_progress(run_dir).get("finished", finished)
     return RunState(run_dir, INCOMPLETE, policy, step, total, finished, reason=reason)
 
 
@@ -124,7 +124,7 @@ def _repeated_state(parent: Path) -> RunState:
     """A ``--repeat`` run: its repetitions done out of those asked."""
     reps = sorted(p for p in (parent / rundir.REPETITIONS_DIR).iterdir() if p.is_dir())
     states = [run_state(p) for p in reps]
-    manifest = read_json(parent / rundir.MANIFEST)
+    manifest = rundir.read_manifest(parent)
     total = manifest.get("repeat") or read_json(parent / rundir.REQUEST).get("repeat") or len(reps)
     done = sum(s.state != RUNNING for s in states)
     policy = next((s.policy for s in states if s.policy), "")

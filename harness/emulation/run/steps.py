@@ -312,7 +312,7 @@ def report(ctx: RunContext) -> dict[str, Any]:
     check = ctx.found("collect").get("sections", {}).get("cross_check", {})
     if check and not check.get("ok"):
         ctx.say(
-            f"cross-check: {check['n_disagreements']} disagreement(s) beyond {check['tolerance_s']} s, "
+            f"cross-check: {check['n_disagreements']} disagreement(s) outside {check.get('accepted')}, "
             f"{len(check['missing_in_slurm'])} job(s) missing in Slurm's records, "
             f"{len(check['missing_in_log'])} missing in the sigsleep log"
         )

@@ -13,7 +13,6 @@ from harness.analysis.document import status_counts
 from harness.analysis.formatting import format_metric
 from harness.model import rundir
 from harness.model.exitcodes import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, INTERRUPTED
-from harness.model.jsonio import read_json
 from harness.model.metric_names import HEADLINE_METRICS, metric_spec
 
 
@@ -38,14 +37,14 @@ def _jobs(run_dir: Path, manifest: dict[str, Any]) -> dict[str, int]:
 def _reason(run_dir: Path, manifest: dict[str, Any]) -> str:
     reasons = [manifest.get("incomplete_reason") or ""]
     for name in manifest.get("repetition_dirs", []):
-        reasons.append(read_json(run_dir / name / rundir.MANIFEST).get("incomplete_reason") or "")
+        reasons.append(rundir.read_manifest(run_dir / name).get("incomplete_reason") or "")
     return next((r for r in reasons if r), "")
 
 
 def run_summary(run_dir: Path, cluster: dict[str, Any]) -> dict[str, Any]:
     """What the run found, as a dict (``harness run --json`` prints it)."""
-    manifest = read_json(run_dir / rundir.MANIFEST)
-    metrics = read_json(run_dir / rundir.METRICS) if (run_dir / rundir.METRICS).exists() else {}
+    manifest = rundir.read_manifest(run_dir)
+    metrics = rundir.read_metrics(run_dir) if (run_dir / rundir.METRICS).exists() else {}
     complete, reason = bool(manifest.get("complete")), _reason(run_dir, manifest)
     return {
         "run_dir": str(run_dir), "run_id": manifest.get("run_id"), "policy": manifest.get("policy"),
