@@ -73,7 +73,10 @@ def compare_command(
             f"a chart is written as {', '.join(PLOT_FORMATS)}; got {output.name!r}", where="--output"
         )
     if output is not None:
-        check_output(output, CHART, force=force)
+        from harness.analysis.figures import figure_paths
+
+        for path in figure_paths(output, figure_formats or (output.suffix.lower().lstrip("."),)):
+            check_output(path, CHART, force=force)  # each file written, in its own format
     metrics = tuple(dict.fromkeys(metrics))  # -m X -m X is X once
     try:
         df = compare_runs(
