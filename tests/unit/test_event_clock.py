@@ -357,3 +357,16 @@ def test_the_poke_is_a_partition_update_to_its_own_state_then_the_end_marker() -
     script = poke_script("batch")
     assert script.startswith("scontrol update PartitionName=batch State=UP ")
     assert script.endswith(f"echo {END}\n")
+
+
+def test_the_event_clocks_estimate_goes_by_jobs_not_by_the_traces_span() -> None:
+    from harness.emulation.run.estimate import Estimate
+    from harness.model.timescale import TimeScale
+
+    est = Estimate(
+        jobs=1000, span_s=30 * 86400.0, scale=TimeScale(), warmup_s=2.0, cluster="docker",
+        policies=("slurm-backfill-1", "slurm-fcfs"), events=True,
+    )  # fmt: skip
+    # per run: 60 s of set-up and collection + 1.15 s for each of 1,000 jobs; two policies
+    assert est.per_run_s == pytest.approx(1210.0)
+    assert est.wall_s == pytest.approx(2420.0)
