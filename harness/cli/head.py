@@ -79,6 +79,11 @@ from harness.slurm.client import SlurmCommandError
     help="Submit each job at the previous submission instant with sbatch --begin at its own (whole) "
     "second, one at a time (the event clock: Slurm's passes of that second see it; default workers 1).",
 )  # fmt: skip
+@click.option(
+    "--site-requests", "site_requests", is_flag=True,
+    help="Give each job the partition, CPUs, memory and GRES its plan has (a site's sacct history "
+    "on the site's own machine: harness.emulation.head.site_requests).",
+)  # fmt: skip
 @user_errors(OSError, ValueError)
 def replay_command(
     plan: Path,
@@ -93,6 +98,7 @@ def replay_command(
     resume: bool,
     clock_page: str | None,
     ahead: bool,
+    site_requests: bool,
 ) -> None:
     """Submit PLAN's jobs at their wall-clock instants (run this next to slurmctld)."""
     from harness.emulation.head.replay import DEFAULT_WORKERS, ReplayError, ReplayOptions, replay_plan
@@ -113,6 +119,7 @@ def replay_command(
         resume=resume,
         clock=clock_page,
         ahead=ahead,
+        site_requests=site_requests,
     )
     try:
         status = replay_plan(df, opts)

@@ -10,8 +10,10 @@ the other node's two.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -35,7 +37,7 @@ PartitionName=gpu Nodes=gpu[1-2] MaxTime=12:00:00 State=UP
 
 
 @pytest.fixture(scope="module")
-def site_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerCluster]:
+def site_platform(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("site")
     (tmp / "slurm.conf").write_text(SITE_CONF)
     platform = tmp / "site.toml"
@@ -49,7 +51,12 @@ def site_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerClu
             f"{key} = {port}" if line.startswith(f"{key} =") else line for line in text.splitlines()
         )
     platform.write_text(text + "\n")
-    cluster = DockerCluster(NAME, load_platform(str(platform)))
+    return platform
+
+
+@pytest.fixture(scope="module")
+def site_cluster(site_platform: Path) -> Iterator[DockerCluster]:
+    cluster = DockerCluster(NAME, load_platform(str(site_platform)))
     cluster.down()
     try:
         cluster.up()
@@ -94,3 +101,43 @@ def test_gpu_jobs_are_placed_as_on_the_real_machine(site_cluster: DockerCluster)
         gpus[job] = out
     assert sorted([gpus[jobs[0]], gpus[jobs[1]]]) == ["0", "1"] and gpus[jobs[2]] == "0,1", gpus
     site_cluster.exec(["scancel", "-u", SUBMIT_USER], timeout=30)
+
+
+# a site's own history (sacct -P, hand-written for SITE_CONF): 16 CPUs over two batch nodes
+# with 8,000 MB each, two 1-GPU jobs and a 2-GPU job in gpu, all at once, 12 s each
+SACCT_P = """\
+JobIDRaw|JobID|Submit|Eligible|Start|End|Timelimit|ReqNodes|NNodes|ReqCPUS|NCPUS|ReqMem|ReqTRES|Partition|QOS|User|Account|State|Licenses|SubmitLine|
+1|1|2024-05-01T10:00:00|2024-05-01T10:00:00|2024-05-01T10:00:00|2024-05-01T10:00:12|00:02:00|2|2|16|16|8000Mn|cpu=16,mem=16000M,node=2|batch|normal|alice|phys|COMPLETED||sbatch -p batch -N2 -n16 --mem=8000M a.sh|
+2|2|2024-05-01T10:00:01|2024-05-01T10:00:01|2024-05-01T10:00:01|2024-05-01T10:00:13|00:02:00|1|1|1|1|1000Mn|cpu=1,gres/gpu=1,mem=1000M,node=1|gpu|normal|bob|chem|COMPLETED||sbatch -p gpu --gres=gpu:1 b.sh|
+3|3|2024-05-01T10:00:01|2024-05-01T10:00:01|2024-05-01T10:00:01|2024-05-01T10:00:13|00:02:00|1|1|1|1|1000Mn|cpu=1,gres/gpu=1,mem=1000M,node=1|gpu|normal|bob|chem|COMPLETED||sbatch -p gpu --gres=gpu:1 b.sh|
+4|4|2024-05-01T10:00:02|2024-05-01T10:00:02|2024-05-01T10:00:02|2024-05-01T10:00:14|00:02:00|1|1|2|2|1000Mn|cpu=2,gres/gpu=2,mem=1000M,node=1|gpu|normal|carol|chem|COMPLETED||sbatch -p gpu --gres=gpu:2 c.sh|
+"""  # noqa: E501
+
+
+def test_a_sites_own_jobs_get_their_partition_cpus_memory_and_gpus(
+    site_cluster: DockerCluster, site_platform: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "site.txt").write_text(SACCT_P)
+    runner = CliRunner()
+    made = runner.invoke(
+        main, ["workload", "from-sacct", str(tmp_path / "site.txt"), "-o", str(tmp_path / "plan.parquet")]
+    )
+    assert made.exit_code == 0, made.output
+    ran = runner.invoke(
+        main,
+        ["run", str(tmp_path / "plan.parquet"), "--platform", str(site_platform), "--name", NAME,
+         "--shrink", "0", "--yes", "-o", str(tmp_path / "runs")],
+    )  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    shown = json.loads(site_cluster.exec(["scontrol", "show", "job", "--json"], timeout=30).stdout)
+    jobs = {job["name"]: job for job in shown["jobs"] if job["user_name"] == SUBMIT_USER}
+    assert jobs["t1"]["partition"] == "batch" and jobs["t1"]["cpus"]["number"] == 16
+    assert jobs["t1"]["node_count"]["number"] == 2 and jobs["t1"]["memory_per_node"]["number"] == 8000
+    assert {jobs[name]["partition"] for name in ("t2", "t3", "t4")} == {"gpu"}
+    # the 1-GPU jobs on one node's GPUs 0 and 1, the 2-GPU job on the other node's two
+    details = {name: jobs[name]["gres_detail"] for name in ("t2", "t3", "t4")}
+    assert sorted(details[name][0].split("IDX:")[1].rstrip(")") for name in ("t2", "t3")) == ["0", "1"], (
+        details
+    )
+    assert details["t4"][0].endswith("(IDX:0-1)"), details
+    assert jobs["t2"]["nodes"] == jobs["t3"]["nodes"] != jobs["t4"]["nodes"]

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from harness.analysis.metrics import summary
 from harness.cli import main
-from harness.emulation.head.replay import io_volume_words
+from harness.emulation.head.io_requests import io_volume_words
 from harness.policies.registry import get_policy
 from harness.policies.tiers import JobIo, io_of_words
 from harness.sim.checks import check_schedule

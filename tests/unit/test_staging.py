@@ -158,7 +158,8 @@ def test_platform_text_needs_the_file_it_came_from(tmp_path: Path) -> None:
 
 
 def test_replay_writes_the_burst_buffer_lines_instead_of_the_license() -> None:
-    from harness.emulation.head.replay import ReplayOptions, io_directives, sbatch_command
+    from harness.emulation.head.io_requests import io_directives
+    from harness.emulation.head.replay import ReplayOptions, sbatch_command
 
     job = {"job_id": 9, "nodes": 4, "bb_per_node_mb": 1200, "runtime": 5.0, "walltime": 18.0,
            "io_stage_in_mb": 1200.0, "io_stage_out_mb": 1200.0, "io_time_scale": 100.0}  # fmt: skip

@@ -80,7 +80,7 @@ def test_agent_gives_a_tiered_policy_the_bb_request_and_the_comments_volumes() -
 
 
 def test_replay_writes_the_volumes_the_agent_reads() -> None:
-    from harness.emulation.head.replay import io_volume_words
+    from harness.emulation.head.io_requests import io_volume_words
 
     job = {
         "nodes": 4,

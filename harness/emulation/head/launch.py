@@ -28,6 +28,7 @@ from harness.emulation.head.quiescence import (
     poke_script,
     split_look,
 )
+from harness.emulation.head.site_requests import uses_site_requests
 from harness.emulation.head.watch import Watcher
 from harness.emulation.run.specs import ReplaySpec
 from harness.model import rundir
@@ -77,6 +78,7 @@ class HeadRun:
         self.observer: RunObserver | None = None  # writes progress and interim results as the run goes
         self.monitor = FaultMonitor()
         self.resume = False
+        self.site_requests = False  # the plan's partition, CPUs, memory and GRES (a site's history)
         # plan job id -> its start as its sigsleep read it (its start marker): on the event
         # clock a job Slurm starts while the daemons are a second behind the page starts at the
         # page's instant, a second after Slurm's stamp
@@ -96,6 +98,7 @@ class HeadRun:
         if isinstance(self.clock, VirtualClock) and self.spec.speedup is not None:
             self.clock.set(None, self.spec.speedup, DEFAULT_POLL_S)  # the run's pace from now on
         self.resume = self._take_over()
+        self.site_requests = uses_site_requests(plan.columns, self.backend.platform.machine.site)
         agent = self.backend.spawn(self.agent_command()) if self.uses_agent else None
         proc = self.backend.spawn(self.replay_command(), user=SUBMIT_USER)
         driver = self._event_driver(plan)
@@ -198,6 +201,7 @@ class HeadRun:
             # the event clock: each job in Slurm's queue before its instant (events.py); not
             # with the agent, which would see (and start) a held job before its instant
             *(["--submit-ahead"] if self.spec.events and not self.uses_agent else []),
+            *(["--site-requests"] if self.site_requests else []),
         ]  # fmt: skip
 
     def agent_command(self) -> list[str]:
@@ -321,3 +325,14 @@ def running_since(rows: list[list[str]]) -> dict[int, float]:
             if start is not None:
                 found[int(row[1][1:])] = start
     return found
+
+
+def leftover_advice(backend: str, name: str) -> str:
+    """How to see and cancel the run user's jobs, from where the user is (the host has no
+    Slurm client that talks to the cluster's slurmctld)."""
+    if backend == "docker":
+        return (
+            f"see them with `harness cluster status --name {name}`, cancel them with "
+            f"`harness cluster exec --name {name} -- scancel --user {SUBMIT_USER}`"
+        )
+    return f"cancel them on the head node with `scancel --user {SUBMIT_USER}`"

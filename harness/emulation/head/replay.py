@@ -44,20 +44,19 @@ import pandas as pd
 
 from harness.emulation.head.ahead import eligible_instants, release_instants
 from harness.emulation.head.faultlog import note_outage
+from harness.emulation.head.io_requests import io_directives, io_volume_words
 from harness.emulation.head.resubmit import (
     ATTEMPT_TIMEOUT_S,
     SlurmUnavailable,
     squeue_run_jobs,
     submit_retrying,
 )
+from harness.emulation.head.site_requests import site_partition, site_request_words
 from harness.emulation.iolive.phases import PLAN_COLUMN
-from harness.emulation.iolive.staging import directive_line
 from harness.model.clock import VirtualClock
 from harness.model.jsonio import read_json, read_jsonl
 from harness.model.records import Submission
 from harness.model.rundir import SHARED_JOBS, SIGSLEEP_LOG, STARTED, STATUS, STOP_FILE, SUBMISSIONS
-from harness.model.timescale import TimeScale
-from harness.policies.tiers import io_words, staged_job_io
 from harness.slurm.config import BANDWIDTH_LICENSE, URGENT_PARTITION
 from harness.slurm.jobcomp import slurm_instant
 from harness.slurm.jobspec import encode_comment
@@ -82,6 +81,7 @@ class ReplayOptions:
     resume: bool = False  # continue the run in run_dir (same t0; no job submitted twice)
     clock: str | None = None  # the virtual clock's page (harness.model.clock); None: the wall clock
     ahead: bool = False  # each job sent one instant early with sbatch --begin (harness.emulation.head.ahead)
+    site_requests: bool = False  # partition, CPUs, memory, GRES from the plan (emulation.head.site_requests)
 
 
 @dataclass
@@ -136,7 +136,7 @@ def sbatch_command(job: dict, opts: ReplayOptions, intended: float, begin: float
         "sbatch", "--parsable",
         f"--job-name=t{int(job['job_id'])}",
         # a high-priority job (the plan's priority column) goes to the urgent tier
-        f"--partition={URGENT_PARTITION if job.get('priority', 0) else opts.partition}",
+        f"--partition={URGENT_PARTITION if job.get('priority', 0) else own_partition(job, opts)}",
         f"--nodes={int(job['nodes'])}",
         f"--time={slurm_time_limit(float(job['walltime']))}",
         f"--chdir={opts.job_dir}",
@@ -158,41 +158,16 @@ def sbatch_command(job: dict, opts: ReplayOptions, intended: float, begin: float
         cmd.append("--licenses=" + ",".join(licenses))
     if begin is not None:
         cmd.append(f"--begin={slurm_instant(begin)}")
+    if opts.site_requests:
+        cmd += site_request_words(job)
     cmd += list(opts.extra_sbatch)
     cmd.append("--wrap=" + "".join(line + "\n" for line in io) + "exec " + shlex.join(sigsleep))
     return cmd
 
 
-def io_volume_words(job: dict) -> str:
-    """Under the io-aware model: the job's volumes (whole job, MB) for a tier-choosing agent
-    policy (``harness.emulation.head.agent``): stage-in, stage-out and its checkpoints
-    (:func:`~harness.policies.tiers.staged_job_io`, as the simulator's pool twin), and the
-    time scale (the comment's walltime is shrunk, the volumes and the rates are not)."""
-    if "io_stage_in_mb" not in job:
-        return ""
-    io = staged_job_io(
-        int(job["nodes"]), int(job.get("bb_per_node_mb", 0)), float(job["io_stage_in_mb"]),
-        float(job["io_stage_out_mb"]), int(job.get("io_phases", 1)), float(job.get("io_checkpoint_mb", 0.0)),
-    )  # fmt: skip
-    return f" {io_words(io)} time_scale={float(job.get('io_time_scale', 1.0)):.9g}"
-
-
-def io_directives(job: dict, pool: str) -> list[str]:
-    """Under the io-aware model (a plan with I/O columns): the job script's burst-buffer lines.
-
-    ``#BB_LUA`` asks Slurm's burst_buffer/lua pool for the job's whole BB request (instead
-    of the license); ``#HARNESS_IO`` gives the staging command the job's volumes in MB.
-    """
-    if "io_stage_in_mb" not in job:
-        return []
-    nodes = int(job["nodes"])
-    bb_total = nodes * int(job["bb_per_node_mb"])
-    lines = [f"#BB_LUA pool={pool} capacity={bb_total}"] if bb_total > 0 else []
-    volumes = (nodes * float(job["io_stage_in_mb"]), nodes * float(job["io_stage_out_mb"]))
-    return [
-        *lines,
-        directive_line(nodes, *volumes, TimeScale.of_speedup(float(job.get("io_time_scale", 1.0)))),
-    ]
+def own_partition(job: dict, opts: ReplayOptions) -> str:
+    """The run's partition, or the site's partition the job ran in (``site_requests``)."""
+    return (site_partition(job) if opts.site_requests else None) or opts.partition
 
 
 def submit(cmd: list[str]) -> tuple[int | None, str]:

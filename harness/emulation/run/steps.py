@@ -35,8 +35,9 @@ from harness.emulation.collect.results import (
 )
 from harness.emulation.collect.slurm_view import slurm_records
 from harness.emulation.head.faultlog import fault_section
-from harness.emulation.head.launch import SUBMIT_USER, HeadRun
+from harness.emulation.head.launch import HeadRun, leftover_advice
 from harness.emulation.head.progress import RunObserver
+from harness.emulation.head.site_requests import check_site_plan, uses_site_requests
 from harness.emulation.iolive.plugin import LiveIO
 from harness.emulation.plugin import Collected, RunPlugin
 from harness.emulation.run.hostload import LoadSampler, load_line
@@ -125,6 +126,8 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
     for plugin in ctx.plugins:
         plan, extra = plugin.plan(plan, ctx.opts, ctx.backend.platform)
         manifest = {**manifest, **extra}
+    if uses_site_requests(plan.columns, ctx.backend.platform.machine.site):  # (before the cluster)
+        check_site_plan(plan, ctx.backend.platform.machine.site)  # type: ignore[arg-type]
     if ctx.sched.bandwidth_license:  # each job's PFS drain rate, held as a license
         plan = HerbeinIO().apply(plan, seed=spec.seed)
     model = parse_priority(spec.priority)
@@ -324,17 +327,6 @@ def report(ctx: RunContext) -> dict[str, Any]:
             "or start again with `harness run`."
         )
     return {}
-
-
-def leftover_advice(backend: str, name: str) -> str:
-    """How to see and cancel the run user's jobs, from where the user is (the host has no
-    Slurm client that talks to the cluster's slurmctld)."""
-    if backend == "docker":
-        return (
-            f"see them with `harness cluster status --name {name}`, cancel them with "
-            f"`harness cluster exec --name {name} -- scancel --user {SUBMIT_USER}`"
-        )
-    return f"cancel them on the head node with `scancel --user {SUBMIT_USER}`"
 
 
 PLUGINS: tuple[RunPlugin, ...] = (LiveIO(),)
