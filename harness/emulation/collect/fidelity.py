@@ -25,8 +25,9 @@ from harness.model.io_models import ALLOC_ONLY, IO_AWARE
 from harness.model.metric_names import HEADLINE_METRICS
 from harness.model.timescale import TimeScale
 from harness.platform import Machine
-from harness.policies.registry import get_policy
+from harness.policies.registry import family_of, get_policy
 from harness.policies.tiers import HPS, LPS
+from harness.policies.will_run import SLURM_TIME_WINDOW_S
 from harness.sim.engine import simulate
 from harness.slurm.config import SchedulerConfig
 
@@ -118,6 +119,7 @@ def compare_with_both_twins(
     staged_start: str | None = None,
     policy_seed: int = 0,
     policy_params: Mapping[str, Any] | None = None,
+    slurm_t0: float = 0.0,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """The ideal twin's figures, with the tick-aware twin's under ``"tick_aware"``: Slurm's
     pass every :data:`SLURM_PASS_S`, the measured ``delay`` after it (both Slurm seconds,
@@ -127,7 +129,9 @@ def compare_with_both_twins(
     still end at their exact limit). ``io-aware`` (Slurm's staging, ``staged`` given): a
     staged-in job starts on the pass after its stage-in, ``delay`` later, and a stage-in
     begins ``staged`` after the pass that picked the job; both twins give staged-in jobs
-    nodes as ``staged_start`` says. Returns the ideal twin's schedule."""
+    nodes as ``staged_start`` says. With ``minute_limits``, a backfilling twin also reserves as
+    Slurm's backfill does (its will-run windows, aligned on Slurm's clock, whose instant at
+    the trace's 0 is ``slurm_t0``: :func:`will_run_params`). Returns the ideal twin's schedule."""
     found, simulated = compare_with_simulation(
         plan,
         emulated,
@@ -143,9 +147,11 @@ def compare_with_both_twins(
     stage = staged.seconds if staged is not None and model == IO_AWARE else 0.0
     seen = with_minute_limits(plan, scale) if minute_limits else plan
     tick, launch_s, stage_s = (float(scale.to_trace(s)) for s in (SLURM_PASS_S, launch, stage))
+    windows = will_run_params(policy, scale, slurm_t0) if minute_limits else {}
     ticked, _ = compare_with_simulation(
         seen, emulated, policy, platform, seed, model, tick=tick, launch_delay=launch_s,
-        stage_delay=stage_s, staged_start=staged_start, policy_seed=policy_seed, policy_params=policy_params,
+        stage_delay=stage_s, staged_start=staged_start, policy_seed=policy_seed,
+        policy_params={**windows, **(policy_params or {})},
         decision_tick=float(scale.to_trace(AGENT_POLL_S)),
     )  # fmt: skip
     found["tick_aware"] = {
@@ -156,12 +162,27 @@ def compare_with_both_twins(
         "stage_delay_s": stage_s,
         "stage_delay_emulated_s": stage,
         "minute_limits": minute_limits,
+        "slurm_will_run": windows.get("slurm_will_run") == "true",
         "staged_start": staged_start,
         "start_order": ticked["start_order"],
         "metrics": ticked["metrics"],
         "mean_abs_start_shift_s": ticked["mean_abs_start_shift_s"],
     }
     return found, simulated
+
+
+def will_run_params(policy: str, scale: TimeScale, slurm_t0: float) -> dict[str, Any]:
+    """The tunables that make a backfilling twin reserve as Slurm's backfill does: cons_tres
+    will-run's 30-s windows of Slurm's clock, in the trace's seconds (none for a policy
+    without them)."""
+    if "slurm_will_run" not in family_of(policy).tunables:
+        return {}
+    window = float(scale.to_trace(SLURM_TIME_WINDOW_S))
+    return {
+        "slurm_will_run": "true",
+        "will_run_window_s": window,
+        "will_run_origin_s": float(scale.to_trace(slurm_t0 % SLURM_TIME_WINDOW_S)),
+    }
 
 
 def staged_start_for(sched: SchedulerConfig) -> str:
