@@ -115,6 +115,7 @@ def test_slurm_plans_with_whole_minutes() -> None:
     # (planned 1..61) -> job 3 waits; at 10 job 1 ends, job 2 starts 10 (to 15), job 3 at 15
     ticked = found["tick_aware"]
     assert ticked["minute_limits"] is True
+    assert ticked["slurm_will_run"] is True  # Slurm's reservations: 60 s, job 1's end, alone in its window
     assert ticked["metrics"]["mean_wait"]["simulated"] == pytest.approx((0.0 + 9.5 + 14.0) / 3)
 
 
