@@ -16,7 +16,6 @@ counts it (one license pool: then a share fits wherever the pool's MB suffice).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 
 import pandas as pd
@@ -24,6 +23,7 @@ import pandas as pd
 from harness.analysis.rundata import load_run
 from harness.emulation.collect.fidelity import (
     compare_with_simulation,
+    license_pool,
     recorded_launch_delays,
     simulator_twin,
     will_run_params,
@@ -33,7 +33,7 @@ from harness.emulation.collect.results import finished
 from harness.emulation.run.experiment import resume_options
 from harness.model import rundir
 from harness.model.timescale import TimeScale
-from harness.platform import Machine, load_platform
+from harness.platform import load_platform
 from harness.workload.plan import load_plan
 
 
@@ -50,14 +50,6 @@ def first_divergence(emulated: pd.DataFrame, simulated: pd.DataFrame) -> str:
     return f"#{differ[0] + 1} job {int(at.job_id)}: {at.start:,.0f} s emulated, {at.start_sim:,.0f} s twin"
 
 
-def pooled(machine: Machine) -> Machine:
-    """``machine`` with one chassis and one BB node holding every BB node's capacity."""
-    return dataclasses.replace(
-        machine, groups=1, chassis_per_group=1, compute_per_chassis=machine.compute_count,
-        compute_total=None, bb_per_chassis=1, bb_capacity_mb=machine.bb_total_mb,
-    )  # fmt: skip
-
-
 def rows(run_dir: Path) -> list[list[str]]:
     opts = resume_options(run_dir)
     spec, platform = opts.workload, load_platform(opts.cluster.platform)
@@ -71,7 +63,7 @@ def rows(run_dir: Path) -> list[list[str]]:
     windows = will_run_params(twin, scale, float(collected["t0"]))
     cases = [(bb, params) for bb in ("BB nodes", "BB pool") for params in ({}, windows)]
     for bb, params in cases:
-        machine = platform if bb == "BB nodes" else pooled(platform)
+        machine = platform if bb == "BB nodes" else license_pool(platform)
         found, sim = compare_with_simulation(
             plan, emulated, twin, machine, spec.seed, spec.model, tick=float(scale.to_trace(1.0)),
             launch_delay=float(scale.to_trace(delay.seconds)), staged_start="backfill", policy_params=params,

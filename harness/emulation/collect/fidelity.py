@@ -10,6 +10,7 @@ trace's time by the run's time scale). What the tick-aware twin still misses is 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -126,7 +127,8 @@ def compare_with_both_twins(
     turned into the trace's by ``scale``) and, with ``minute_limits`` (Slurm's own
     scheduler), the time limits Slurm plans with: the walltimes rounded up to whole minutes
     of Slurm's clock, as the replay submits them (the jobs
-    still end at their exact limit). ``io-aware`` (Slurm's staging, ``staged`` given): a
+    still end at their exact limit), and (alloc-only) the burst buffer as the one license
+    pool Slurm counts (:func:`license_pool`). ``io-aware`` (Slurm's staging, ``staged`` given): a
     staged-in job starts on the pass after its stage-in, ``delay`` later, and a stage-in
     begins ``staged`` after the pass that picked the job; both twins give staged-in jobs
     nodes as ``staged_start`` says. With ``minute_limits``, a backfilling twin also reserves as
@@ -148,8 +150,10 @@ def compare_with_both_twins(
     seen = with_minute_limits(plan, scale) if minute_limits else plan
     tick, launch_s, stage_s = (float(scale.to_trace(s)) for s in (SLURM_PASS_S, launch, stage))
     windows = will_run_params(policy, scale, slurm_t0) if minute_limits else {}
+    pooled = minute_limits and model == ALLOC_ONLY and platform.site is None
+    machine = license_pool(platform) if pooled else platform
     ticked, _ = compare_with_simulation(
-        seen, emulated, policy, platform, seed, model, tick=tick, launch_delay=launch_s,
+        seen, emulated, policy, machine, seed, model, tick=tick, launch_delay=launch_s,
         stage_delay=stage_s, staged_start=staged_start, policy_seed=policy_seed,
         policy_params={**windows, **(policy_params or {})},
         decision_tick=float(scale.to_trace(AGENT_POLL_S)),
@@ -163,12 +167,23 @@ def compare_with_both_twins(
         "stage_delay_emulated_s": stage,
         "minute_limits": minute_limits,
         "slurm_will_run": windows.get("slurm_will_run") == "true",
+        "bb_pool": pooled,
         "staged_start": staged_start,
         "start_order": ticked["start_order"],
         "metrics": ticked["metrics"],
         "mean_abs_start_shift_s": ticked["mean_abs_start_shift_s"],
     }
     return found, simulated
+
+
+def license_pool(machine: Machine) -> Machine:
+    """``machine`` with its burst buffer as Slurm's license counts it: one BB node holding every
+    BB node's capacity (a job's shares then fit wherever the pool's MB suffice), its compute
+    nodes in one chassis (the twin counts them; only the BB placement used chassis)."""
+    return dataclasses.replace(
+        machine, groups=1, chassis_per_group=1, compute_per_chassis=machine.compute_count,
+        compute_total=None, bb_per_chassis=1, bb_capacity_mb=machine.bb_total_mb,
+    )  # fmt: skip
 
 
 def will_run_params(policy: str, scale: TimeScale, slurm_t0: float) -> dict[str, Any]:
