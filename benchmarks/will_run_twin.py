@@ -75,7 +75,7 @@ def rows(run_dir: Path) -> list[list[str]]:
             f"{wait['emulated']:,.1f}", f"{wait['simulated']:,.1f} ({wait['rel_diff']:+.1%})",
             f"{bsld['emulated']:.3f}", f"{bsld['simulated']:.3f} ({bsld['rel_diff']:+.1%})",
             f"{int((same['start'] == same['start_sim']).sum())} of {len(same)}",
-            f"{found['start_order']['kendall_tau']:.3f}", first_divergence(emulated, sim),
+            f"{found['start_order']['kendall_tau']:.4f}", first_divergence(emulated, sim),
         ])  # fmt: skip
     return out
 

@@ -1,16 +1,16 @@
 """Slurm's will-run windows: where Slurm's backfill places a blocked job's reservation.
 
 Slurm 24.11's ``sched/backfill`` with ``bf_licenses`` (whole-node jobs, the burst buffer as a
-license pool) first finds the earliest instant ``t0`` at which its own map of running jobs and
+license pool) first finds the earliest instant ``earliest`` at which its own map of running jobs and
 earlier reservations holds the job, then asks select/cons_tres's will-run test
 (``_future_run_test`` in ``select/cons_tres/job_test.c``) when the job starts. That test
-releases the running jobs ending before ``t0`` at once; if the job does not fit then, it walks
+releases the running jobs ending before ``earliest`` at once; if the job does not fit then, it walks
 the others by end time and releases them in *groups*: the first released job's end is rounded
 up to a ``time_window`` barrier of Slurm's clock (30 s at first), and a group takes every job
 ending by that barrier plus ``time_window``; after a failed test ``time_window`` doubles. When
 the job fits, its start is the end of the group's *last* job, not the first end at which it
 fits. Jobs that share neither a node usable by the job nor a license with it are skipped, and
-the walk stops at ``later_start``, the next instant after ``t0`` at which Slurm's map frees
+the walk stops at ``later_start``, the next instant after ``earliest`` at which Slurm's map frees
 nodes. So a reservation lands up to one window late, and a job that EASY with exact ends would
 refuse may backfill in front of it.
 """
@@ -106,50 +106,50 @@ def slurm_start(
     profile: AvailabilityProfile,
     running: Sequence[RunningJob],
     job: QueuedJob,
-    t0: float,
+    earliest: float,
     with_bb: bool,
     windows: WillRunWindows,
 ) -> float:
-    """Where Slurm's backfill reserves ``job``, whose earliest start on ``profile`` is ``t0``.
+    """Where Slurm's backfill reserves ``job``, whose earliest start on ``profile`` is ``earliest``.
 
     Exact for the first reservation (the profile then only gains resources over time); for a
-    later one, a start the profile does not hold falls back to ``t0`` (Slurm would look again
+    later one, a start the profile does not hold falls back to ``earliest`` (Slurm would look again
     later), so the profile is never over-committed.
     """
-    if t0 <= profile.now:
-        return t0
+    if earliest <= profile.now:
+        return earliest
     license_job = with_bb and job.bb_per_node_mb > 0
-    ending = sorted((r for r in running if r.expected_end >= t0), key=lambda r: r.expected_end)
-    # A job ending at t0 frees nodes the job may use; one ending later still holds its nodes
+    ending = sorted((r for r in running if r.expected_end >= earliest), key=lambda r: r.expected_end)
+    # A job ending at earliest frees nodes the job may use; one ending later still holds its nodes
     # in Slurm's map over the job's window, so only a shared license keeps it in the walk.
-    kept = [r.expected_end == t0 or (license_job and r.bb_per_node_mb > 0) for r in ending]
+    kept = [r.expected_end == earliest or (license_job and r.bb_per_node_mb > 0) for r in ending]
     jobs = [Candidate(r.expected_end, k) for r, k in zip(ending, kept, strict=True)]
-    held = profile.window_min(t0, job.walltime)
+    held = profile.window_min(earliest, job.walltime)
     gains = [_resources(r, profile.res.shape[1]) for r in ending]
 
     def fits(count: int) -> bool:
         free = held.copy()
         for i, r in enumerate(ending):
             released = i < count and kept[i]
-            if released and r.expected_end > t0:
+            if released and r.expected_end > earliest:
                 free += gains[i]  # released early by the will-run, still held on the profile
-            elif not released and r.expected_end == t0:
-                free -= gains[i]  # free on the profile at t0, not yet released by the will-run
+            elif not released and r.expected_end == earliest:
+                free -= gains[i]  # free on the profile at earliest, not yet released by the will-run
         return _admits(free, job, with_bb)
 
-    if fits(0):  # the test with only the jobs ending before t0 released
-        return t0
-    last = last_released(jobs, fits, windows, _next_release(profile, t0))
+    if fits(0):  # the test with only the jobs ending before earliest released
+        return earliest
+    last = last_released(jobs, fits, windows, _next_release(profile, earliest))
     if last is None:
-        return t0
+        return earliest
     start = jobs[last].end
-    return start if _admits(profile.window_min(start, job.walltime), job, with_bb) else t0
+    return start if _admits(profile.window_min(start, job.walltime), job, with_bb) else earliest
 
 
-def _next_release(profile: AvailabilityProfile, t0: float) -> float | None:
-    """Slurm's ``later_start`` for a test at ``t0``: the next instant nodes come free."""
+def _next_release(profile: AvailabilityProfile, earliest: float) -> float | None:
+    """Slurm's ``later_start`` for a test at ``earliest``: the next instant nodes come free."""
     times, compute = profile.times, profile.compute
-    for k in range(int(np.searchsorted(times, t0, side="right")), len(times)):
+    for k in range(int(np.searchsorted(times, earliest, side="right")), len(times)):
         if compute[k] > compute[k - 1]:
             return float(times[k])
     return None
