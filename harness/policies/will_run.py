@@ -1,18 +1,19 @@
 """Slurm's will-run windows: where Slurm's backfill places a blocked job's reservation.
 
 Slurm 24.11's ``sched/backfill`` with ``bf_licenses`` (whole-node jobs, the burst buffer as a
-license pool) first finds the earliest instant ``earliest`` at which its own map of running jobs and
-earlier reservations holds the job, then asks select/cons_tres's will-run test
+license pool) first finds the earliest instant at which its own map of running jobs and earlier
+reservations holds the job (``earliest`` here), then asks select/cons_tres's will-run test
 (``_future_run_test`` in ``select/cons_tres/job_test.c``) when the job starts. That test
-releases the running jobs ending before ``earliest`` at once; if the job does not fit then, it walks
-the others by end time and releases them in *groups*: the first released job's end is rounded
-up to a ``time_window`` barrier of Slurm's clock (30 s at first), and a group takes every job
-ending by that barrier plus ``time_window``; after a failed test ``time_window`` doubles. When
-the job fits, its start is the end of the group's *last* job, not the first end at which it
-fits. Jobs that share neither a node usable by the job nor a license with it are skipped, and
-the walk stops at ``later_start``, the next instant after ``earliest`` at which Slurm's map frees
-nodes. So a reservation lands up to one window late, and a job that EASY with exact ends would
-refuse may backfill in front of it.
+releases the running jobs ending before ``earliest`` at once; if the job does not fit then, it
+walks the others by end time and releases them in *groups*: the first released job's end is
+rounded up to a ``time_window`` barrier of Slurm's clock (30 s at first), and a group takes
+every job ending by that barrier plus ``time_window``; after a failed test ``time_window``
+doubles. When the job fits, its start is the end of the group's *last* job, not the first end
+at which it fits. Jobs that share neither a node usable by the job nor a license with it are
+skipped, and the walk stops at ``later_start``, the next instant after ``earliest`` at which
+Slurm's map frees nodes. So a reservation lands up to one window late, and a job that EASY with
+exact ends would refuse may backfill in front of it. Running jobs only: BB held without nodes
+(stage-outs) is not walked.
 """
 
 from __future__ import annotations
@@ -113,15 +114,15 @@ def slurm_start(
     """Where Slurm's backfill reserves ``job``, whose earliest start on ``profile`` is ``earliest``.
 
     Exact for the first reservation (the profile then only gains resources over time); for a
-    later one, a start the profile does not hold falls back to ``earliest`` (Slurm would look again
-    later), so the profile is never over-committed.
+    later one, a start the profile does not hold falls back to ``earliest`` (Slurm would look
+    again later), so the profile is never over-committed.
     """
     if earliest <= profile.now:
         return earliest
     license_job = with_bb and job.bb_per_node_mb > 0
     ending = sorted((r for r in running if r.expected_end >= earliest), key=lambda r: r.expected_end)
-    # A job ending at earliest frees nodes the job may use; one ending later still holds its nodes
-    # in Slurm's map over the job's window, so only a shared license keeps it in the walk.
+    # A job ending at ``earliest`` frees nodes the job may use; one ending later still holds its
+    # nodes in Slurm's map over the job's window, so only a shared license keeps it in the walk.
     kept = [r.expected_end == earliest or (license_job and r.bb_per_node_mb > 0) for r in ending]
     jobs = [Candidate(r.expected_end, k) for r, k in zip(ending, kept, strict=True)]
     held = profile.window_min(earliest, job.walltime)
@@ -134,10 +135,10 @@ def slurm_start(
             if released and r.expected_end > earliest:
                 free += gains[i]  # released early by the will-run, still held on the profile
             elif not released and r.expected_end == earliest:
-                free -= gains[i]  # free on the profile at earliest, not yet released by the will-run
+                free -= gains[i]  # free on the profile at ``earliest``, not yet released by the will-run
         return _admits(free, job, with_bb)
 
-    if fits(0):  # the test with only the jobs ending before earliest released
+    if fits(0):  # the test with only the jobs ending before ``earliest`` released
         return earliest
     last = last_released(jobs, fits, windows, _next_release(profile, earliest))
     if last is None:
