@@ -15,7 +15,7 @@ import numpy as np
 from harness.policies.allocation import choose_allocation
 from harness.policies.base import Decision, Start
 from harness.policies.profile import AvailabilityProfile, reserve_bb
-from harness.policies.state import Allocation, ClusterState, JobQueue, QueuedJob
+from harness.policies.state import Allocation, ClusterState, JobQueue, QueuedJob, RunningJob
 from harness.policies.will_run import WillRunWindows, slurm_start
 
 
@@ -29,7 +29,8 @@ class Workspace:
         for c in sorted(state.free_compute):
             self.free_by_chassis[topo.chassis_of_compute[c]].append(c)
         self.free_count = len(state.free_compute)
-        self.running = state.running
+        # what Slurm's will-run walks: the running jobs and those this pass started
+        self.running: list[RunningJob] = list(state.running)
         self.profile = AvailabilityProfile.from_running(
             topo, state.running, now, self.free_count, state.free_bb_mb, state.holding_bb
         )
@@ -116,6 +117,9 @@ class Workspace:
         usage = np.bincount(np.asarray(alloc.bb, dtype=np.int64), minlength=self.topology.bb_count)
         self.profile.occupy(self.now, job.walltime, job.nodes, usage * job.bb_per_node_mb)
         self.starts.append(Start(job.job_id, alloc))
+        self.running.append(
+            RunningJob(job.job_id, self.now, self.now + job.walltime, job.bb_per_node_mb, alloc)
+        )
 
     def decision(
         self, planned_order: Sequence[int] | None = None, memo: dict[str, Any] | None = None

@@ -123,3 +123,19 @@ def test_the_tunables_and_the_twin_of_a_slurm_run() -> None:
     assert found["will_run_window_s"] == pytest.approx(300.0)
     assert found["will_run_origin_s"] == pytest.approx(230.0)
     assert will_run_params("fcfs", TimeScale(), 1_795_774_493.0) == {}
+
+
+def test_a_job_started_in_the_same_pass_is_walked_like_a_running_one() -> None:
+    # 8 nodes free; H (7 nodes, BB) starts now, at 100, and ends at 100 + 6,465 = 6,565. W (44
+    # nodes) fits once 6,528 and 6,559 have ended (1 + 22 + 22 = 45): t0 = 6,559. Slurm's will-run sees H
+    # running: the walk releases 6,559 and H's 6,565 (the next instant nodes come free, H shares
+    # W's license): W at 6,565. EASY: 6,559.
+    state = ClusterState.from_running(
+        TOPO,
+        [running(1, 0, 22, 6528.0, 1000), running(2, 22, 22, 6559.0, 1000), running(3, 44, 44, 9000.0, 1000)],
+    )
+    queue = [QueuedJob(20, 0.0, 6465.0, 7, 1000), QueuedJob(21, 1.0, 3600.0, 44, 1000)]
+    windows = get_policy("backfill-1[slurm_will_run=true;will_run_origin_s=0]").decide(state, queue, 100.0)
+    assert [start.job_id for start in windows.starts] == [20]
+    assert windows.reservations == ((21, 6565.0),)
+    assert get_policy("backfill-1").decide(state, queue, 100.0).reservations == ((21, 6559.0),)

@@ -124,34 +124,21 @@ def compare_with_both_twins(
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """The ideal twin's figures, with the tick-aware twin's under ``"tick_aware"``: Slurm's
     pass every :data:`SLURM_PASS_S`, the measured ``delay`` after it (both Slurm seconds,
-    turned into the trace's by ``scale``) and, with ``minute_limits`` (Slurm's own
-    scheduler), the time limits Slurm plans with: the walltimes rounded up to whole minutes
-    of Slurm's clock, as the replay submits them (the jobs
-    still end at their exact limit), and (alloc-only) the burst buffer as the one license
-    pool Slurm counts (:func:`license_pool`). ``io-aware`` (Slurm's staging, ``staged`` given): a
-    staged-in job starts on the pass after its stage-in, ``delay`` later, and a stage-in
-    begins ``staged`` after the pass that picked the job; both twins give staged-in jobs
-    nodes as ``staged_start`` says. With ``minute_limits``, a backfilling twin also reserves as
-    Slurm's backfill does (its will-run windows, aligned on Slurm's clock, whose instant at
-    the trace's 0 is ``slurm_t0``: :func:`will_run_params`). Returns the ideal twin's schedule."""
+    turned into the trace's by ``scale``) and, with ``minute_limits`` (Slurm's own scheduler),
+    Slurm's rules (:func:`slurm_rules`; ``slurm_t0``: the run's start on Slurm's clock).
+    ``io-aware`` (Slurm's staging, ``staged`` given): a staged-in job starts on the pass after
+    its stage-in, ``delay`` later, and a stage-in begins ``staged`` after the pass that picked
+    the job; both twins give staged-in jobs nodes as ``staged_start`` says. Returns the ideal
+    twin's schedule."""
     found, simulated = compare_with_simulation(
-        plan,
-        emulated,
-        policy,
-        platform,
-        seed,
-        model,
-        staged_start=staged_start,
-        policy_seed=policy_seed,
-        policy_params=policy_params,
-    )
+        plan, emulated, policy, platform, seed, model, staged_start=staged_start,
+        policy_seed=policy_seed, policy_params=policy_params,
+    )  # fmt: skip
     launch = delay.seconds
     stage = staged.seconds if staged is not None and model == IO_AWARE else 0.0
-    seen = with_minute_limits(plan, scale) if minute_limits else plan
     tick, launch_s, stage_s = (float(scale.to_trace(s)) for s in (SLURM_PASS_S, launch, stage))
-    windows = will_run_params(policy, scale, slurm_t0) if minute_limits else {}
-    pooled = minute_limits and model == ALLOC_ONLY and platform.site is None
-    machine = license_pool(platform) if pooled else platform
+    rules = slurm_rules(plan, policy, platform, scale, model, slurm_t0) if minute_limits else None
+    seen, machine, windows = rules or (plan, platform, {})
     ticked, _ = compare_with_simulation(
         seen, emulated, policy, machine, seed, model, tick=tick, launch_delay=launch_s,
         stage_delay=stage_s, staged_start=staged_start, policy_seed=policy_seed,
@@ -167,13 +154,26 @@ def compare_with_both_twins(
         "stage_delay_emulated_s": stage,
         "minute_limits": minute_limits,
         "slurm_will_run": windows.get("slurm_will_run") == "true",
-        "bb_pool": pooled,
+        "bb_pool": machine is not platform,
         "staged_start": staged_start,
         "start_order": ticked["start_order"],
         "metrics": ticked["metrics"],
         "mean_abs_start_shift_s": ticked["mean_abs_start_shift_s"],
     }
     return found, simulated
+
+
+def slurm_rules(
+    plan: pd.DataFrame, policy: str, platform: Machine, scale: TimeScale, model: str, slurm_t0: float
+) -> tuple[pd.DataFrame, Machine, dict[str, Any]]:
+    """What the twin of Slurm's own scheduler plans with: the walltimes rounded up to whole
+    minutes of Slurm's clock, as the replay submits them (the jobs still end at their exact
+    limit); under alloc-only the burst buffer as the one license pool Slurm counts
+    (:func:`license_pool`); and a backfilling twin's reservations where Slurm's backfill puts
+    them (:func:`will_run_params`, aligned on ``slurm_t0``, the run's start on Slurm's clock)."""
+    pooled = model == ALLOC_ONLY and platform.site is None
+    machine = license_pool(platform) if pooled else platform
+    return with_minute_limits(plan, scale), machine, will_run_params(policy, scale, slurm_t0)
 
 
 def license_pool(machine: Machine) -> Machine:
