@@ -37,14 +37,15 @@ def row(run_dir: Path, metric: str) -> list[str]:
     results = load_run(run_dir).results
     assert results is not None, f"{run_dir}: no results"
     ran = finished(results)
-    delay, _ = recorded_launch_delays(rundir.done_steps(run_dir)["collect"]["info"])
+    collected = rundir.done_steps(run_dir)["collect"]["info"]
+    delay, _ = recorded_launch_delays(collected)
     twin, native = simulator_twin(opts.replay.policy), is_native(opts.replay.policy)
     cells = [opts.replay.policy, f"{delay.seconds:.2f} s"]
     ablations = [(delay, native), (delay, not native), (LaunchDelay(0.0, 0), native)]
     for i, (d, minutes) in enumerate(ablations):
         found, _ = compare_with_both_twins(
             plan, ran, twin, platform, TimeScale(spec.shrink), d, spec.seed, spec.model, minutes,
-            policy_seed=opts.replay.policy_seed,
+            policy_seed=opts.replay.policy_seed, slurm_t0=float(collected.get("t0", 0.0)),
         )  # fmt: skip
         if i == 0:
             ideal = found["metrics"][metric]

@@ -15,6 +15,7 @@ import numpy as np
 
 from harness.policies.base import Decision, Policy
 from harness.policies.state import ClusterState, JobQueue, QueuedJob
+from harness.policies.will_run import WillRunWindows
 from harness.policies.workspace import Workspace
 
 
@@ -30,6 +31,7 @@ def backfill(
     depth: int,
     future_bb: bool = True,
     sjf: bool = False,
+    will_run: WillRunWindows | None = None,
 ) -> list[int]:
     """One backfilling pass over ``positions`` (arrival order); returns the planned order (job ids)."""
     head = 0
@@ -39,7 +41,7 @@ def backfill(
         return queue.job_id[positions[head:]].tolist()
     reserved = positions[head : head + depth]
     for pos in reserved.tolist():
-        ws.reserve(queue[pos], with_bb=future_bb)
+        ws.reserve(queue[pos], with_bb=future_bb, will_run=will_run)
     rest = positions[head + depth :]
     if sjf:
         rest = sjf_order(queue, rest)
@@ -50,16 +52,26 @@ def backfill(
 class Backfill(Policy):
     description = "EASY backfilling, compute and BB reserved for the first D jobs"
 
-    def __init__(self, name: str, depth: int, future_bb: bool = True, sjf: bool = False) -> None:
+    def __init__(
+        self,
+        name: str,
+        depth: int,
+        future_bb: bool = True,
+        sjf: bool = False,
+        will_run: WillRunWindows | None = None,
+    ) -> None:
+        """``will_run``: reserve where Slurm's backfill would (its will-run windows), not at
+        the earliest start (None: EASY's exact reservations)."""
         super().__init__(name)
         if depth < 0:
             raise ValueError("reservation depth must be >= 0")
         self.depth = depth
         self.future_bb = future_bb
         self.sjf = sjf
+        self.will_run = will_run
 
     def decide(self, state: ClusterState, queue: Sequence[QueuedJob], now: float) -> Decision:
         jobs = JobQueue.of(queue)
         ws = Workspace(state, now)
-        order = backfill(ws, jobs, np.arange(len(jobs)), self.depth, self.future_bb, self.sjf)
+        order = backfill(ws, jobs, np.arange(len(jobs)), self.depth, self.future_bb, self.sjf, self.will_run)
         return ws.decision(planned_order=order)

@@ -87,6 +87,12 @@ class AvailabilityProfile:
         low = self.res[:j].min(axis=0)
         return int(low[0]), low[1:]
 
+    def window_min(self, start: float, duration: float) -> np.ndarray:
+        """Minimum of every column over ``[start, start + duration)`` (``start`` >= now)."""
+        first = max(int(np.searchsorted(self.times, start, side="right")) - 1, 0)
+        stop = max(int(np.searchsorted(self.times, start + duration, side="left")), first + 1)
+        return self.res[first:stop].min(axis=0)
+
     def prefix_minima(self) -> np.ndarray:
         """Row ``k``: minimum of every column over segments ``0..k`` (windows starting now)."""
         return np.minimum.accumulate(self.res, axis=0)

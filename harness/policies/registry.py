@@ -25,6 +25,7 @@ from harness.policies.plan import OBJECTIVES, AnnealingConfig, PlanPolicy
 from harness.policies.sas import StorageAware
 from harness.policies.tiers import TierChooser
 from harness.policies.tunables import Tunable, checked_params, parse_assignments
+from harness.policies.will_run import SLURM_TIME_WINDOW_S, WillRunWindows
 from harness.policies.window import WindowPolicy
 
 
@@ -74,6 +75,26 @@ MAXUTIL = {
     "max_steps": Tunable(int, 1, 100_000_000, help="search steps per decision (the cap)"),
     "exhaustive_max": Tunable(int, 0, 10, help="queues up to this long are searched exhaustively"),
 }
+BACKFILL = {
+    "slurm_will_run": Tunable(
+        str, choices=("true", "false"),
+        help="reserve where Slurm's backfill does: cons_tres will-run's 30-s end windows (default false)",
+    ),
+    "will_run_window_s": Tunable(float, 1e-3, 1e6, help="Slurm's 30-s will-run window, trace seconds"),
+    "will_run_origin_s": Tunable(
+        float, 0.0, 1e9, help="Slurm's clock at the trace's 0, modulo the window, in the trace's seconds",
+    ),
+}  # fmt: skip
+
+
+def _will_run(params: Mapping[str, Any]) -> WillRunWindows | None:
+    """The backfill tunables as Slurm's will-run windows, or None (EASY's exact reservations)."""
+    if params.get("slurm_will_run", "false") != "true":
+        return None
+    window = float(params.get("will_run_window_s", SLURM_TIME_WINDOW_S))
+    return WillRunWindows(window, float(params.get("will_run_origin_s", 0.0)) % window)
+
+
 FAMILIES: tuple[Family, ...] = (
     Family(
         "fcfs", re.compile(r"fcfs"), Fcfs.description,
@@ -97,12 +118,14 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "backfill-sjf-D", re.compile(rf"backfill-sjf-{_D}"),
         "EASY backfilling reserving compute and BB for the first D jobs, backfilling shortest walltime first",
-        lambda name, m, o: Backfill(name, int(m["d"]), sjf=True), ("backfill-sjf-1",),
+        lambda name, m, o: Backfill(name, int(m["d"]), sjf=True, will_run=_will_run(o.params)),
+        ("backfill-sjf-1",), BACKFILL,
     ),
     Family(
         "backfill-D", re.compile(rf"backfill-{_D}"),
         "EASY backfilling reserving compute and BB for the first D jobs, backfilling in arrival order",
-        lambda name, m, o: Backfill(name, int(m["d"])), ("backfill-1", "backfill-4"),
+        lambda name, m, o: Backfill(name, int(m["d"]), will_run=_will_run(o.params)),
+        ("backfill-1", "backfill-4"), BACKFILL,
     ),
     Family(
         "maxutil-BETA-D", re.compile(rf"maxutil-(?P<beta>\d+(?:\.\d+)?)-{_D}"), MaxUtil.description,

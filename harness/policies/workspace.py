@@ -15,7 +15,8 @@ import numpy as np
 from harness.policies.allocation import choose_allocation
 from harness.policies.base import Decision, Start
 from harness.policies.profile import AvailabilityProfile, reserve_bb
-from harness.policies.state import Allocation, ClusterState, JobQueue, QueuedJob
+from harness.policies.state import Allocation, ClusterState, JobQueue, QueuedJob, RunningJob
+from harness.policies.will_run import WillRunWindows, slurm_start
 
 
 class Workspace:
@@ -28,6 +29,8 @@ class Workspace:
         for c in sorted(state.free_compute):
             self.free_by_chassis[topo.chassis_of_compute[c]].append(c)
         self.free_count = len(state.free_compute)
+        # what Slurm's will-run walks: the running jobs and those this pass started
+        self.running: list[RunningJob] = list(state.running)
         self.profile = AvailabilityProfile.from_running(
             topo, state.running, now, self.free_count, state.free_bb_mb, state.holding_bb
         )
@@ -53,11 +56,15 @@ class Workspace:
         self._commit(job, alloc)
         return True
 
-    def reserve(self, job: QueuedJob, with_bb: bool = True) -> float:
-        """Hold resources for ``job`` at its earliest start; ``with_bb=False`` holds compute only."""
+    def reserve(self, job: QueuedJob, with_bb: bool = True, will_run: WillRunWindows | None = None) -> float:
+        """Hold resources for ``job`` at its earliest start; ``with_bb=False`` holds compute only;
+        ``will_run``: where Slurm's backfill would put it instead (:mod:`harness.policies.will_run`)."""
         prof = self.profile
         i, bb_min = prof.earliest_start(job.nodes, job.bb_per_node_mb, job.walltime, with_bb=with_bb)
         start = float(prof.times[i])
+        if will_run is not None:
+            start = slurm_start(prof, self.running, job, start, with_bb, will_run)
+            bb_min = prof.window_min(start, job.walltime)[1:]
         bb = reserve_bb(bb_min, job.nodes, job.bb_per_node_mb) if with_bb else None
         prof.occupy(start, job.walltime, job.nodes, bb)
         self.reservations.append((job.job_id, start))
@@ -110,6 +117,9 @@ class Workspace:
         usage = np.bincount(np.asarray(alloc.bb, dtype=np.int64), minlength=self.topology.bb_count)
         self.profile.occupy(self.now, job.walltime, job.nodes, usage * job.bb_per_node_mb)
         self.starts.append(Start(job.job_id, alloc))
+        self.running.append(
+            RunningJob(job.job_id, self.now, self.now + job.walltime, job.bb_per_node_mb, alloc)
+        )
 
     def decision(
         self, planned_order: Sequence[int] | None = None, memo: dict[str, Any] | None = None

@@ -10,6 +10,7 @@ from harness.analysis.fidelity_section import fidelity_section as _fidelity_sect
 from harness.emulation.collect.fidelity import (
     LaunchDelay,
     compare_with_both_twins,
+    license_pool,
     measured_launch_delay,
     staged_start_for,
     with_minute_limits,
@@ -115,6 +116,7 @@ def test_slurm_plans_with_whole_minutes() -> None:
     # (planned 1..61) -> job 3 waits; at 10 job 1 ends, job 2 starts 10 (to 15), job 3 at 15
     ticked = found["tick_aware"]
     assert ticked["minute_limits"] is True
+    assert ticked["slurm_will_run"] is True  # Slurm's reservations: 60 s, job 1's end, alone in its window
     assert ticked["metrics"]["mean_wait"]["simulated"] == pytest.approx((0.0 + 9.5 + 14.0) / 3)
 
 
@@ -125,3 +127,24 @@ def test_minute_limits_round_up_to_whole_minutes() -> None:
     # at shrink 0.5 Slurm sees 0.25, 30, 30.5 and 62.65 s: 1, 1, 1 and 2 minutes, 120 s of
     # the trace each
     assert with_minute_limits(jobs, TimeScale(0.5))["walltime"].tolist() == [120.0, 120.0, 120.0, 240.0]
+
+
+def test_slurms_own_scheduler_counts_the_burst_buffer_as_one_license_pool() -> None:
+    # TINY's 2 BB nodes of 100 MB. Job 1 (2 nodes x 60 MB, runs 10 s) leaves 40 MB on each BB
+    # node; job 2 (1 node x 60 MB, at 0.5) finds no BB node with 60 MB and waits for job 1's
+    # end at 10: mean wait (0 + 9.5) / 2 = 4.75. Slurm's license pool has 200 - 120 = 80 MB:
+    # job 2 starts on the next 1-s pass, at 1: mean wait (0 + 0.5) / 2 = 0.25.
+    jobs = pd.DataFrame(
+        [(1, 0.0, 10.0, 60.0, 2, 60), (2, 0.5, 10.0, 60.0, 1, 60)],
+        columns=["job_id", "submit", "runtime", "walltime", "nodes", "bb_per_node_mb"],
+    )
+    emulated = simulate(jobs, get_policy("backfill-1"), TINY).jobs
+    exact, _ = compare_with_both_twins(jobs, emulated, "backfill-1", TINY, TimeScale(), LaunchDelay(0.0, 0))
+    pooled, _ = compare_with_both_twins(
+        jobs, emulated, "backfill-1", TINY, TimeScale(), LaunchDelay(0.0, 0), minute_limits=True
+    )
+    assert exact["tick_aware"]["bb_pool"] is False
+    assert exact["tick_aware"]["metrics"]["mean_wait"]["simulated"] == pytest.approx(4.75)
+    assert pooled["tick_aware"]["bb_pool"] is True
+    assert pooled["tick_aware"]["metrics"]["mean_wait"]["simulated"] == pytest.approx(0.25)
+    assert license_pool(TINY).bb_count == 1 and license_pool(TINY).bb_capacity_mb == 200

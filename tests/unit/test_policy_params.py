@@ -30,7 +30,12 @@ def test_a_tunable_reaches_the_policy_with_its_type() -> None:
     ("name", "params", "message"),
     [
         ("cerberus", {"starvation": "1"}, r"no parameter 'starvation' \(did you mean starvation_s\?\)"),
-        ("backfill-1", {"x": "1"}, r"policy backfill-D has no parameter 'x'; its parameters: none"),
+        ("fcfs", {"x": "1"}, r"policy fcfs has no parameter 'x'; its parameters: none"),
+        (
+            "backfill-1",
+            {"will_run": "true"},
+            r"\(did you mean slurm_will_run\?\); its parameters: slurm_will_run, ",
+        ),
         ("plan-sum-0", {"cooling_rate": "1.5"}, r"cooling_rate: expected a number >= 0.01 and <= 0.999"),
         ("plan-sum-0", {"cooling_steps": "2.5"}, r"cooling_steps: expected an integer"),
         ("plan-sum-0", {"cooling_steps": 2.5}, r"cooling_steps: expected an integer"),

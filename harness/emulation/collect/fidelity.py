@@ -10,6 +10,7 @@ trace's time by the run's time scale). What the tick-aware twin still misses is 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,8 +26,9 @@ from harness.model.io_models import ALLOC_ONLY, IO_AWARE
 from harness.model.metric_names import HEADLINE_METRICS
 from harness.model.timescale import TimeScale
 from harness.platform import Machine
-from harness.policies.registry import get_policy
+from harness.policies.registry import family_of, get_policy
 from harness.policies.tiers import HPS, LPS
+from harness.policies.will_run import SLURM_TIME_WINDOW_S
 from harness.sim.engine import simulate
 from harness.slurm.config import SchedulerConfig
 
@@ -118,34 +120,29 @@ def compare_with_both_twins(
     staged_start: str | None = None,
     policy_seed: int = 0,
     policy_params: Mapping[str, Any] | None = None,
+    slurm_t0: float = 0.0,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """The ideal twin's figures, with the tick-aware twin's under ``"tick_aware"``: Slurm's
     pass every :data:`SLURM_PASS_S`, the measured ``delay`` after it (both Slurm seconds,
-    turned into the trace's by ``scale``) and, with ``minute_limits`` (Slurm's own
-    scheduler), the time limits Slurm plans with: the walltimes rounded up to whole minutes
-    of Slurm's clock, as the replay submits them (the jobs
-    still end at their exact limit). ``io-aware`` (Slurm's staging, ``staged`` given): a
-    staged-in job starts on the pass after its stage-in, ``delay`` later, and a stage-in
-    begins ``staged`` after the pass that picked the job; both twins give staged-in jobs
-    nodes as ``staged_start`` says. Returns the ideal twin's schedule."""
+    turned into the trace's by ``scale``) and, with ``minute_limits`` (Slurm's own scheduler),
+    Slurm's rules (:func:`slurm_rules`; ``slurm_t0``: the run's start on Slurm's clock).
+    ``io-aware`` (Slurm's staging, ``staged`` given): a staged-in job starts on the pass after
+    its stage-in, ``delay`` later, and a stage-in begins ``staged`` after the pass that picked
+    the job; both twins give staged-in jobs nodes as ``staged_start`` says. Returns the ideal
+    twin's schedule."""
     found, simulated = compare_with_simulation(
-        plan,
-        emulated,
-        policy,
-        platform,
-        seed,
-        model,
-        staged_start=staged_start,
-        policy_seed=policy_seed,
-        policy_params=policy_params,
-    )
+        plan, emulated, policy, platform, seed, model, staged_start=staged_start,
+        policy_seed=policy_seed, policy_params=policy_params,
+    )  # fmt: skip
     launch = delay.seconds
     stage = staged.seconds if staged is not None and model == IO_AWARE else 0.0
-    seen = with_minute_limits(plan, scale) if minute_limits else plan
     tick, launch_s, stage_s = (float(scale.to_trace(s)) for s in (SLURM_PASS_S, launch, stage))
+    rules = slurm_rules(plan, policy, platform, scale, model, slurm_t0) if minute_limits else None
+    seen, machine, windows = rules or (plan, platform, {})
     ticked, _ = compare_with_simulation(
-        seen, emulated, policy, platform, seed, model, tick=tick, launch_delay=launch_s,
-        stage_delay=stage_s, staged_start=staged_start, policy_seed=policy_seed, policy_params=policy_params,
+        seen, emulated, policy, machine, seed, model, tick=tick, launch_delay=launch_s,
+        stage_delay=stage_s, staged_start=staged_start, policy_seed=policy_seed,
+        policy_params={**windows, **(policy_params or {})},
         decision_tick=float(scale.to_trace(AGENT_POLL_S)),
     )  # fmt: skip
     found["tick_aware"] = {
@@ -156,12 +153,51 @@ def compare_with_both_twins(
         "stage_delay_s": stage_s,
         "stage_delay_emulated_s": stage,
         "minute_limits": minute_limits,
+        "slurm_will_run": windows.get("slurm_will_run") == "true",
+        "bb_pool": machine is not platform,
         "staged_start": staged_start,
         "start_order": ticked["start_order"],
         "metrics": ticked["metrics"],
         "mean_abs_start_shift_s": ticked["mean_abs_start_shift_s"],
     }
     return found, simulated
+
+
+def slurm_rules(
+    plan: pd.DataFrame, policy: str, platform: Machine, scale: TimeScale, model: str, slurm_t0: float
+) -> tuple[pd.DataFrame, Machine, dict[str, Any]]:
+    """What the twin of Slurm's own scheduler plans with: the walltimes rounded up to whole
+    minutes of Slurm's clock, as the replay submits them (the jobs still end at their exact
+    limit); under alloc-only the burst buffer as the one license pool Slurm counts
+    (:func:`license_pool`); and a backfilling twin's reservations where Slurm's backfill puts
+    them (:func:`will_run_params`, aligned on ``slurm_t0``, the run's start on Slurm's clock)."""
+    pooled = model == ALLOC_ONLY and platform.site is None
+    machine = license_pool(platform) if pooled else platform
+    return with_minute_limits(plan, scale), machine, will_run_params(policy, scale, slurm_t0)
+
+
+def license_pool(machine: Machine) -> Machine:
+    """``machine`` with its burst buffer as Slurm's license counts it: one BB node holding every
+    BB node's capacity (a job's shares then fit wherever the pool's MB suffice), its compute
+    nodes in one chassis (the twin counts them; only the BB placement used chassis)."""
+    return dataclasses.replace(
+        machine, groups=1, chassis_per_group=1, compute_per_chassis=machine.compute_count,
+        compute_total=None, bb_per_chassis=1, bb_capacity_mb=machine.bb_total_mb,
+    )  # fmt: skip
+
+
+def will_run_params(policy: str, scale: TimeScale, slurm_t0: float) -> dict[str, Any]:
+    """The tunables that make a backfilling twin reserve as Slurm's backfill does: cons_tres
+    will-run's 30-s windows of Slurm's clock, in the trace's seconds (none for a policy
+    without them)."""
+    if "slurm_will_run" not in family_of(policy).tunables:
+        return {}
+    window = float(scale.to_trace(SLURM_TIME_WINDOW_S))
+    return {
+        "slurm_will_run": "true",
+        "will_run_window_s": window,
+        "will_run_origin_s": float(scale.to_trace(slurm_t0 % SLURM_TIME_WINDOW_S)),
+    }
 
 
 def staged_start_for(sched: SchedulerConfig) -> str:

@@ -238,20 +238,12 @@ def fidelity(ctx: RunContext) -> dict[str, Any]:
     spec = ctx.opts.workload
     start_delay, stage_delay = collected_delays(ctx.run_dir, ctx.found("collect"))
     found, simulated = compare_with_both_twins(
-        ctx.plan()[0],
-        ran,
-        twin,
-        ctx.backend.platform,
-        ctx.scale,
-        start_delay,
-        seed=spec.seed,
-        model=spec.model,
-        minute_limits=not ctx.uses_agent,
-        staged=stage_delay,
-        staged_start=staged_start_for(ctx.sched),
-        policy_seed=ctx.opts.replay.policy_seed,
+        ctx.plan()[0], ran, twin, ctx.backend.platform, ctx.scale, start_delay,
+        seed=spec.seed, model=spec.model, minute_limits=not ctx.uses_agent, staged=stage_delay,
+        staged_start=staged_start_for(ctx.sched), policy_seed=ctx.opts.replay.policy_seed,
         policy_params=parse_assignments(ctx.opts.replay.policy_params),
-    )
+        slurm_t0=float(ctx.found("collect").get("t0", 0.0)),  # Slurm's will-run windows align on it
+    )  # fmt: skip
     (ctx.run_dir / rundir.SIMULATION_DIR).mkdir(exist_ok=True)
     atomic_write_parquet(ctx.run_dir / rundir.SIMULATION_DIR / rundir.RESULTS, simulated)
     tau, wait = found["start_order"]["kendall_tau"], found["metrics"]["mean_wait"]
