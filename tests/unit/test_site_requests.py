@@ -87,6 +87,8 @@ def test_a_plan_the_sites_machine_holds_passes(site: Site) -> None:
     ):
         check_site_plan(plan, site)  # job 3 has no partition: the default (batch) has no GPU
     check_site_plan(plan.iloc[:2], site)
+    # an untyped count (gpu:2, not a type named "2") on the typed a100 nodes
+    check_site_plan(pd.DataFrame([job(nodes=1, gres="gpu:2", partition_name="gpu")]), site)
 
 
 @pytest.mark.parametrize(

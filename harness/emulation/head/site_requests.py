@@ -101,8 +101,11 @@ def _gres_counts(text: str) -> dict[str, int]:
         match = _GRES_ITEM.match(item)
         if match is None:
             raise InputError(f"GRES {item!r} is not NAME[:TYPE][:COUNT]", where="plan")
-        key = match["name"] + (f":{match['type']}" if match["type"] else "")
-        counts[key] = counts.get(key, 0) + int(match["count"] or 1)
+        kind, count = match["type"], match["count"]
+        if kind and kind.isdigit() and count is None:  # gpu:2 is a count, not a type
+            kind, count = None, kind
+        key = match["name"] + (f":{kind}" if kind else "")
+        counts[key] = counts.get(key, 0) + int(count or 1)
     return counts
 
 
