@@ -8,6 +8,7 @@ Two modes:
 side (``--parallel``), then analyse the run directories::
 
     PYTHONPATH=. python3 benchmarks/iolive_acceptance.py run --shrink 0.9 --parallel
+    PYTHONPATH=. python3 benchmarks/iolive_acceptance.py run --speedup 100   # on the virtual clock
 
 ``analyse``: compare finished run directories with the twin of the *current* simulator
 (the twin is recomputed from the run's plan, results and options, so a run need not be
@@ -62,13 +63,15 @@ def run_one(policy: str, cluster: tuple[str, int, int], args: argparse.Namespace
     name, ctld, base = cluster
     platform_file = args.output / f"{name}.toml"
     save_platform(load_platform().redeployed(controller_port=ctld, slurmd_base_port=base), platform_file)
-    cmd = [sys.executable, "-m", "harness", "run", "--model", "io-aware", "--shrink", str(args.shrink),
+    speed = ["--speedup", str(args.speedup)] if args.speedup else ["--shrink", str(args.shrink)]
+    label = f"x{args.speedup:g}" if args.speedup else str(args.shrink)
+    cmd = [sys.executable, "-m", "harness", "run", "--model", "io-aware", *speed,
            "--first-n", str(args.first_n), "--policy", policy, "--name", name,
            "--platform", str(platform_file), "--compare-sim", "-q", "--yes",
-           "-o", str(args.output / f"runs-{args.shrink}")]  # fmt: skip
+           "-o", str(args.output / f"runs-{label}")]  # fmt: skip
     if args.trace:
         cmd.append(str(args.trace))
-    log = args.output / f"{name}-{policy}-{args.shrink}.log"
+    log = args.output / f"{name}-{policy}-{label}.log"
     with log.open("w") as err:
         done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, text=True, check=False)
     if done.returncode != 0:
@@ -122,7 +125,8 @@ def analyse(run_dir: Path) -> dict[str, Any]:
         "mean_dilation": float(simulated["dilation"].mean()),
     }
     return {
-        "run": run_dir.name, "policy": policy, "shrink": spec.shrink,
+        "run": run_dir.name, "policy": policy,
+        "shrink": f"x{opts.replay.speedup:g}" if opts.replay.speedup else spec.shrink,
         "accounted": accounted(run_dir, results, plan),
         "emulated": emulated, "twin": twin,
         "tick_aware_wait": found["tick_aware"]["metrics"]["mean_wait"]["simulated"],
@@ -223,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="mode", required=True)
     run = sub.add_parser("run", help="replay the slice under each policy, then analyse")
     run.add_argument("--shrink", type=float, default=0.9)
+    run.add_argument(
+        "--speedup", type=float, default=None, help="on the virtual clock at this speed-up, unshrunk"
+    )
     run.add_argument("--first-n", type=int, default=200)
     run.add_argument("--policies", default=",".join(POLICIES))
     run.add_argument("--trace", type=Path, default=None, help="default: the bundled KTH slice")

@@ -48,12 +48,15 @@ run_controller() {
 # it gives every job's checkpoint and I/O transfers their fair share of the platform's links
 # (harness/emulation/iolive/contention.py). It keeps no state (the flow files in /shared/io/flows
 # are the state), so when it dies it is simply started again; the jobs keep their last rate.
+# On the virtual clock it moves the drains on the clock page (it stays off the preload).
 run_contention() {
+  local clock=()
+  [[ -f "$CLOCK_ENV" ]] && clock=(--clock-page /shared/clock/page)
   mkdir -p /shared/io/flows
   chmod 1777 /shared/io /shared/io/flows
   while [[ ! -f /run/slurm/stopping ]]; do
     /opt/harness/bin/python -m harness.emulation.iolive.contention --platform /etc/slurm/platform.toml \
-      --dir /shared/io --squeue >>/var/log/slurm/contention.log 2>&1 || true
+      --dir /shared/io --squeue "${clock[@]}" >>/var/log/slurm/contention.log 2>&1 || true
     [[ -f /run/slurm/stopping ]] && return
     log "contention service exited; restarting" >>/var/log/slurm/contention.log
     sleep 0.5

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from harness.model.hostlist import compress_hostlist
-from harness.model.rundir import SHARED_IO
+from harness.model.rundir import CLOCK_PAGE, SHARED, SHARED_IO
 
 LOOPBACK = "127.0.0.1"
 # The harness's interpreter beside slurmctld (the image's and the Ansible role's venv): every
@@ -90,11 +90,16 @@ class SchedulerConfig:
 
     @property
     def staging_command(self) -> str:
-        """What burst_buffer.lua runs for a stage-in/out (kind, job id and script appended)."""
-        return (
+        """What burst_buffer.lua runs for a stage-in/out (kind, job id and script appended). On
+        the virtual clock the transfer reads the clock page itself: it leaves slurmctld's
+        libfaketime preload, whose frozen time and scaled waits would move it wrongly."""
+        command = (
             f"{self.python} -m {STAGING_MODULE} --platform /etc/slurm/{PLATFORM_FILE} "
             f"--dir {self.staging_dir}"
         )
+        if self.clock == "virtual":
+            return f"env -u LD_PRELOAD {command} --clock-page {SHARED}/{CLOCK_PAGE}"
+        return command
 
     @property
     def scheduler_parameters(self) -> str:

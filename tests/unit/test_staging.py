@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from harness.emulation.iolive.staging import (
     transfer_rates,
 )
 from harness.emulation.iolive.transfers import ACTIVE_DIR, Transfer, active_transfers, register
+from harness.model.clock import VirtualClock
 from harness.model.timescale import TimeScale
 from harness.platform import PlatformError, load_platform, platform_text
 from harness.slurm.config import SchedulerConfig, render_slurm_files
@@ -145,6 +147,43 @@ def test_lua_mode_renders_the_plugin_files() -> None:
     assert "BurstBufferType" not in plain["slurm.conf"] and "burst_buffer.lua" not in plain
     with pytest.raises(ValueError, match="burst_buffer must be 'licenses' or 'lua'"):
         SchedulerConfig(burst_buffer="datawarp")  # type: ignore[arg-type]
+
+
+def test_on_the_virtual_clock_the_staging_leaves_the_preload_and_reads_the_page() -> None:
+    lua = render_slurm_files(load_platform(), SchedulerConfig(burst_buffer="lua", clock="virtual"))[
+        "burst_buffer.lua"
+    ]
+    assert (
+        'local STAGE = "env -u LD_PRELOAD /opt/harness/bin/python -m harness.emulation.iolive.staging' in lua
+    )
+    assert "--dir /shared/io --clock-page /shared/clock/page" in lua
+
+
+def test_main_on_a_virtual_clock_moves_the_bytes_in_virtual_seconds(tmp_path: Path) -> None:
+    """50,000 MB of a 4-node job alone at the PFS's 5,000 MB/s: 10 virtual seconds, which a
+    clock at x20 runs in 0.5 real seconds (the wall clock would take 10)."""
+    page = tmp_path / "page"
+    VirtualClock.create(page, start=5_000.0, rate=20.0, poll_s=0.02).close()
+    script = tmp_path / "job.sh"
+    script.write_text("#HARNESS_IO nodes=4 stage_in_mb=50000 stage_out_mb=0 time_scale=1\n")
+    began = time.monotonic()
+    assert main(["in", "3", str(script), "--dir", str(tmp_path / "io"), "--clock-page", str(page)]) == 0
+    real = time.monotonic() - began
+    (rec,) = [json.loads(x) for x in (tmp_path / "io" / RECORDS).read_text().splitlines()]
+    assert rec["solo_s"] == pytest.approx(10.0)
+    assert 10.0 <= rec["seconds"] < 10.0 + 20 * 0.1 and real < 3.0  # latency at most 0.1 real s, x20
+    assert 5_000.0 < rec["start"] < 5_000.0 + 20 * 3.0
+
+
+def test_main_names_a_page_that_is_not_a_clock(tmp_path: Path, capsys) -> None:
+    script = tmp_path / "job.sh"
+    script.write_text("#HARNESS_IO nodes=4 stage_in_mb=5 stage_out_mb=0 time_scale=1\n")
+    (tmp_path / "page").write_bytes(b"\0" * 4096)
+    assert (
+        main(["in", "3", str(script), "--dir", str(tmp_path / "io"), "--clock-page", str(tmp_path / "page")])
+        == 2
+    )
+    assert f"{tmp_path / 'page'}: not a virtual clock page" in capsys.readouterr().err
 
 
 def test_platform_text_needs_the_file_it_came_from(tmp_path: Path) -> None:

@@ -62,6 +62,7 @@ from harness.emulation.iolive.flows import FLOWS_DIR, RATES, Flow, read_flows, s
 from harness.emulation.iolive.transfers import active_transfers
 from harness.flow import NO_LINK, max_min_rates
 from harness.flow.io_network import MB, IONetwork
+from harness.model.clock import VirtualClock
 from harness.model.rundir import SHARED_IO
 from harness.platform import Machine, load_platform
 
@@ -194,8 +195,10 @@ def drains_end(flows: list[Flow]) -> float:
 
 
 def serve(directory: Path, machine: Machine, *, tick: float = DEFAULT_TICK, squeue: bool = False,
-          stale_every: float = STALE_EVERY, stop: Callable[[], bool] = lambda: False) -> None:  # fmt: skip
-    """Publish the rates whenever the set of flows changes, until ``stop()``."""
+          stale_every: float = STALE_EVERY, stop: Callable[[], bool] = lambda: False,
+          clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+    """Publish the rates whenever the set of flows changes, until ``stop()``; the drains move on
+    ``clock`` (the jobs' clock: the wall clock, or the virtual clock's page)."""
     flows_dir = directory / FLOWS_DIR
     flows_dir.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(PermissionError):
@@ -210,9 +213,11 @@ def serve(directory: Path, machine: Machine, *, tick: float = DEFAULT_TICK, sque
             running, next_stale = squeue_running(), time.monotonic() + stale_every
         if changed != seen or running is not None:
             seen = changed
-            flows = publish(directory, machine, lambda m: print(m, file=sys.stderr, flush=True), running)
-        if drains_end(flows) <= time.time():  # the removal changes the directory: a new look
-            flows = end_drains(directory, machine, flows)
+            flows = publish(
+                directory, machine, lambda m: print(m, file=sys.stderr, flush=True), running, clock()
+            )
+        if drains_end(flows) <= clock():  # the removal changes the directory: a new look
+            flows = end_drains(directory, machine, flows, clock())
         time.sleep(tick)
 
 
@@ -226,16 +231,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=Path(DEFAULT_DIR), help="the I/O directory")
     parser.add_argument("--tick", type=float, default=DEFAULT_TICK, help="seconds between two looks")
     parser.add_argument("--squeue", action="store_true", help="drop flows of jobs Slurm no longer runs")
+    parser.add_argument(
+        "--clock-page", type=Path, default=None, help="the virtual clock's page (default: wall clock)"
+    )
     args = parser.parse_args(argv)
     try:
         machine = load_platform(args.platform)
+        clock = VirtualClock(args.clock_page).now if args.clock_page else time.time
     except (OSError, ValueError) as exc:
         print(f"harness contention: {exc}", file=sys.stderr)
         return 2
     if not args.tick > 0:
         print(f"harness contention: --tick must be positive, not {args.tick}", file=sys.stderr)
         return 2
-    serve(args.dir, machine, tick=args.tick, squeue=args.squeue)
+    serve(args.dir, machine, tick=args.tick, squeue=args.squeue, clock=clock)
     return 0
 
 

@@ -54,6 +54,7 @@ from harness.emulation.iolive.flows import read_flows, staging_flow
 from harness.emulation.iolive.transfers import Transfer, active_transfers, register
 from harness.flow import NO_LINK, max_min_rates
 from harness.flow.io_network import MB, IONetwork
+from harness.model.clock import VirtualClock, WallClock
 from harness.model.jsonio import append_jsonl
 from harness.model.rundir import SHARED_IO
 from harness.model.rundir import STAGING_RECORDS as RECORDS
@@ -204,17 +205,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("script", type=Path, help="the job script (with its #HARNESS_IO line)")
     parser.add_argument("--platform", default=None, help="platform TOML (default: the built-in one)")
     parser.add_argument("--dir", type=Path, default=Path(DEFAULT_DIR), help="staging directory")
-    parser.add_argument("--tick", type=float, default=DEFAULT_TICK)
+    parser.add_argument("--tick", type=float, default=DEFAULT_TICK, help="real seconds between two looks")
+    parser.add_argument(
+        "--clock-page", type=Path, default=None, help="the virtual clock's page (default: wall clock)"
+    )
     args = parser.parse_args(argv)
     try:
         transfer = transfer_of(args.script.read_text(), args.job, args.kind, str(args.script))
         machine = load_platform(args.platform)
+        clock = VirtualClock(args.clock_page) if args.clock_page else WallClock()
     except (OSError, ValueError) as exc:
         print(f"harness staging: {exc}", file=sys.stderr)
         return 2
     if transfer.mb > 0 or (transfer.kind == "out" and pending_drains(args.dir, transfer.job)):
         args.dir.mkdir(parents=True, exist_ok=True)
-        run_transfer(transfer, machine, args.dir, tick=args.tick)
+        tick = args.tick * max(clock.rate, 1.0)  # looks every --tick real seconds, whatever the speed-up
+        run_transfer(transfer, machine, args.dir, tick=tick, clock=clock.now, sleep=clock.sleep)
     return 0
 
 

@@ -54,8 +54,11 @@ def clock_for(opts: RunOptions) -> ClockMode:
     flag = "--clock events" if opts.replay.events else "--speedup"
     if opts.workload.shrink != 0.0:
         raise RunError(f"{flag} replays the trace in its own time: give no --shrink (or --shrink 0)")
-    if opts.workload.model != ALLOC_ONLY:
-        raise RunError(f"{flag}: live I/O (--model io-aware) does not run on the virtual clock yet")
+    if opts.workload.model != ALLOC_ONLY and opts.replay.events:
+        raise RunError(
+            "--clock events: live I/O (--model io-aware) does not run on the event clock yet "
+            "(its transfers would need the clock to stop at their ends); use --speedup S"
+        )
     if opts.cluster.backend != "docker":
         raise RunError(
             f"{flag} needs the local Docker cluster (--cluster docker): hosts deployed by Ansible "
