@@ -68,6 +68,7 @@ run_contention() {
 # the environment of $CLOCK_ENV; munged, the harness's services and the jobs stay on the real
 # clock. The clock ticker beside slurmctld keeps libfaketime's file on the clock page.
 CLOCK_ENV=/etc/slurm/clock.env
+NODES_CLOCK_ENV=/etc/slurm/clock-nodes.env
 daemon_env() { [[ -f "$CLOCK_ENV" ]] && grep -v '^#' "$CLOCK_ENV" || true; }
 
 run_clock_ticker() {
@@ -82,7 +83,9 @@ run_clock_ticker() {
 
 run_nodes() {
   local nodes="$1" clock=()
-  [[ -f "$CLOCK_ENV" ]] && clock=(--env-file "$CLOCK_ENV")
+  # slurmd's own environment leaves out FAKETIME_WAIT_MS (harness/model/clock.py: preload_env)
+  if [[ -f "$NODES_CLOCK_ENV" ]]; then clock=(--env-file "$NODES_CLOCK_ENV")
+  elif [[ -f "$CLOCK_ENV" ]]; then clock=(--env-file "$CLOCK_ENV"); fi
   # an own-node deployment: each slurmd reads nodes/slurm-<node>.conf, its own node only
   clock+=(--conf-dir /etc/slurm/nodes)
   # One malloc arena per slurmd: ~100 daemons on one host otherwise each reserve several.

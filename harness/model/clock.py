@@ -46,18 +46,21 @@ HELD_WAIT_MS = 50  # every timed condvar wait of a daemon returns after this man
 MAX_SPEEDUP = 100.0  # the highest speed-up measured to keep Slurm healthy (docs/virtual-time.md)
 
 
-def preload_env(faketime_file: str) -> dict[str, str]:
-    """The environment that puts a Slurm daemon on the virtual clock. Every timed condvar wait
-    lasts at most HELD_WAIT_MS, so that Slurm's sleeping loops see a jump of the clock."""
-    return {
+def preload_env(faketime_file: str, wake_on_jumps: bool = True) -> dict[str, str]:
+    """The environment that puts a Slurm daemon on the virtual clock. ``wake_on_jumps``
+    (slurmctld): every timed condvar wait lasts at most HELD_WAIT_MS, so that Slurm's sleeping
+    loops see a jump of the clock. Not for slurmd and slurmstepd: there the cut wait returns
+    ETIMEDOUT, and slurmstepd's terminate monitor then takes a kill of over HELD_WAIT_MS real
+    for an unkillable step and drains the node ("Kill task failed", docs/virtual-time.md)."""
+    env = {
         "LD_PRELOAD": LIBFAKETIME,
         "FAKETIME_TIMESTAMP_FILE": faketime_file,
         "FAKETIME_FMT": "%s",
         "FAKETIME_NO_CACHE": "1",
         "FAKETIME_DISABLE_SHM": "1",
         "FAKETIME_FORCE_MONOTONIC_FIX": "0",
-        "FAKETIME_WAIT_MS": str(HELD_WAIT_MS),
     }
+    return env | {"FAKETIME_WAIT_MS": str(HELD_WAIT_MS)} if wake_on_jumps else env
 
 
 def faketime_line(reading: Reading, real: float) -> str:

@@ -28,6 +28,7 @@ from harness.slurm.settings import (
     HARNESS_PYTHON,
     LOOPBACK,
     NODE_EXTRA_FILES,
+    NODES_CLOCK_ENV,
     OWN_NODE_DIR,
     PLATFORM_FILE,
     PREEMPT_MODES,
@@ -52,6 +53,7 @@ __all__ = [
     "GPU_STANDIN_DIR",
     "HARNESS_PYTHON",
     "LOOPBACK",
+    "NODES_CLOCK_ENV",
     "NODE_EXTRA_FILES",
     "OWN_NODE_DIR",
     "PLATFORM_FILE",
@@ -135,8 +137,9 @@ def render_slurm_files(
     if sched.burst_buffer == "lua":
         files[PLATFORM_FILE] = platform_text(platform)
     if sched.clock == "virtual":
-        preload = preload_env(f"{SHARED}/{FAKETIME_FILE}")
-        files[CLOCK_ENV] = "".join(f"{key}={value}\n" for key, value in preload.items())
+        for name, wakes in ((CLOCK_ENV, True), (NODES_CLOCK_ENV, False)):
+            preload = preload_env(f"{SHARED}/{FAKETIME_FILE}", wake_on_jumps=wakes)
+            files[name] = "".join(f"{key}={value}\n" for key, value in preload.items())
     if platform.deployment.slurmd_conf == "own-node":
         files.update(own_node_files(env.get_template("slurm.conf.j2"), ctx, files, addresses=node_addresses))
     return files

@@ -32,7 +32,8 @@ SchedulerMode = Literal["builtin", "backfill"]
 ClockMode = Literal["wall", "virtual"]
 OWN_NODE_DIR = "nodes"  # own-node confs: nodes/slurm-<node>.conf, with the extra files slurmd reads
 NODE_EXTRA_FILES = ("gres.conf", "cgroup.conf")  # what slurmd reads beside its slurm.conf
-CLOCK_ENV = "clock.env"  # with the virtual clock: the environment that preloads the daemons
+CLOCK_ENV = "clock.env"  # with the virtual clock: the environment that preloads slurmctld
+NODES_CLOCK_ENV = "clock-nodes.env"  # ... and the slurmd daemons (and their slurmstepd)
 CRED_EXPIRE_VIRTUAL_S = 100_000  # a launch credential outlives any jump of the virtual clock
 BurstBufferMode = Literal["licenses", "lua"]
 # GPUs without GPUs (a site's platform): gres.conf gives every GPU a stand-in device file

@@ -25,6 +25,8 @@ from harness.model.clock import (
     write_faketime,
 )
 from harness.model.io_models import IO_AWARE
+from harness.platform import load_platform
+from harness.slurm.config import SchedulerConfig, render_slurm_files
 
 V0 = 2_000_000_000.0
 
@@ -81,6 +83,17 @@ def test_the_faketime_file_freezes_the_daemons_at_the_clock_and_scales_their_wai
     env = preload_env("/shared/clock/faketime")
     assert env["FAKETIME_TIMESTAMP_FILE"] == "/shared/clock/faketime" and env["FAKETIME_NO_CACHE"] == "1"
     assert "FAKETIME" not in env  # set, it would override the file
+    assert env["FAKETIME_WAIT_MS"] == "50"
+
+
+def test_the_slurmd_daemons_are_preloaded_without_the_cut_waits() -> None:
+    """A cut condvar wait returns ETIMEDOUT: slurmstepd's terminate monitor would drain a node
+    whenever killing a step took over 50 ms real ("Kill task failed"), so only slurmctld has it."""
+    files = render_slurm_files(load_platform(), SchedulerConfig(clock="virtual"))
+    ctld, nodes = files["clock.env"].splitlines(), files["clock-nodes.env"].splitlines()
+    assert "FAKETIME_WAIT_MS=50" in ctld and not any(line.startswith("FAKETIME_WAIT_MS") for line in nodes)
+    assert sorted(set(ctld) - set(nodes)) == ["FAKETIME_WAIT_MS=50"]
+    assert "clock-nodes.env" not in render_slurm_files(load_platform(), SchedulerConfig())
 
 
 def opts(speedup: float | None, **workload: object) -> RunOptions:
