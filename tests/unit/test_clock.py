@@ -199,3 +199,26 @@ def test_the_daemons_can_stay_a_second_behind_the_page_and_never_go_back(tmp_pat
     assert reader.daemons_now() == V0 + 100.0 and faketime.read_text() == f"{V0 + 100.0:.6f} x1\n"
     with pytest.raises(ClockError, match="daemons' clock only goes forward"):
         clock.jump(V0 + 100.5, daemons_lag=1.0)
+
+
+@pytest.mark.parametrize(
+    ("args", "clock_line"),
+    [
+        ([], "virtual, moved by events"),
+        (["--shrink", "0.9"], None),
+        (["--model", "io-aware"], None),
+        (["--preempt", "suspend", "--priority", "size:4"], None),
+        (["--speedup", "50"], "virtual, x50"),
+        (["--clock", "wall"], None),
+    ],
+)
+def test_the_default_clock_is_the_event_clock_unless_the_run_needs_the_wall_clock(
+    args: list[str], clock_line: str | None
+) -> None:
+    result = CliRunner().invoke(main, ["run", "--dry-run", "--name", "nosuchvclockcluster", *args])
+    assert result.exit_code == 0, result.output
+    lines = [line.split(None, 1)[1] for line in result.output.splitlines() if line.strip().startswith("clock ")]
+    if clock_line is None:  # the wall clock: the block names the shrink instead
+        assert not lines and "  shrink " in result.output
+    else:
+        assert lines and lines[0].startswith(clock_line)

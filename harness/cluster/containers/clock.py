@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import time
 
+import docker
+import docker.errors
+
 from harness.cluster.base import ClusterError
 from harness.cluster.containers.state_dir import ClusterState
 from harness.model.clock import VirtualClock, faketime_line, write_faketime
@@ -32,6 +35,16 @@ def open_clock(state: ClusterState) -> VirtualClock:
 def clock_mode(state: ClusterState) -> str:
     """``virtual`` when the cluster's daemons were started on the virtual clock, else ``wall``."""
     return "virtual" if (state.etc / CLOCK_ENV).exists() else "wall"
+
+
+def running_clock(name: str) -> str | None:
+    """The clock of the Docker cluster ``name`` if its controller container runs, else None
+    (no such cluster, or no Docker engine answering)."""
+    try:
+        controller = docker.from_env(timeout=30).containers.get(f"{name}-ctld")
+    except (docker.errors.DockerException, OSError):
+        return None
+    return clock_mode(ClusterState.for_cluster(name)) if controller.status == "running" else None
 
 
 def check_clock_mode(state: ClusterState, name: str, wanted: str) -> None:
