@@ -19,6 +19,7 @@ from harness.model.hostlist import compress_hostlist
 from harness.model.paths import templates_dir
 from harness.model.rundir import FAKETIME_FILE, SHARED
 from harness.platform import Platform, platform_text
+from harness.slurm.conf_settings import apply_settings
 from harness.slurm.settings import (
     BANDWIDTH_LICENSE,
     BB_LUA_FILES,
@@ -132,6 +133,8 @@ def render_slurm_files(
     ctx["staging_command"] = sched.staging_command
     names = SLURM_FILES + (BB_LUA_FILES if sched.burst_buffer == "lua" else ())
     files = {name: env.get_template(f"{name}.j2").render(ctx) for name in names}
+    if sched.settings:  # an experiment cell's own settings (SchedulerParameters are already in)
+        files["slurm.conf"] = apply_settings(files["slurm.conf"], dict(sched.settings), jobs_partition(platform))
     if sched.burst_buffer == "lua":
         files[PLATFORM_FILE] = platform_text(platform)
     if sched.clock == "virtual":
@@ -140,6 +143,11 @@ def render_slurm_files(
     if platform.deployment.slurmd_conf == "own-node":
         files.update(own_node_files(env.get_template("slurm.conf.j2"), ctx, files, addresses=node_addresses))
     return files
+
+
+def jobs_partition(platform: Platform) -> str:
+    """The partition the replayed jobs go to: a site's default one, else the compute partition."""
+    return platform.site.default_partition.name if platform.site is not None else platform.compute.partition
 
 
 def own_node_files(
