@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import jinja2
@@ -19,7 +20,7 @@ from harness.model.hostlist import compress_hostlist
 from harness.model.paths import templates_dir
 from harness.model.rundir import FAKETIME_FILE, SHARED
 from harness.platform import Platform, platform_text
-from harness.slurm.conf_settings import apply_settings
+from harness.slurm.conf_settings import apply_settings, conf_diff, site_settings
 from harness.slurm.settings import (
     BANDWIDTH_LICENSE,
     BB_LUA_FILES,
@@ -66,7 +67,9 @@ __all__ = [
     "SchedulerConfig",
     "SchedulerMode",
     "node_lines",
+    "baseline_scheduler",
     "render_slurm_files",
+    "settings_diff",
     "template_environment",
     "write_slurm_files",
 ]
@@ -143,6 +146,21 @@ def render_slurm_files(
     if platform.deployment.slurmd_conf == "own-node":
         files.update(own_node_files(env.get_template("slurm.conf.j2"), ctx, files, addresses=node_addresses))
     return files
+
+
+def baseline_scheduler(platform: Platform, sched: SchedulerConfig) -> tuple[str, SchedulerConfig]:
+    """What a cell's settings are compared with: the site's own settings (those the settings
+    table knows) on a site's platform, else the policy's rendering without settings."""
+    if platform.site is not None:
+        return "site", replace(sched, settings=tuple(site_settings(platform.site.settings).items()))
+    return "policy", replace(sched, settings=())
+
+
+def settings_diff(platform: Platform, sched: SchedulerConfig) -> tuple[str, list[str]]:
+    """(the baseline's name, the slurm.conf lines ``sched``'s settings change against it)."""
+    name, base = baseline_scheduler(platform, sched)
+    before = render_slurm_files(platform, base)["slurm.conf"]
+    return name, conf_diff(before, render_slurm_files(platform, sched)["slurm.conf"])
 
 
 def jobs_partition(platform: Platform) -> str:
