@@ -26,7 +26,6 @@ from harness.model.exitcodes import Terminated, stop_signal_reason
 from harness.model.expdir import RUN_DIR
 from harness.model.io_models import ALLOC_ONLY
 
-
 SETTINGS_FILE = "slurm-settings.json"  # in a cell's run directory: its slurm.conf settings
 DIFF_FILE = "slurm.conf.diff"  # the slurm.conf lines they change against the baseline
 

@@ -135,7 +135,8 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "backfill-D", re.compile(rf"backfill-{_D}"),
         "EASY backfilling reserving compute and BB for the first D jobs, backfilling in arrival order",
-        lambda name, m, o: Backfill(name, int(m["d"]), will_run=_will_run(o.params), limits=_limits(o.params)),
+        lambda name, m, o: Backfill(name, int(m["d"]), will_run=_will_run(o.params),
+                                    limits=_limits(o.params)),
         ("backfill-1", "backfill-4"), BACKFILL,
     ),
     Family(

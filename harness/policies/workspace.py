@@ -57,7 +57,10 @@ class Workspace:
         return True
 
     def reserve(
-        self, job: QueuedJob, with_bb: bool = True, will_run: WillRunWindows | None = None,
+        self,
+        job: QueuedJob,
+        with_bb: bool = True,
+        will_run: WillRunWindows | None = None,
         horizon: float | None = None,
     ) -> float:
         """Hold resources for ``job`` at its earliest start; ``with_bb=False`` holds compute only;

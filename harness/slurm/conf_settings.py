@@ -155,13 +155,13 @@ TOP_LEVEL: dict[str, SlurmSetting] = {
     ),
     "OverTimeLimit": _int(0, 65533, "minutes"),
 }
+OVERSUBSCRIBE = ("EXCLUSIVE", "NO", "YES", "FORCE", "FORCE:1", "FORCE:2", "FORCE:4", "YES:2", "YES:4")
 PARTITION_KEYS: dict[str, SlurmSetting] = {
     "MaxTime": SlurmSetting("time"),
     "DefaultTime": SlurmSetting("time"),
     "MaxNodes": SlurmSetting("count", low=1),
     "PriorityTier": _int(0, 65533),
-    "OverSubscribe": SlurmSetting("choice", choices=("EXCLUSIVE", "NO", "YES", "FORCE", "FORCE:1", "FORCE:2",
-                                                     "FORCE:4", "YES:2", "YES:4")),  # fmt: skip
+    "OverSubscribe": SlurmSetting("choice", choices=OVERSUBSCRIBE),
 }
 KNOWN: dict[str, SlurmSetting] = {
     **{f"{SCHEDULER_PARAMETERS}.{name}": s for name, s in SCHEDULER_OPTIONS.items()},
@@ -256,10 +256,15 @@ def _partition_line(line: str, partition: str, keys: Mapping[str, SettingValue])
         return line
     words = line.split()
     pending = dict(keys)
-    words = [f"{k}={render_value(pending.pop(k))}" if (k := w.split("=", 1)[0]) in pending else w for w in words]
+    words = [_replaced(word, pending) for word in words]
     state = next((i for i, w in enumerate(words) if w.startswith("State=")), len(words))
     words[state:state] = [f"{k}={render_value(v)}" for k, v in pending.items()]
     return " ".join(words) + "\n"
+
+
+def _replaced(word: str, pending: dict[str, SettingValue]) -> str:
+    key = word.split("=", 1)[0]
+    return f"{key}={render_value(pending.pop(key))}" if key in pending else word
 
 
 def conf_diff(baseline: str, conf: str) -> list[str]:

@@ -66,8 +66,8 @@ __all__ = [
     "NodeLine",
     "SchedulerConfig",
     "SchedulerMode",
-    "node_lines",
     "baseline_scheduler",
+    "node_lines",
     "render_slurm_files",
     "settings_diff",
     "template_environment",
@@ -137,7 +137,8 @@ def render_slurm_files(
     names = SLURM_FILES + (BB_LUA_FILES if sched.burst_buffer == "lua" else ())
     files = {name: env.get_template(f"{name}.j2").render(ctx) for name in names}
     if sched.settings:  # an experiment cell's own settings (SchedulerParameters are already in)
-        files["slurm.conf"] = apply_settings(files["slurm.conf"], dict(sched.settings), jobs_partition(platform))
+        partition = jobs_partition(platform)
+        files["slurm.conf"] = apply_settings(files["slurm.conf"], dict(sched.settings), partition)
     if sched.burst_buffer == "lua":
         files[PLATFORM_FILE] = platform_text(platform)
     if sched.clock == "virtual":

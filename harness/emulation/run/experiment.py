@@ -83,8 +83,9 @@ def with_settings(sched: SchedulerConfig, opts: RunOptions) -> SchedulerConfig:
     """An experiment cell's slurm.conf settings on top of the policy's (Slurm's own policies only)."""
     settings = opts.replay.slurm_settings
     if settings and sched.external_ordering:
+        policy = opts.replay.policy
         raise RunError(
-            f"slurm.conf settings are for Slurm's own policies (slurm-*), not the agent's {opts.replay.policy!r}"
+            f"slurm.conf settings are for Slurm's own policies (slurm-*), not the agent's {policy!r}"
         )
     return replace(sched, settings=tuple(settings))
 

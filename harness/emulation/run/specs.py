@@ -125,8 +125,9 @@ def options_from_dict(data: dict[str, Any]) -> RunOptions:
     work["window"] = tuple(work["window"]) if work.get("window") else None
     work["sampling"] = Sampling(**work["sampling"]) if isinstance(work.get("sampling"), dict) else None
     run_dir = data.get("run_dir")
-    replay = {**data["replay"], "policy_params": tuple(data["replay"].get("policy_params", ())),
-              "slurm_settings": tuple(tuple(p) for p in data["replay"].get("slurm_settings", ()))}  # fmt: skip
+    recorded = data["replay"]
+    replay = {**recorded, "policy_params": tuple(recorded.get("policy_params", ())),
+              "slurm_settings": tuple(tuple(p) for p in recorded.get("slurm_settings", ()))}  # fmt: skip
     return RunOptions(
         workload=WorkloadSpec(**work), cluster=ClusterSpec(**data["cluster"]),
         replay=ReplaySpec(**replay),
