@@ -66,7 +66,8 @@ def screenable(spec: ExperimentSpec, policy: str) -> bool:
 
 def screen(spec: ExperimentSpec, cells: list[Cell], measure: Measure) -> list[Verdict]:
     """Each combination's verdict: the ``keep`` best scored by ``measure`` (the twin's metric of
-    one cell) are kept, the other scored ones screened out, the unscreenable ones kept."""
+    one cell) are kept (and any tied with the last of them), the other scored ones screened out,
+    the unscreenable ones kept."""
     assert spec.screen is not None
     groups: dict[str, list[Cell]] = {}
     for cell in cells:
@@ -79,14 +80,15 @@ def screen(spec: ExperimentSpec, cells: list[Cell], measure: Measure) -> list[Ve
         else None
         for name, members in groups.items()
     }
-    higher = spec.screen.metric in HIGHER_IS_BETTER
-    scored = sorted((s, name) for name, s in scores.items() if s is not None)
-    order = [name for _, name in (reversed(scored) if higher else scored)]
+    # rank 1 = best; tied scores share the better rank, so a tie at the cut keeps every tied one
+    sign = -1.0 if spec.screen.metric in HIGHER_IS_BETTER else 1.0
+    scored = sorted(sign * s for s in scores.values() if s is not None)
     verdicts = []
     for name, members in groups.items():
-        rank = order.index(name) + 1 if name in order else None
+        score = scores[name]
+        rank = None if score is None else scored.index(sign * score) + 1
         status = NOT_SCREENABLE if rank is None else KEPT if rank <= spec.screen.keep else SCREENED_OUT
-        verdicts.append(Verdict(json.loads(name), [c.key for c in members], scores[name], rank, status))
+        verdicts.append(Verdict(json.loads(name), [c.key for c in members], score, rank, status))
     return verdicts
 
 

@@ -188,3 +188,9 @@ def test_settings_are_ranked_with_t_intervals_over_the_repetitions() -> None:
     assert ranked["mean_wait_mean"].tolist() == [5.0, 20.0]
     assert ranked["mean_wait_lo"].tolist() == pytest.approx([5 - 8.984644, 20 - 20.282899], abs=1e-6)
     assert ranked["mean_wait_hi"].tolist() == pytest.approx([5 + 8.984644, 20 + 20.282899], abs=1e-6)
+
+
+def test_a_tie_at_the_cut_keeps_every_tied_setting(tmp_path: Path) -> None:
+    spec = load_spec(spec_file(tmp_path, screen="[screen]\nkeep = 1"))
+    verdicts = screen(spec, expand(spec), lambda cell: 0.5)  # the twin cannot tell them apart
+    assert [(v.rank, v.status) for v in verdicts] == [(1, KEPT)] * 4
