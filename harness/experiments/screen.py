@@ -71,9 +71,7 @@ def screen(spec: ExperimentSpec, cells: list[Cell], measure: Measure) -> list[Ve
     assert spec.screen is not None
     groups: dict[str, list[Cell]] = {}
     for cell in cells:
-        groups.setdefault(json.dumps(combination_of(spec, cell), sort_keys=True, default=str), []).append(
-            cell
-        )
+        groups.setdefault(json.dumps(combination_of(spec, cell), default=str), []).append(cell)
     scores = {
         name: float(np.mean([measure(c) for c in members]))
         if screenable(spec, members[0].axes["policy"])
