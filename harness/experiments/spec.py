@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.experiments.keys import Keys, SpecError
+from harness.experiments.spec_slurm import ScreenSpec, check_slurm, screen_table, slurm_table
 from harness.model import checks
 from harness.model.io_models import ALLOC_ONLY, IO_AWARE
 from harness.model.io_models import MODELS as DATA_MODELS
@@ -26,7 +27,6 @@ from harness.model.paths import KTH_NAME, kth_trace
 from harness.model.staging_names import OFF_ALLOCATION, STAGINGS
 from harness.platform import PlatformError, load_platform
 from harness.policies.registry import UnknownPolicyError, get_policy
-from harness.slurm.conf_settings import SettingError, check_policy_fit, setting
 from harness.workload.bbmodel import MODELS
 from harness.workload.plan import BUNDLED, SAMPLING_METHODS, resolve_input
 from harness.workload.priority import SYNTAX as PRIORITY_SYNTAX
@@ -88,15 +88,6 @@ class EmulateSpec:
 
 
 @dataclass(frozen=True)
-class ScreenSpec:
-    """Simulate every cell with the twin of Slurm's schedulers first; emulate only the cells of
-    the ``keep`` best settings by ``metric`` (harness.experiments.screen)."""
-
-    metric: str = "mean_wait"
-    keep: int = 3
-
-
-@dataclass(frozen=True)
 class ExperimentSpec:
     name: str
     path: Path
@@ -119,13 +110,11 @@ class ExperimentSpec:
     exclude: tuple[dict[str, Any], ...] = ()
     emulate: EmulateSpec | None = None
     simulate: SimulateSpec = SimulateSpec()
-    # slurm.conf settings (harness.slurm.conf_settings): key -> its values, several = an axis
     slurm: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     screen: ScreenSpec | None = None
 
     @property
-    def slurm_axes(self) -> list[str]:
-        """The settings given several values: axes of the grid, named by their key."""
+    def slurm_axes(self) -> list[str]:  # [slurm] settings given several values: axes named by their key
         return [key for key, values in self.slurm.items() if len(values) > 1]
 
 
@@ -177,14 +166,14 @@ def spec_from_dict(data: dict[str, Any], path: Path, text: str = "") -> Experime
         exclude=_exclude(top.raw("exclude", []), path),
         emulate=_emulate(top.table("emulate")) if "emulate" in data else None,
         simulate=_simulate(top.table("simulate")),
-        slurm=_slurm(top.table("slurm")),
-        screen=_screen(top.table("screen")) if "screen" in data else None,
+        slurm=slurm_table(top.table("slurm")),
+        screen=screen_table(top.table("screen")) if "screen" in data else None,
     )
     for keys in (exp, policies, top):
         keys.finish()
     _check_policies(spec, policies)
     _check_mode(spec, path)
-    _check_slurm(spec)
+    check_slurm(spec)
     return spec
 
 
@@ -305,16 +294,12 @@ def _priority_model(text: str) -> str | None:
 
 def _simulate(keys: Keys) -> SimulateSpec:
     spec = SimulateSpec(
-        _one_non_negative(keys, "tick"),
-        _one_non_negative(keys, "launch_delay"),
+        float(keys.number("tick", 0.0, checks.NON_NEGATIVE)),
+        float(keys.number("launch_delay", 0.0, checks.NON_NEGATIVE)),
         keys.string("staging", "inside", STAGINGS),
     )
     keys.finish()
     return spec
-
-
-def _one_non_negative(keys: Keys, key: str) -> float:
-    return float(keys.number(key, 0.0, checks.NON_NEGATIVE))
 
 
 def _platform(keys: Keys, spec_path: Path) -> tuple[str, str]:
@@ -355,65 +340,6 @@ def _emulate(keys: Keys) -> EmulateSpec:
     spec = EmulateSpec(shrink, keys.string("cluster", "docker"), keys.string("cluster_name", "bbexp"))
     keys.finish()
     return spec
-
-
-def _slurm(keys: Keys) -> dict[str, tuple[Any, ...]]:
-    """``[slurm]``: each known setting with one value or a list of them (an axis); the tables
-    ``[slurm.SchedulerParameters]`` and ``[slurm.Partition]`` are the dotted keys' spelling."""
-    out: dict[str, tuple[Any, ...]] = {}
-    for key, value in _flat(keys.data).items():
-        keys.used.add(key.split(".", 1)[0])
-        try:
-            known = setting(key)
-        except SettingError as exc:
-            raise SpecError(f"{keys.path}: [slurm] {exc}") from None
-        values = value if isinstance(value, list) else [value]
-        checked = [known.check(v) for v in values]
-        if not values or any(v is None for v in checked):
-            bad = next((v for v, c in zip(values, checked, strict=True) if c is None), values)
-            raise keys.fail(key, f"{known.expected()}, or a list of them", bad)
-        out[key] = tuple(dict.fromkeys(checked))
-    return out
-
-
-def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        name = f"{prefix}{key}"
-        out.update(_flat(value, f"{name}.") if isinstance(value, dict) else {name: value})
-    return out
-
-
-def _screen(keys: Keys) -> ScreenSpec:
-    spec = ScreenSpec(
-        metric=keys.string("metric", "mean_wait", SUMMARY_METRICS),
-        keep=keys.integer("keep", 3, minimum=1, maximum=checks.MAX_CELLS),
-    )
-    keys.finish()
-    return spec
-
-
-def _check_slurm(spec: ExperimentSpec) -> None:
-    """Settings are slurmctld's: emulate mode and Slurm's own policies only (the ordering agent
-    runs sched/builtin with every weight 0 and ignores them); the twin sees the settings it
-    models through ``[screen]``."""
-    where = f"{spec.path}: [slurm]"
-    if spec.screen is not None and not spec.slurm_axes:
-        raise SpecError(f"{spec.path}: [screen]: needs [slurm] settings with several values to screen")
-    if not spec.slurm:
-        return
-    if spec.mode != "emulate":
-        raise SpecError(f'{where}: only for mode = "emulate" (slurmctld reads them; the twin screens '
-                        "them with [screen])")  # fmt: skip
-    for template in spec.policies:
-        for values in policy_instances(template, spec.sweep):
-            name = template.format(**values)
-            if not name.startswith("slurm-"):
-                raise SpecError(f"{where}: only for Slurm's own policies (slurm-*); {name!r} runs in the "
-                                "ordering agent, which ignores slurmctld's scheduler settings")  # fmt: skip
-            problem = check_policy_fit(spec.slurm, backfill=name.startswith("slurm-backfill"))
-            if problem:
-                raise SpecError(f"{where} {problem} (policy {name})")
 
 
 def template_vars(name: str) -> list[str]:
