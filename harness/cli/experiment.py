@@ -149,6 +149,7 @@ def run_command(
         "harness experiment report runs/experiments/thesis",
         "harness experiment report runs/experiments/offsets --over offset --metrics mean_wait,mean_bsld "
         "--format md,csv,latex,pdf",
+        "harness experiment report runs/experiments/site-bf-sweep --rank mean_wait,mean_bsld",
     ],
 )
 @click.argument("exp_dir", metavar="DIR", type=click.Path(path_type=Path, exists=True, file_okay=False))
@@ -160,16 +161,25 @@ def run_command(
     "AVE, SSD, RSD and C95 per metric across its values (Barberato's Table 4.8).",
 )
 @metrics_option("Metrics of the tables and plots, a comma list of metric names (default: the file's).")
+@metrics_option(
+    "Rank the settings combinations (groups of cells differing only by repetition, e.g. a [slurm] "
+    "sweep) by these metrics, with 95 % intervals over the repetitions and each one's slurm.conf diff.",
+    name="rank",
+)
 @report_format_option
 def report_command(
-    exp_dir: Path, over: str | None, metrics: tuple[str, ...] | None, report_formats: tuple[str, ...]
+    exp_dir: Path,
+    over: str | None,
+    metrics: tuple[str, ...] | None,
+    rank: tuple[str, ...] | None,
+    report_formats: tuple[str, ...],
 ) -> None:
     """Write the report of an experiment directory (report.md and report.html with tables and
     plots by default; CSV and LaTeX with --format)."""
     from harness.experiments.report import write_experiment_report
     from harness.experiments.report_options import ReportOptions
 
-    options = ReportOptions.from_formats(report_formats, metrics or (), over)
+    options = ReportOptions.from_formats(report_formats, metrics or (), over, rank or ())
     for path in _or_fail(write_experiment_report, exp_dir, options):
         click.echo(str(path))
 

@@ -79,13 +79,13 @@ def report_format_option(func: F) -> F:
     )(func)
 
 
-def metrics_option(help_text: str) -> Callable[[F], F]:
-    """``--metrics m1,m2``: names of :data:`harness.model.metric_names.METRIC_SPECS`."""
+def metrics_option(help_text: str, name: str = "metrics") -> Callable[[F], F]:
+    """``--metrics m1,m2`` (or ``--NAME``): names of :data:`harness.model.metric_names.METRIC_SPECS`."""
     from harness.model.metric_names import METRIC_SPECS
 
     return click.option(
-        "--metrics",
-        "metrics",
+        f"--{name}",
+        name,
         type=ChoiceListType(list(METRIC_SPECS)),
         default=None,
         metavar="METRIC,...",

@@ -95,7 +95,7 @@ def _simulate(cell: Cell) -> tuple[pd.DataFrame, dict[str, Any]]:
 
     p = cell.params
     platform = load_platform(cell.inputs["platform"])
-    plan = _plan(cell, platform)
+    plan = cell_plan(cell, platform)
     if p.get("priority", "none") != "none" or p.get("preempt", "none") != "none":
         return _simulate_tiers(cell, plan, platform)
     policy = get_policy(p["policy"], seed=p["policy_seed"], time_limit_s=p["time_limit_s"])
@@ -127,7 +127,7 @@ def _simulate_tiers(cell: Cell, plan: pd.DataFrame, platform: Any) -> tuple[pd.D
     return result.jobs, metrics
 
 
-def _plan(cell: Cell, platform: Any) -> pd.DataFrame:
+def cell_plan(cell: Cell, platform: Any) -> pd.DataFrame:
     from harness.workload.plan import Sampling, prepare
 
     p = cell.params

@@ -26,6 +26,9 @@ from harness.model.exitcodes import Terminated, stop_signal_reason
 from harness.model.expdir import RUN_DIR
 from harness.model.io_models import ALLOC_ONLY
 
+SETTINGS_FILE = "slurm-settings.json"  # in a cell's run directory: its slurm.conf settings
+DIFF_FILE = "slurm.conf.diff"  # the slurm.conf lines they change against the baseline
+
 
 class EmulateModeError(ValueError):
     """An emulate-mode experiment asked to run in a way it cannot."""
@@ -67,7 +70,8 @@ def run_options(cell: Cell, folder: Path) -> Any:
         backend=p["cluster"], name=cell.inputs["cluster_name"], platform=cell.inputs["platform"]
     )
     replay = ReplaySpec(policy=p["policy"], policy_seed=p["policy_seed"], drift=p.get("drift", 0.0),
-                        preempt=p.get("preempt", "none"))  # fmt: skip
+                        preempt=p.get("preempt", "none"),
+                        slurm_settings=tuple(p.get("slurm", {}).items()))  # fmt: skip
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     return RunOptions(workload=workload, cluster=cluster, replay=replay, runs_dir=folder,
                       run_dir=folder / RUN_DIR, run_id=f"cell-{cell.key}-{stamp}", quiet=True)  # fmt: skip
@@ -85,8 +89,11 @@ def emulate(cell: Cell, folder: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     if run_dir.exists():  # a failed or interrupted attempt: a cell is a pure function, start over
         shutil.rmtree(run_dir)
     opts = run_options(cell, folder)
+    experiment = Experiment(opts, progress=lambda _: None)
     with _sigterm_stops_the_run():  # the runner's cancel (SIGTERM) stops and cancels the replay
-        Experiment(opts, progress=lambda _: None).execute()
+        experiment.execute()
+    if cell.params.get("slurm"):
+        write_settings_record(run_dir, experiment.backend.platform, experiment.sched)
     manifest = rundir.read_manifest(run_dir)
     if not manifest.get("complete"):
         raise RuntimeError(f"the run in {run_dir} is incomplete: {manifest.get('incomplete_reason')}")
@@ -95,6 +102,19 @@ def emulate(cell: Cell, folder: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     platform = load_platform(cell.inputs["platform"])
     metrics.update(summary(finished(jobs), platform, tau=cell.params["tau"]))
     return jobs, metrics
+
+
+def write_settings_record(run_dir: Path, platform: Any, sched: Any) -> None:
+    """``slurm-settings.json`` (the cell's settings, its baseline and the slurm.conf lines they
+    change) and ``slurm.conf.diff`` (those lines) in the cell's run directory."""
+    from harness.model.atomic import atomic_write_text
+    from harness.model.jsonio import to_json
+    from harness.slurm.config import settings_diff
+
+    baseline, diff = settings_diff(platform, sched)
+    record = {"settings": dict(sched.settings), "baseline": baseline, "slurm_conf_diff": diff}
+    atomic_write_text(run_dir / SETTINGS_FILE, to_json(record))
+    atomic_write_text(run_dir / DIFF_FILE, "".join(f"{line}\n" for line in diff))
 
 
 @contextmanager

@@ -48,6 +48,7 @@ def axis_names(spec: ExperimentSpec) -> list[str]:
     names = ["policy"]
     if spec.sweep:
         names += ["family", *spec.sweep]
+    names += spec.slurm_axes
     if spec.workload.periods:
         names.append("period")
     names += [name for name, _ in workload_axes(spec)]
@@ -70,7 +71,7 @@ def expand(spec: ExperimentSpec) -> list[Cell]:
     for axes in _axis_values(spec):
         if any(_matches(rule, axes) for rule in spec.exclude):
             continue
-        params = _workload_params({**fixed, **axes, **_derived(spec, axes["rep"])})
+        params = _slurm_params(spec, _workload_params({**fixed, **axes, **_derived(spec, axes["rep"])}))
         key = cell_key(params)
         if key not in seen:  # two templates naming the same policy make one cell
             seen.add(key)
@@ -127,6 +128,14 @@ def _workload_params(params: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
+def _slurm_params(spec: ExperimentSpec, params: dict[str, Any]) -> dict[str, Any]:
+    """The cell's slurm.conf settings under ``slurm``: each swept one's axis value, else the
+    file's one value (none: no ``slurm`` key, so files without settings keep their cell keys)."""
+    if spec.slurm:
+        params["slurm"] = {key: params.pop(key, values[0]) for key, values in spec.slurm.items()}
+    return params
+
+
 def _derived(spec: ExperimentSpec, rep: int) -> dict[str, Any]:
     """Repetition r shifts the seeds of the submission order and of randomised policies."""
     w = spec.workload
@@ -138,7 +147,7 @@ def _derived(spec: ExperimentSpec, rep: int) -> dict[str, Any]:
 
 def _axis_values(spec: ExperimentSpec) -> list[dict[str, Any]]:
     w = spec.workload
-    tail: list[tuple[str, tuple[Any, ...]]] = []
+    tail: list[tuple[str, tuple[Any, ...]]] = [(key, spec.slurm[key]) for key in spec.slurm_axes]
     if w.periods:
         tail.append(("period", w.period))
     tail += workload_axes(spec)

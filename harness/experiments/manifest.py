@@ -49,6 +49,7 @@ def describe_inputs(spec: ExperimentSpec) -> dict[str, Any]:
             "job_metrics": list(spec.job_metrics),
             "tau": spec.tau,
             "sweep": list(spec.sweep),
+            "slurm_axes": spec.slurm_axes,
         },
         "seeds": {
             "bb_seed": list(w.bb_seeds),

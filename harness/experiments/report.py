@@ -25,6 +25,7 @@ from harness.analysis.render_latex import render_latex
 from harness.experiments.report_data import ExperimentData, load_experiment
 from harness.experiments.report_options import DEFAULT_REPORT, ReportOptions
 from harness.experiments.report_pooled import check_axis, pooled_section, pooled_table
+from harness.experiments.report_settings import ranked_section, screening_section
 from harness.experiments.report_tables import header_section, reported_metrics, table_sections
 from harness.experiments.stats import match_axes, ratios
 from harness.model.atomic import atomic_write_csv, atomic_write_text
@@ -49,7 +50,7 @@ def write_experiment_report(exp_dir: Path, options: ReportOptions = DEFAULT_REPO
     shown = write_figures(data, options.figure_formats) if len(data.table) else []
     written = [f for fig in shown for f in figure_paths(fig, options.figure_formats)]
     title = f"Experiment {data.manifest.get('name', data.exp_dir.name)}"
-    sections = [header_section(data), *table_sections(data)]
+    sections = [header_section(data), *_settings_sections(data, options.rank), *table_sections(data)]
     if options.over and len(data.table):
         sections.append(pooled_section(data, reported_metrics(data), options.over))
     sections.append(_figures_section(data, shown))
@@ -65,17 +66,32 @@ def write_experiment_report(exp_dir: Path, options: ReportOptions = DEFAULT_REPO
     return written
 
 
-def select_metrics(data: ExperimentData, metrics: Sequence[str]) -> ExperimentData:
-    """``data`` reporting ``metrics`` instead of its file's (unchanged when none are named);
-    a metric no finished cell measured is a one-line error naming the ones measured."""
-    if not metrics:
-        return data
+def _settings_sections(data: ExperimentData, rank: Sequence[str]) -> list[Section]:
+    """The twin's screening (with ``[screen]``) and the settings ranked by ``rank`` (``--rank``)."""
+    screening = screening_section(data)
+    sections = [screening] if screening is not None else []
+    if rank:
+        check_measured(data, rank, "--rank")
+        sections.append(ranked_section(data, rank))
+    return sections
+
+
+def check_measured(data: ExperimentData, metrics: Sequence[str], option: str) -> None:
+    """A metric no finished cell measured is a one-line error naming the ones measured."""
     measured = list(dict.fromkeys(data.table["metric"])) if len(data.table) else []
     missing = [m for m in metrics if m not in measured]
     if missing:
         listed = ", ".join(measured) or "none: no cell has finished"
         raise InputError(f"not measured in this experiment: {', '.join(missing)} (measured: {listed})",
-                         where="--metrics")  # fmt: skip
+                         where=option)  # fmt: skip
+
+
+def select_metrics(data: ExperimentData, metrics: Sequence[str]) -> ExperimentData:
+    """``data`` reporting ``metrics`` instead of its file's (unchanged when none are named);
+    a metric no finished cell measured is a one-line error naming the ones measured."""
+    if not metrics:
+        return data
+    check_measured(data, metrics, "--metrics")
     settings = {**data.settings, "metrics": list(metrics)}
     return replace(data, manifest={**data.manifest, "report": settings})
 

@@ -21,17 +21,22 @@ class ReportOptions:
     figure_formats: tuple[str, ...] = DEFAULT_FIGURE_FORMATS
     metrics: tuple[str, ...] = ()  # empty: the experiment file's [report] metrics
     over: str | None = None  # an axis whose values are pooled (besides the repetitions)
+    rank: tuple[str, ...] = ()  # metrics the settings combinations are ranked by (--rank)
 
     @classmethod
     def from_formats(
-        cls, formats: Sequence[str], metrics: Sequence[str] = (), over: str | None = None
+        cls,
+        formats: Sequence[str],
+        metrics: Sequence[str] = (),
+        over: str | None = None,
+        rank: Sequence[str] = (),
     ) -> ReportOptions:
         """Split one ``--format`` list into text and figure formats; a kind not named keeps
         its default (``--format pdf`` is md, html and PDF figures; ``--format csv``, a CSV and
         PNG figures)."""
         text = tuple(f for f in formats if f in TEXT_FORMATS) or DEFAULT_TEXT_FORMATS
         figures = tuple(f for f in formats if f in FIGURE_FORMATS) or DEFAULT_FIGURE_FORMATS
-        return cls(text, figures, tuple(metrics), over)
+        return cls(text, figures, tuple(metrics), over, tuple(rank))
 
 
 DEFAULT_REPORT = ReportOptions()  # md, html and PNG figures of the file's metrics

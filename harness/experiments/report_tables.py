@@ -157,10 +157,13 @@ def _group_row(data: ExperimentData, metric: str, s: pd.Series, axes: list[str])
             f"[{_fmt(metric, lo)}, {_fmt(metric, hi)}]"]  # fmt: skip
 
 
-def _fmt(metric: str, value: Any, ratio: bool = False) -> str:
+def value_text(metric: str, value: Any, ratio: bool = False) -> str:
     if ratio:
         return format_number("ratio", float(value)) if pd.notna(value) else "n/a"
     return format_number(metric_spec(metric).kind, float(value) if pd.notna(value) else float("nan"))
+
+
+_fmt = value_text  # the tables' short name
 
 
 def plain_value(value: Any) -> str:

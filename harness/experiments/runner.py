@@ -73,14 +73,16 @@ def run_experiment(
     table = ResultTable(exp_dir)
     _recover(exp_dir, cells, table)
     done = table.done_keys()
-    todo = interleave([c for c in cells if c.key not in done])
+    out = _screened_out(spec, cells, exp_dir, say)
+    todo = interleave([c for c in cells if c.key not in done and c.key not in out])
     record_session(exp_dir, spec, executor_name, len(cells), len(todo))
     say(f"{spec.name}: {describe(spec, cells)}; {len(cells) - len(todo)} already done, {len(todo)} to run")
     began = time.monotonic()
+    kept = len(cells) - len(out)
     if not todo:
-        return RunSummary(exp_dir, len(cells), len(cells), 0, 0, 0.0)
+        return RunSummary(exp_dir, kept, kept, 0, 0, 0.0)
     executor = make_executor(exp_dir)
-    progress = Progress(len(cells), todo, say, executor.slots, table.durations())
+    progress = Progress(kept, todo, say, executor.slots, table.durations())
     try:
         executor.submit(todo)
         _drain(executor, table, progress)
@@ -92,6 +94,18 @@ def run_experiment(
     summary = _summary(exp_dir, progress, time.monotonic() - began)
     say(f"{summary.finished} cells finished, {summary.failed} failed, in {summary.seconds:.1f} s")
     return summary
+
+
+def _screened_out(spec: ExperimentSpec, cells: list[Cell], exp_dir: Path, say: Say) -> set[str]:
+    """With ``[screen]``: the cells of the settings the twin ranks below the ``keep`` best."""
+    if spec.screen is None:
+        return set()
+    from harness.experiments.screen import screen_experiment, screened_out
+
+    say(f"screening {len(cells)} cells with the twin ({spec.screen.metric}, keep {spec.screen.keep})")
+    out = screened_out(screen_experiment(spec, cells, exp_dir))
+    say(f"{len(out)} cells screened out by the twin (screening.json)")
+    return out
 
 
 def _summary(exp_dir: Path, progress: Progress, seconds: float, interrupted: bool = False) -> RunSummary:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.experiments.keys import Keys, SpecError
+from harness.experiments.spec_slurm import ScreenSpec, check_slurm, screen_table, slurm_table
 from harness.model import checks
 from harness.model.io_models import ALLOC_ONLY, IO_AWARE
 from harness.model.io_models import MODELS as DATA_MODELS
@@ -109,6 +110,12 @@ class ExperimentSpec:
     exclude: tuple[dict[str, Any], ...] = ()
     emulate: EmulateSpec | None = None
     simulate: SimulateSpec = SimulateSpec()
+    slurm: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    screen: ScreenSpec | None = None
+
+    @property
+    def slurm_axes(self) -> list[str]:  # [slurm] settings given several values: axes named by their key
+        return [key for key, values in self.slurm.items() if len(values) > 1]
 
 
 def load_spec(path: str | Path) -> ExperimentSpec:
@@ -130,7 +137,8 @@ def load_spec(path: str | Path) -> ExperimentSpec:
 
 def spec_from_dict(data: dict[str, Any], path: Path, text: str = "") -> ExperimentSpec:
     top = Keys(data, "", path)
-    top.expect("experiment", "workload", "platform", "policies", "sweep", "exclude", "emulate", "simulate")
+    top.expect("experiment", "workload", "platform", "policies", "sweep", "exclude", "emulate", "simulate",
+               "slurm", "screen")  # fmt: skip
     exp = top.table("experiment")
     policies = top.table("policies")
     names = policies.strings("names")
@@ -158,11 +166,14 @@ def spec_from_dict(data: dict[str, Any], path: Path, text: str = "") -> Experime
         exclude=_exclude(top.raw("exclude", []), path),
         emulate=_emulate(top.table("emulate")) if "emulate" in data else None,
         simulate=_simulate(top.table("simulate")),
+        slurm=slurm_table(top.table("slurm")),
+        screen=screen_table(top.table("screen")) if "screen" in data else None,
     )
     for keys in (exp, policies, top):
         keys.finish()
     _check_policies(spec, policies)
     _check_mode(spec, path)
+    check_slurm(spec)
     return spec
 
 
@@ -283,16 +294,12 @@ def _priority_model(text: str) -> str | None:
 
 def _simulate(keys: Keys) -> SimulateSpec:
     spec = SimulateSpec(
-        _one_non_negative(keys, "tick"),
-        _one_non_negative(keys, "launch_delay"),
+        float(keys.number("tick", 0.0, checks.NON_NEGATIVE)),
+        float(keys.number("launch_delay", 0.0, checks.NON_NEGATIVE)),
         keys.string("staging", "inside", STAGINGS),
     )
     keys.finish()
     return spec
-
-
-def _one_non_negative(keys: Keys, key: str) -> float:
-    return float(keys.number(key, 0.0, checks.NON_NEGATIVE))
 
 
 def _platform(keys: Keys, spec_path: Path) -> tuple[str, str]:

@@ -64,6 +64,37 @@ def group_stats(table: pd.DataFrame, metric: str, over: Sequence[str] = ("rep",)
     return pd.DataFrame(rows)
 
 
+STAT_COLUMNS = ("n", "mean", "median", "AVE", "SSD", "RSD", "C95")
+
+
+def rank_groups(table: pd.DataFrame, metrics: Sequence[str], over: Sequence[str] = ("rep",)) -> pd.DataFrame:
+    """Groups of cells that differ only in ``over`` (the repetitions), ranked on each metric by
+    their mean (1 = best; utilisation higher is better) and then by the mean rank.
+
+    Columns: the group's axes, ``rank``, ``mean_rank`` and per metric ``M_n``, ``M_mean``,
+    ``M_lo``, ``M_hi`` (mean -/+ :func:`group_stats`'s C95, NaN for one cell) and ``M_rank``.
+    """
+    merged: pd.DataFrame | None = None
+    for metric in metrics:
+        stats = group_stats(table, metric, over)
+        by = [c for c in stats.columns if c not in STAT_COLUMNS]
+        part = stats[by].copy()
+        part[f"{metric}_n"] = stats["n"]
+        part[f"{metric}_mean"] = stats["mean"]
+        part[f"{metric}_lo"], part[f"{metric}_hi"] = (
+            stats["mean"] - stats["C95"],
+            stats["mean"] + stats["C95"],
+        )
+        part[f"{metric}_rank"] = stats["mean"].rank(method="min", ascending=metric not in HIGHER_IS_BETTER)
+        merged = part if merged is None else merged.merge(part, on=by, how="outer")
+    if merged is None:
+        return pd.DataFrame()
+    merged["mean_rank"] = merged[[f"{m}_rank" for m in metrics]].mean(axis=1)
+    merged = merged.sort_values("mean_rank", kind="stable").reset_index(drop=True)
+    merged.insert(0, "rank", merged["mean_rank"].rank(method="min").astype(int))
+    return merged
+
+
 def match_axes(table: pd.DataFrame, sweep: Sequence[str] = ()) -> list[str]:
     """The axes a cell and its baseline share: all but the policy and what names it."""
     return _group_keys(table, ("policy", "family", *sweep))

@@ -10,6 +10,7 @@ touching the reservations; drop the reservations (they are rebuilt next pass).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -32,6 +33,7 @@ def backfill(
     future_bb: bool = True,
     sjf: bool = False,
     will_run: WillRunWindows | None = None,
+    limits: PassLimits | None = None,
 ) -> list[int]:
     """One backfilling pass over ``positions`` (arrival order); returns the planned order (job ids)."""
     head = 0
@@ -39,14 +41,32 @@ def backfill(
         head += 1
     if ws.free_count == 0:  # nothing can be backfilled: spare the reservations
         return queue.job_id[positions[head:]].tolist()
-    reserved = positions[head : head + depth]
+    limits = limits or PassLimits()
+    tested, untested = limits.split(positions[head:])
+    reserved = tested[:depth]
     for pos in reserved.tolist():
-        ws.reserve(queue[pos], with_bb=future_bb, will_run=will_run)
-    rest = positions[head + depth :]
+        ws.reserve(queue[pos], with_bb=future_bb, will_run=will_run, horizon=limits.horizon_s)
+    rest = tested[depth:]
     if sjf:
         rest = sjf_order(queue, rest)
     ws.fill(queue, rest)
-    return queue.job_id[reserved].tolist() + queue.job_id[rest].tolist()
+    return queue.job_id[reserved].tolist() + queue.job_id[rest].tolist() + queue.job_id[untested].tolist()
+
+
+@dataclass(frozen=True)
+class PassLimits:
+    """How far one backfilling pass looks: ``horizon_s``, the planning horizon (a job that cannot
+    start within it gets no reservation); ``max_job_test``, how many of the jobs left after the
+    head's starts it tests (reserves or fills). None: no limit (EASY)."""
+
+    horizon_s: float | None = None
+    max_job_test: int | None = None
+
+    def split(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the positions the pass tests, those it leaves for the next pass)."""
+        if self.max_job_test is None:
+            return positions, positions[:0]
+        return positions[: self.max_job_test], positions[self.max_job_test :]
 
 
 class Backfill(Policy):
@@ -59,9 +79,10 @@ class Backfill(Policy):
         future_bb: bool = True,
         sjf: bool = False,
         will_run: WillRunWindows | None = None,
+        limits: PassLimits | None = None,
     ) -> None:
         """``will_run``: reserve where Slurm's backfill would (its will-run windows), not at
-        the earliest start (None: EASY's exact reservations)."""
+        the earliest start (None: EASY's exact reservations); ``limits``: how far a pass looks."""
         super().__init__(name)
         if depth < 0:
             raise ValueError("reservation depth must be >= 0")
@@ -69,9 +90,11 @@ class Backfill(Policy):
         self.future_bb = future_bb
         self.sjf = sjf
         self.will_run = will_run
+        self.limits = limits
 
     def decide(self, state: ClusterState, queue: Sequence[QueuedJob], now: float) -> Decision:
         jobs = JobQueue.of(queue)
         ws = Workspace(state, now)
-        order = backfill(ws, jobs, np.arange(len(jobs)), self.depth, self.future_bb, self.sjf, self.will_run)
+        order = backfill(ws, jobs, np.arange(len(jobs)), self.depth, self.future_bb, self.sjf, self.will_run,
+                         self.limits)  # fmt: skip
         return ws.decision(planned_order=order)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.policies.backfill import Backfill
+from harness.policies.backfill import Backfill, PassLimits
 from harness.policies.base import Policy
 from harness.policies.cerberus import PROFITS, CerberusConfig, CerberusRun
 from harness.policies.cerberus_phases import CerberusThreePhase
@@ -84,7 +84,17 @@ BACKFILL = {
     "will_run_origin_s": Tunable(
         float, 0.0, 1e9, help="Slurm's clock at the trace's 0, modulo the window, in the trace's seconds",
     ),
+    "horizon_s": Tunable(
+        float, 1e-3, 1e12, help="no reservation for a job that cannot start within this (s; default: none)",
+    ),
+    "max_job_test": Tunable(int, 1, 1_000_000_000, help="jobs a pass tests after the head (default: all)"),
 }  # fmt: skip
+
+
+def _limits(params: Mapping[str, Any]) -> PassLimits:
+    """The backfill tunables that bound a pass: its planning horizon and the jobs it tests."""
+    horizon, tested = params.get("horizon_s"), params.get("max_job_test")
+    return PassLimits(None if horizon is None else float(horizon), None if tested is None else int(tested))
 
 
 def _will_run(params: Mapping[str, Any]) -> WillRunWindows | None:
@@ -118,13 +128,15 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "backfill-sjf-D", re.compile(rf"backfill-sjf-{_D}"),
         "EASY backfilling reserving compute and BB for the first D jobs, backfilling shortest walltime first",
-        lambda name, m, o: Backfill(name, int(m["d"]), sjf=True, will_run=_will_run(o.params)),
+        lambda name, m, o: Backfill(name, int(m["d"]), sjf=True, will_run=_will_run(o.params),
+                                    limits=_limits(o.params)),
         ("backfill-sjf-1",), BACKFILL,
     ),
     Family(
         "backfill-D", re.compile(rf"backfill-{_D}"),
         "EASY backfilling reserving compute and BB for the first D jobs, backfilling in arrival order",
-        lambda name, m, o: Backfill(name, int(m["d"]), will_run=_will_run(o.params)),
+        lambda name, m, o: Backfill(name, int(m["d"]), will_run=_will_run(o.params),
+                                    limits=_limits(o.params)),
         ("backfill-1", "backfill-4"), BACKFILL,
     ),
     Family(

@@ -56,15 +56,25 @@ class Workspace:
         self._commit(job, alloc)
         return True
 
-    def reserve(self, job: QueuedJob, with_bb: bool = True, will_run: WillRunWindows | None = None) -> float:
+    def reserve(
+        self,
+        job: QueuedJob,
+        with_bb: bool = True,
+        will_run: WillRunWindows | None = None,
+        horizon: float | None = None,
+    ) -> float:
         """Hold resources for ``job`` at its earliest start; ``with_bb=False`` holds compute only;
-        ``will_run``: where Slurm's backfill would put it instead (:mod:`harness.policies.will_run`)."""
+        ``will_run``: where Slurm's backfill would put it instead (:mod:`harness.policies.will_run`);
+        ``horizon``: a job that cannot start within this many seconds holds nothing (a planning
+        horizon, beyond which later jobs may take its resources)."""
         prof = self.profile
         i, bb_min = prof.earliest_start(job.nodes, job.bb_per_node_mb, job.walltime, with_bb=with_bb)
         start = float(prof.times[i])
         if will_run is not None:
             start = slurm_start(prof, self.running, job, start, with_bb, will_run)
             bb_min = prof.window_min(start, job.walltime)[1:]
+        if horizon is not None and start > self.now + horizon:
+            return start
         bb = reserve_bb(bb_min, job.nodes, job.bb_per_node_mb) if with_bb else None
         prof.occupy(start, job.walltime, job.nodes, bb)
         self.reservations.append((job.job_id, start))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import jinja2
@@ -19,6 +20,7 @@ from harness.model.hostlist import compress_hostlist
 from harness.model.paths import templates_dir
 from harness.model.rundir import FAKETIME_FILE, SHARED
 from harness.platform import Platform, platform_text
+from harness.slurm.conf_settings import apply_settings, conf_diff, site_settings
 from harness.slurm.settings import (
     BANDWIDTH_LICENSE,
     BB_LUA_FILES,
@@ -66,8 +68,10 @@ __all__ = [
     "NodeLine",
     "SchedulerConfig",
     "SchedulerMode",
+    "baseline_scheduler",
     "node_lines",
     "render_slurm_files",
+    "settings_diff",
     "template_environment",
     "write_slurm_files",
 ]
@@ -134,6 +138,9 @@ def render_slurm_files(
     ctx["staging_command"] = sched.staging_command
     names = SLURM_FILES + (BB_LUA_FILES if sched.burst_buffer == "lua" else ())
     files = {name: env.get_template(f"{name}.j2").render(ctx) for name in names}
+    if sched.settings:  # an experiment cell's own settings (SchedulerParameters are already in)
+        partition = jobs_partition(platform)
+        files["slurm.conf"] = apply_settings(files["slurm.conf"], dict(sched.settings), partition)
     if sched.burst_buffer == "lua":
         files[PLATFORM_FILE] = platform_text(platform)
     if sched.clock == "virtual":
@@ -143,6 +150,26 @@ def render_slurm_files(
     if platform.deployment.slurmd_conf == "own-node":
         files.update(own_node_files(env.get_template("slurm.conf.j2"), ctx, files, addresses=node_addresses))
     return files
+
+
+def baseline_scheduler(platform: Platform, sched: SchedulerConfig) -> tuple[str, SchedulerConfig]:
+    """What a cell's settings are compared with: the site's own settings (those the settings
+    table knows) on a site's platform, else the policy's rendering without settings."""
+    if platform.site is not None:
+        return "site", replace(sched, settings=tuple(site_settings(platform.site.settings).items()))
+    return "policy", replace(sched, settings=())
+
+
+def settings_diff(platform: Platform, sched: SchedulerConfig) -> tuple[str, list[str]]:
+    """(the baseline's name, the slurm.conf lines ``sched``'s settings change against it)."""
+    name, base = baseline_scheduler(platform, sched)
+    before = render_slurm_files(platform, base)["slurm.conf"]
+    return name, conf_diff(before, render_slurm_files(platform, sched)["slurm.conf"])
+
+
+def jobs_partition(platform: Platform) -> str:
+    """The partition the replayed jobs go to: a site's default one, else the compute partition."""
+    return platform.site.default_partition.name if platform.site is not None else platform.compute.partition
 
 
 def own_node_files(

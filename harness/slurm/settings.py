@@ -10,6 +10,7 @@ from typing import Literal
 
 from harness.model.hostlist import compress_hostlist
 from harness.model.rundir import CLOCK_PAGE, SHARED, SHARED_IO
+from harness.slurm.conf_settings import SettingValue, merge_scheduler_parameters, scheduler_overrides
 
 LOOPBACK = "127.0.0.1"
 # The harness's interpreter beside slurmctld (the image's and the Ansible role's venv): every
@@ -78,6 +79,10 @@ class SchedulerConfig:
     # 'virtual': every Slurm daemon reads the emulation's virtual clock (harness.model.clock):
     # no node pings (a jump must not mark nodes DOWN), launch credentials that outlive a jump
     clock: ClockMode = "wall"
+    # An experiment cell's slurm.conf settings (harness.slurm.conf_settings), checked: its
+    # SchedulerParameters options override the ones above, option by option; the other keys
+    # are applied to the rendered slurm.conf (harness.slurm.config.render_slurm_files).
+    settings: tuple[tuple[str, SettingValue], ...] = ()
 
     def __post_init__(self) -> None:
         if self.mode not in ("builtin", "backfill"):
@@ -117,7 +122,7 @@ class SchedulerConfig:
                 params.append("bf_licenses")
             if self.reserve_depth is not None:
                 params.append(f"bf_job_part_count_reserve={self.reserve_depth}")
-        return ",".join(params)
+        return merge_scheduler_parameters(",".join(params), scheduler_overrides(dict(self.settings)))
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,17 @@ def with_priorities(sched: SchedulerConfig, opts: RunOptions) -> SchedulerConfig
     return replace(sched, priority_tiers=tiers, preempt_suspend=preempt)
 
 
+def with_settings(sched: SchedulerConfig, opts: RunOptions) -> SchedulerConfig:
+    """An experiment cell's slurm.conf settings on top of the policy's (Slurm's own policies only)."""
+    settings = opts.replay.slurm_settings
+    if settings and sched.external_ordering:
+        policy = opts.replay.policy
+        raise RunError(
+            f"slurm.conf settings are for Slurm's own policies (slurm-*), not the agent's {policy!r}"
+        )
+    return replace(sched, settings=tuple(settings))
+
+
 def make_backend(spec: ClusterSpec) -> ClusterBackend:
     """``docker`` (local containers), ``local`` (Slurm on this host) or ``ssh://user@head[:port]``."""
     platform = load_platform(spec.platform)
@@ -115,6 +126,7 @@ class Experiment:
             self.sched = plugin.configure(self.sched)
         self.sched = replace(self.sched, clock=clock_for(opts))
         self.sched = with_priorities(self.sched, opts)
+        self.sched = with_settings(self.sched, opts)
         self.backend = make_backend(opts.cluster)
 
     def run_dir(self) -> tuple[Path, str]:

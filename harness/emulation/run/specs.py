@@ -76,6 +76,9 @@ class ReplaySpec:
     # Slurm works and jumps to the next submission or job end when the cluster is quiescent.
     events: bool = False
     policy_params: tuple[str, ...] = ()  # KEY=VALUE tunables of the agent's policy (and its twin)
+    # slurm.conf settings of Slurm's own policy, checked (harness.slurm.conf_settings): an
+    # experiment cell's [slurm] values
+    slurm_settings: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if self.preempt not in PREEMPT_MODES:
@@ -122,7 +125,9 @@ def options_from_dict(data: dict[str, Any]) -> RunOptions:
     work["window"] = tuple(work["window"]) if work.get("window") else None
     work["sampling"] = Sampling(**work["sampling"]) if isinstance(work.get("sampling"), dict) else None
     run_dir = data.get("run_dir")
-    replay = {**data["replay"], "policy_params": tuple(data["replay"].get("policy_params", ()))}
+    recorded = data["replay"]
+    replay = {**recorded, "policy_params": tuple(recorded.get("policy_params", ())),
+              "slurm_settings": tuple(tuple(p) for p in recorded.get("slurm_settings", ()))}  # fmt: skip
     return RunOptions(
         workload=WorkloadSpec(**work), cluster=ClusterSpec(**data["cluster"]),
         replay=ReplaySpec(**replay),
