@@ -173,7 +173,8 @@ def spec_from_dict(data: dict[str, Any], path: Path, text: str = "") -> Experime
         keys.finish()
     _check_policies(spec, policies)
     _check_mode(spec, path)
-    check_slurm(spec)
+    policy_names = [t.format(**v) for t in spec.policies for v in policy_instances(t, spec.sweep)]
+    check_slurm(spec.path, spec.slurm, spec.screen, spec.mode, policy_names)
     return spec
 
 

@@ -4,16 +4,15 @@ against :mod:`harness.slurm.conf_settings` (a list of values is an axis) and the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 from harness.experiments.keys import Keys, SpecError
 from harness.model import checks
 from harness.model.metric_names import METRIC_SPECS
 from harness.slurm.conf_settings import SettingError, check_policy_fit, setting
-
-if TYPE_CHECKING:
-    from harness.experiments.spec import ExperimentSpec
 
 SUMMARY_METRICS = tuple(METRIC_SPECS)
 
@@ -63,20 +62,19 @@ def screen_table(keys: Keys) -> ScreenSpec:
     return spec
 
 
-def check_slurm(spec: ExperimentSpec) -> None:
+def check_slurm(
+    path: Path, slurm: Mapping[str, tuple[Any, ...]], screen: ScreenSpec | None, mode: str,
+    policies: list[str],
+) -> None:  # fmt: skip
     """Settings are slurmctld's: emulate mode and Slurm's own policies only (the ordering agent
     runs sched/builtin with every weight 0 and ignores them); the twin sees the settings it
-    models through ``[screen]``."""
-    from harness.experiments.spec import policy_instances
-
-    path, slurm, screen = spec.path, spec.slurm, spec.screen
-    policies = [t.format(**v) for t in spec.policies for v in policy_instances(t, spec.sweep)]
+    models through ``[screen]``. ``policies``: the experiment's, every sweep value filled in."""
     where = f"{path}: [slurm]"
     if screen is not None and not any(len(values) > 1 for values in slurm.values()):
         raise SpecError(f"{path}: [screen]: needs [slurm] settings with several values to screen")
     if not slurm:
         return
-    if spec.mode != "emulate":
+    if mode != "emulate":
         raise SpecError(f'{where}: only for mode = "emulate" (slurmctld reads them; the twin screens '
                         "them with [screen])")  # fmt: skip
     for name in policies:
