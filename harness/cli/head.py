@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -190,6 +191,7 @@ def agent_command(
     if not policy:
         raise click.UsageError("--policy is required (or --release-all)")
     log = run_dir / DECISIONS if run_dir else None
+    clock = VirtualClock(Path(clock_page)) if clock_page else None
     runner = agent_mod.Agent(
         get_policy(
             policy, seed=policy_seed, time_limit_s=time_limit or None, params=parse_assignments(policy_param)
@@ -197,7 +199,8 @@ def agent_command(
         load_platform(platform_file),
         client,
         log_path=log,
-        **({"clock": VirtualClock(Path(clock_page)).now} if clock_page else {}),
+        clock=clock.now if clock else time.time,
+        in_step=clock.daemons_caught_up if clock else lambda: True,
         status_path=run_dir / AGENT_STATUS if clock_page and run_dir else None,
     )
     stop_file = run_dir / STOP_FILE if run_dir else None

@@ -165,6 +165,10 @@ class VirtualClock:
         """The instant the Slurm daemons read (behind :meth:`now` by the page's daemons' lag)."""
         return self.reading().daemons_at(time.time())
 
+    def daemons_caught_up(self) -> bool:
+        """Whether the daemons read the page's instant (no lead of a held clock's page)."""
+        return self.reading().daemons_lag == 0
+
     @property
     def rate(self) -> float:
         return self.reading().rate

@@ -237,3 +237,23 @@ def test_on_a_virtual_clock_each_look_says_when_it_began(tmp_path: Path) -> None
     said = json.loads(status.read_text())
     assert before <= said["looked"] <= time.time() and said["calls"] == 1
     assert slurm.jobs[1]["state"] == "RUNNING"  # enforced before it said so
+
+
+def test_the_agent_does_not_look_while_the_event_clocks_page_leads_the_daemons(tmp_path: Path) -> None:
+    """Two polls while the page leads (the instant's jobs still ending): no look and no status
+    written; then two looks, each saying when it began."""
+    leads = iter([True, True, False, False])
+    lead = {"now": True}
+
+    def in_step() -> bool:
+        lead["now"] = next(leads, True)
+        return not lead["now"]
+
+    agent = Agent(get_policy("fcfs"), load_platform(), SlurmClient(runner=lambda *a, **k: None),  # type: ignore[arg-type]
+                  status_path=tmp_path / "agent.json", in_step=in_step)  # fmt: skip
+    looked_while: list[bool] = []
+    agent.step = lambda: looked_while.append(lead["now"])  # type: ignore[method-assign]
+    polls = iter(range(5))
+    agent.run(poll=0.0, should_stop=lambda: next(polls, 4) >= 4)
+    assert looked_while == [False, False]
+    assert json.loads((tmp_path / "agent.json").read_text())["calls"] == 0

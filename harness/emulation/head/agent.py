@@ -50,10 +50,14 @@ class Agent:
         log_path: Path | None = None,
         clock: Callable[[], float] = time.time,
         status_path: Path | None = None,
+        in_step: Callable[[], bool] = lambda: True,
     ) -> None:
         """``clock``: the run's clock (a virtual clock's ``now`` on one); ``status_path``: where
         to say, after each look, when it began (the event clock moves only once the agent has
-        looked at, and acted on, the cluster's latest state)."""
+        looked at, and acted on, the cluster's latest state); ``in_step``: whether Slurm is at
+        the clock's instant (not while an event clock's page leads the daemons: the instant's
+        jobs are still ending, and a look would decide on half of it)."""
+        self.in_step = in_step
         self.policy = policy
         self.status_path = status_path
         self.platform = platform
@@ -221,6 +225,9 @@ class Agent:
         signal.signal(signal.SIGINT, request_stop)
         kernels.warm_up()  # compiling during the first decision would delay it by seconds
         while not (stop["now"] or should_stop()):
+            if not self.in_step():
+                time.sleep(poll)
+                continue
             looked = time.time()  # the wall clock: the host compares it with when it saw a change
             try:
                 self.step()

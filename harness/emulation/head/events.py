@@ -255,13 +255,14 @@ class EventDriver:
                 continue
             if not quiescent(obs, now, self.instants, self.ahead) or (obs.done and not obs.queue):
                 continue  # (an empty queue after the last submission: the run is over, the clock rests)
-            kind = self._ready(view, moved, now, time.monotonic() - changed_at)
+            kind = self._ready(view, moved, now, time.monotonic() - changed_at, leading)
             if kind is None:
                 continue
             if leading:  # the instant's jobs have ended (and been submitted): now Slurm's passes
                 self._count(kind)
                 self.clock.jump(now)
                 leading, moved, changed_at = False, view, time.monotonic()
+                self._changed_wall = time.time()  # the agent looks at the whole instant now
                 continue
             step = self._step(obs, view, now, dirty)
             if step is None:
@@ -326,13 +327,16 @@ class EventDriver:
         self._main = (self._main[0], now)  # (do not wait again at this instant)
         return True
 
-    def _ready(self, obs: Observation, moved: Observation | None, now: float, still: float) -> str | None:
+    def _ready(
+        self, obs: Observation, moved: Observation | None, now: float, still: float, leading: bool = False
+    ) -> str | None:  # fmt: skip
         """None: not yet; else '' (Slurm's signals), 'fallback' (the settle time alone) or
-        'forced' (a start marker or a job's end that never came)."""
+        'forced' (a start marker or a job's end that never came). While the page leads the
+        daemons the agent does not look (it would decide on an instant half done)."""
         if (
             obs.unstarted
             or ends_due(now, self.running(obs), self.durations)
-            or not self._agent_caught_up(obs)
+            or not (leading or self._agent_caught_up(obs))
         ):
             return "forced" if still >= HARD_WAIT_S else None
         slurm_now = self.clock.daemons_now()  # Slurm's passes are at the daemons' instant
