@@ -24,9 +24,11 @@ RUN_COLUMNS = ("seconds", "host")  # how a cell ran, not what it found
 
 
 def cell_rows(cell: Cell, result: CellResult) -> pd.DataFrame:
-    """The rows of one finished cell: its axes repeated for each numeric metric."""
+    """The rows of one finished cell: its axes, and every Slurm setting it ran with (a setting
+    given one value is a column too: a later grid may sweep it), repeated for each numeric metric."""
     metrics = {k: float(v) for k, v in result.metrics.items() if _is_number(v)}
-    rows = [{"key": cell.key, **cell.axes, "metric": m, "value": v} for m, v in metrics.items()]
+    columns = {**cell.params.get("slurm", {}), **cell.axes}
+    rows = [{"key": cell.key, **columns, "metric": m, "value": v} for m, v in metrics.items()]
     df = pd.DataFrame(rows)
     df["seconds"] = float(result.seconds)
     df["host"] = result.host
