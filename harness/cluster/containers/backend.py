@@ -70,6 +70,11 @@ class UpResult:
     notes: list[str] = field(default_factory=list)
 
 
+def _start_order(ctr: Container) -> int:
+    """The order :meth:`DockerCluster.up` starts them in: slurmdbd, slurmctld, then the nodes."""
+    return 0 if ctr.name.endswith("-dbd") else 1 if ctr.name.endswith("-ctld") else 2
+
+
 class DockerCluster:
     """A Slurm cluster in local containers, named ``name`` (containers ``<name>-ctld``, ``<name>-nodesK``)."""
 
@@ -127,6 +132,10 @@ class DockerCluster:
             try:
                 result = controller.exec_run(argv, user=user or "root", demux=True)
                 break
+            except docker.errors.APIError as exc:  # stopped, or restarting: the head node is away
+                raise ClusterError(
+                    f"cluster '{self.name}': {self.controller_name}: {exc.explanation}"
+                ) from None
             except ValueError:  # docker-py misread the stream's framing ("10 is not a valid stream")
                 if attempt == EXEC_ATTEMPTS - 1:
                     raise ClusterError(f"`{' '.join(cmd)}`: the Docker engine garbled its output") from None
@@ -384,6 +393,21 @@ class DockerCluster:
             raise ClusterError(f"scontrol reconfigure failed: {(res.stderr or res.stdout).strip()}")
         self._wait_controller(timeout=30)
         self._wait_nodes_idle(self.idle_timeout)
+
+    def revive(self, progress: Progress = _quiet) -> None:
+        """Start the cluster's stopped containers again (a host reboot, a controller container
+        that died), keeping Slurm's state and the shared files: a resumed run finds its jobs."""
+        containers = self.containers()
+        if not containers:
+            raise ClusterError(
+                f"cluster '{self.name}' was removed (no container): Slurm's state and the run's jobs "
+                "went with it; start the run again"
+            )
+        stopped = sorted((c for c in containers if c.status != "running"), key=_start_order)
+        for ctr in stopped:
+            progress(f"starting the stopped container {ctr.name}")
+            ctr.start()
+        self._wait_controller(timeout=60)  # slurmctld reads its saved state first
 
     def down(self, keep_state: bool = False) -> int:
         """Remove every container of the cluster (and its state unless ``keep_state``); idempotent."""
