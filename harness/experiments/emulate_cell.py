@@ -77,7 +77,8 @@ def emulate(cell: Cell, folder: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Replay the cell; its job table and metrics."""
     from harness.analysis.metrics import summary
     from harness.emulation.collect.results import finished
-    from harness.emulation.run.experiment import Experiment
+    from harness.emulation.head.launch import cancel_submitted
+    from harness.emulation.run.experiment import Experiment, RunToResume
     from harness.model import rundir
     from harness.platform import load_platform
 
@@ -85,8 +86,13 @@ def emulate(cell: Cell, folder: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     if run_dir.exists():  # a failed or interrupted attempt: a cell is a pure function, start over
         shutil.rmtree(run_dir)
     opts = run_options(cell, folder)
+    experiment = Experiment(opts, progress=lambda _: None)
     with _sigterm_stops_the_run():  # the runner's cancel (SIGTERM) stops and cancels the replay
-        Experiment(opts, progress=lambda _: None).execute()
+        try:
+            experiment.execute()
+        except RunToResume:  # a cell is started over, never resumed: its jobs must not outlive it
+            cancel_submitted(experiment.backend, experiment.run_dir()[1], lambda _: None)
+            raise
     manifest = rundir.read_manifest(run_dir)
     if not manifest.get("complete"):
         raise RuntimeError(f"the run in {run_dir} is incomplete: {manifest.get('incomplete_reason')}")

@@ -257,17 +257,11 @@ class HeadRun:
             proc.stdout.close()
 
     def cancel_or_keep(self) -> None:
-        text = self.backend.read_text(f"{self.shared}/{rundir.SUBMISSIONS}") or ""
-        ids = [str(s["slurm_job_id"]) for s in parse_jsonl(text) if s.get("slurm_job_id")]
         if self.spec.keep_jobs:
-            self.say(f"--keep-jobs: leaving {len(ids)} submitted job(s) in Slurm")
+            kept = len(submitted_ids(self.backend, self.run_id))
+            self.say(f"--keep-jobs: leaving {kept} submitted job(s) in Slurm")
             return
-        for chunk in range(0, len(ids), CANCEL_CHUNK):
-            part = ids[chunk : chunk + CANCEL_CHUNK]
-            # a suspended job that is cancelled gets SIGKILL at once and leaves no record
-            self.backend.exec(["scontrol", "resume", ",".join(part)], timeout=60)
-            self.backend.exec(["scancel", *part], timeout=60)
-        self.say(f"asked Slurm to cancel the run's {len(ids)} submitted job(s)")
+        cancel_submitted(self.backend, self.run_id, self.say)
 
     def _status(self) -> dict:
         try:
@@ -322,6 +316,23 @@ class HeadRun:
         states = [row[0] for row in rows]
         self.running_since = running_since(rows)
         return states.count("PENDING"), states.count("RUNNING") + states.count("COMPLETING")
+
+
+def submitted_ids(backend: ClusterBackend, run_id: str) -> list[str]:
+    """The Slurm ids of the run's submissions (its submissions file in the shared directory)."""
+    text = backend.read_text(f"{rundir.SHARED_RUNS}/{run_id}/{rundir.SUBMISSIONS}") or ""
+    return [str(s["slurm_job_id"]) for s in parse_jsonl(text) if s.get("slurm_job_id")]
+
+
+def cancel_submitted(backend: ClusterBackend, run_id: str, say: Callable[[str], None]) -> None:
+    """Cancel every job the run submitted (those that ended already are left as they are)."""
+    ids = submitted_ids(backend, run_id)
+    for chunk in range(0, len(ids), CANCEL_CHUNK):
+        part = ids[chunk : chunk + CANCEL_CHUNK]
+        # a suspended job that is cancelled gets SIGKILL at once and leaves no record
+        backend.exec(["scontrol", "resume", ",".join(part)], timeout=60)
+        backend.exec(["scancel", *part], timeout=60)
+    say(f"asked Slurm to cancel the run's {len(ids)} submitted job(s)")
 
 
 def _queue_row(fields: list[str]) -> tuple[str, str, str]:
