@@ -16,7 +16,8 @@ return, and ``order_inversions`` counts the swaps. ``workers=1`` submits strictl
 A submission that fails while slurmctld does not answer (restarted, crashed) is retried
 with backoff, never twice (:mod:`harness.emulation.head.resubmit`). A replay killed mid-run is
 taken up again with ``resume``: same t0, the jobs of the submissions file (or found in
-Slurm) are not submitted again, the others are submitted when due (at once if overdue).
+Slurm, or in the jobs' own log: :func:`jobs_to_adopt`) are not submitted again, the others
+are submitted when due (at once if overdue, their lag recorded).
 
 Files written in ``run_dir`` (the host reads them through the shared mount):
     submissions.jsonl  one line per job: trace id, Slurm id, intended and actual submit, attempts
