@@ -96,7 +96,7 @@ def run_until_fault(
         env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
     )  # fmt: skip
     try:
-        at = fault_after(shared, after, fault)
+        at = fault_after(shared, runs, after, fault)
         _, err = first.communicate(timeout=300)
     finally:
         if first.poll() is None:
@@ -110,11 +110,12 @@ def run_until_fault(
     return run_dir, at
 
 
-def fault_after(shared: Path, after: int, fault: list[str]) -> float:
-    """Once ``after`` jobs are submitted (the replay's submissions file): ``docker FAULT...``."""
+def fault_after(shared: Path, runs: Path, after: int, fault: list[str]) -> float:
+    """Once ``after`` jobs of the run in ``runs`` are submitted (the replay's submissions file,
+    in the shared directory under the run's name): ``docker FAULT...``."""
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
-        files = [*(shared / rundir.SHARED_RUNS).glob(f"*/{rundir.SUBMISSIONS}")]
+        files = [shared / rundir.SHARED_RUNS / run.name / rundir.SUBMISSIONS for run in runs.glob("*")]
         if files and len(read_jsonl(files[0])) >= after:
             subprocess.run(["docker", *fault], check=True, capture_output=True)
             return time.time()
