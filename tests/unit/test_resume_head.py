@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from harness.cluster.base import ClusterError
+from harness.cluster.containers.diagnostics import stopped_in_start_order
 from harness.emulation.head import launch
 from harness.emulation.head.launch import HeadRun
 from harness.emulation.head.replay import Replayer, ReplayOptions, jobs_to_adopt
@@ -152,3 +153,18 @@ def test_a_run_whose_head_died_is_marked_to_resume_and_its_replay_step_stays_und
     assert not complete and why.startswith("replay: the replay stopped early (exit 137); its jobs are left")
     assert f"harness run --resume {tmp_path}" in why
     assert read_json(tmp_path / rundir.STEPS)["steps"][0]["name"] == "plan"
+
+
+def test_a_resume_starts_the_stopped_containers_in_the_order_up_does() -> None:
+    def ctr(name: str, status: str) -> types.SimpleNamespace:
+        return types.SimpleNamespace(name=name, status=status)
+
+    found = [
+        ctr("c-nodes0", "exited"),
+        ctr("c-ctld", "exited"),
+        ctr("c-nodes1", "running"),
+        ctr("c-dbd", "exited"),
+    ]
+    assert [c.name for c in stopped_in_start_order(found, "c")] == ["c-dbd", "c-ctld", "c-nodes0"]  # type: ignore[arg-type]
+    with pytest.raises(ClusterError, match="cluster 'c' was removed"):
+        stopped_in_start_order([], "c")
