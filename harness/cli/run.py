@@ -137,7 +137,7 @@ def run_command(trace: Path | None, **kw: Any) -> None:
     130 interrupted by Ctrl-C (docs/cli.md).
     """
     from harness.cluster.base import ClusterError
-    from harness.emulation.run.experiment import Experiment, RunError, resume_options
+    from harness.emulation.run.experiment import Experiment, RunError, RunToResume, resume_options
     from harness.model.outputs import RUNS_FOLDER, check_output_folder
 
     check_output_folder(kw["output"], RUNS_FOLDER, force=kw.pop("force"))
@@ -154,6 +154,9 @@ def run_command(trace: Path | None, **kw: Any) -> None:
             run_dirs = [Experiment(opts).execute(resume=True)]
         else:
             run_dirs = launch(opts, kw["repeat"], long)
+    except RunToResume as exc:  # not an error of the command: an incomplete run, to be taken up
+        click.echo(f"INCOMPLETE run: {exc}", err=True)
+        sys.exit(EXIT_INCOMPLETE)
     except (RunError, ClusterError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     except KeyboardInterrupt as exc:

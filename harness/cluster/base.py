@@ -55,6 +55,11 @@ class ClusterBackend(Cluster, Protocol):
         """Bring the cluster up if needed, apply ``sched``, return when every node is idle."""
         ...
 
+    def revive(self, progress: Callable[[str], None]) -> None:
+        """Before a resumed replay: start again what stopped since (containers), keeping
+        Slurm's state; a ClusterError when that state is gone or the daemons cannot be started."""
+        ...
+
     def spawn(self, cmd: list[str], user: str | None = None) -> Spawned:
         """Start ``cmd`` on the head node without waiting (stdout and stderr piped)."""
         ...

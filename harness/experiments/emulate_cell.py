@@ -81,7 +81,8 @@ def emulate(cell: Cell, folder: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Replay the cell; its job table and metrics."""
     from harness.analysis.metrics import summary
     from harness.emulation.collect.results import finished
-    from harness.emulation.run.experiment import Experiment
+    from harness.emulation.head.launch import cancel_submitted
+    from harness.emulation.run.experiment import Experiment, RunToResume
     from harness.model import rundir
     from harness.platform import load_platform
 
@@ -91,7 +92,11 @@ def emulate(cell: Cell, folder: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     opts = run_options(cell, folder)
     experiment = Experiment(opts, progress=lambda _: None)
     with _sigterm_stops_the_run():  # the runner's cancel (SIGTERM) stops and cancels the replay
-        experiment.execute()
+        try:
+            experiment.execute()
+        except RunToResume:  # a cell is started over, never resumed: its jobs must not outlive it
+            cancel_submitted(experiment.backend, experiment.run_dir()[1], lambda _: None)
+            raise
     if cell.params.get("slurm"):
         write_settings_record(run_dir, experiment.backend.platform, experiment.sched)
     manifest = rundir.read_manifest(run_dir)

@@ -53,6 +53,7 @@ PLOTS_DIR = "plots"
 REPORT_MD = "report.md"
 REPORT_HTML = "report.html"
 PROCESS = "process.json"  # the process running the run: pid, host, command
+HEAD_DEATHS = "head_deaths.jsonl"  # one line per death of the replay/agent: why, the faults seen until then
 PROGRESS = "progress.json"  # the run's latest progress (submitted, finished, ETA), refreshed
 INTERIM_DIR = "interim"  # metrics, results and report of the jobs finished so far
 REQUEST = "request.json"  # a detached run: its options

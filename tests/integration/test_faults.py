@@ -6,6 +6,10 @@ a few short jobs, each with one fault injected while it runs (harness.cluster.co
 a slurmd killed, slurmctld restarted, the replay process killed and resumed, a node
 container stopped and started. Each report must show the fault and the jobs it touched,
 and every job of the plan must be accounted for.
+
+``HARNESS_FAULTS_TEST_CLUSTER`` and ``HARNESS_FAULTS_TEST_PORTS`` (``CONTROLLER:SLURMD_BASE``,
+default ``bbfault0`` and ``6980:23001``) move the cluster to another name and other ports (a
+shared host).
 """
 
 from __future__ import annotations
@@ -35,7 +39,9 @@ from harness.platform import load_platform
 from harness.workload.plan import save_plan
 from tests.platforms import platform_toml
 
-CLUSTER = "bbfault0"
+CLUSTER = os.environ.get("HARNESS_FAULTS_TEST_CLUSTER", "bbfault0")
+PORTS = os.environ.get("HARNESS_FAULTS_TEST_PORTS", "6980:23001")  # controller : first slurmd
+CONTROLLER_PORT, SLURMD_BASE_PORT = (int(port) for port in PORTS.split(":"))
 SHRINK = 0.9  # plan times below are original seconds: emulated ones are a tenth
 POLICY = "slurm-fcfs"
 OUTCOMES = {"completed", "failed-by-fault", "cancelled"}
@@ -44,7 +50,12 @@ OUTCOMES = {"completed", "failed-by-fault", "cancelled"}
 @pytest.fixture(scope="module")
 def fault_cluster(tmp_path_factory) -> Iterator[tuple[DockerCluster, Path]]:
     tmp = tmp_path_factory.mktemp("faults")
-    text = platform_toml(name="faults", controller_port=6980, slurmd_base_port=23001, compute_per_chassis=4)
+    text = platform_toml(
+        name="faults",
+        controller_port=CONTROLLER_PORT,
+        slurmd_base_port=SLURMD_BASE_PORT,
+        compute_per_chassis=4,
+    )
     platform = tmp / "platform.toml"
     platform.write_text(
         text.replace('bb_license = "bb"', 'bb_license = "bb"\nslurmd_timeout = 10\nmessage_timeout = 4')

@@ -114,7 +114,7 @@ def test_a_replay_that_wrote_done_and_exited_after_the_status_was_read_did_not_s
     # the replay wrote "done" and exited between the status read and the look at the process
     status_file["text"] = '{"done": true}'
     assert w._verdict(_Exited(), stale, subs, records=0, queued=1) is None  # type: ignore[arg-type]
-    # it exited without writing "done": an early stop
+    # it exited without writing "done": it died, the run is to be resumed (no verdict)
     status_file["text"] = '{"done": false}'
-    ok, why = w._verdict(_Exited(), stale, subs, records=0, queued=1)  # type: ignore[arg-type,misc]
-    assert not ok and why.startswith("the replay stopped early (exit 0)")
+    with pytest.raises(watch.HeadProcessDied, match=r"^the replay stopped early \(exit 0\)"):
+        w._verdict(_Exited(), stale, subs, records=0, queued=1)  # type: ignore[arg-type]

@@ -21,6 +21,7 @@ from harness.cluster.base import ClusterError, wait_for_idle
 from harness.cluster.containers.accounting import accounting_enabled, start_dbd
 from harness.cluster.containers.capacity import check_capacity
 from harness.cluster.containers.clock import check_clock_mode, clock_mode, open_clock, start_clock
+from harness.cluster.containers.diagnostics import node_container_output, stopped_in_start_order
 from harness.cluster.containers.image import IMAGE_REPO, image_tag, write_build_context
 from harness.cluster.containers.ports import check_ports
 from harness.cluster.containers.state_dir import (
@@ -127,6 +128,10 @@ class DockerCluster:
             try:
                 result = controller.exec_run(argv, user=user or "root", demux=True)
                 break
+            except docker.errors.APIError as exc:  # stopped, or restarting: the head node is away
+                raise ClusterError(
+                    f"cluster '{self.name}': {self.controller_name}: {exc.explanation}"
+                ) from None
             except ValueError:  # docker-py misread the stream's framing ("10 is not a valid stream")
                 if attempt == EXEC_ATTEMPTS - 1:
                     raise ClusterError(f"`{' '.join(cmd)}`: the Docker engine garbled its output") from None
@@ -342,25 +347,8 @@ class DockerCluster:
             f"{len(missing)} of {self.platform.node_count} nodes not idle after {timeout:.0f} s "
             f"({', '.join(details)}{' ...' if len(names) > 10 else ''}).\n{logs}\n"
             f"--- slurmctld.log\n{self.tail(self.state.log / 'slurmctld.log', 10)}\n"
-            + self._node_container_output(names[:3])
+            + node_container_output(self, names[:3])
         )
-
-    def _node_container_output(self, nodes: list[str]) -> str:
-        """The supervisor's last lines and the slurmd processes of the containers of ``nodes``."""
-        groups = self.platform.node_groups()
-        indices = sorted({i for i, group in enumerate(groups) for n in nodes if n in group})
-        pattern = " ".join(f"-e {n}" for n in nodes)
-        parts = []
-        for index in indices:
-            try:
-                ctr = self.client.containers.get(f"{self.name}-nodes{index}")
-                ps = ctr.exec_run(["sh", "-c", f"ps -o pid,stat,etime,args -C slurmd | grep -w {pattern}"])
-                output = ctr.logs(tail=8).decode(errors="replace")
-                procs = ps.output.decode(errors="replace")
-                parts.append(f"--- {ctr.name} ({ctr.status}):\n{output}slurmd of {nodes}:\n{procs}")
-            except docker.errors.DockerException as exc:
-                parts.append(f"--- {self.name}-nodes{index}: {exc}")
-        return "\n".join(parts)
 
     @staticmethod
     def tail(path: Path, lines: int) -> str:
@@ -384,6 +372,14 @@ class DockerCluster:
             raise ClusterError(f"scontrol reconfigure failed: {(res.stderr or res.stdout).strip()}")
         self._wait_controller(timeout=30)
         self._wait_nodes_idle(self.idle_timeout)
+
+    def revive(self, progress: Progress = _quiet) -> None:
+        """Start the stopped containers again, Slurm's state and the shared files kept (a host
+        reboot, a dead controller container): a resumed run finds its jobs."""
+        for ctr in stopped_in_start_order(self.containers(), self.name):
+            progress(f"starting the stopped container {ctr.name}")
+            ctr.start()
+        self._wait_controller(timeout=60)  # slurmctld reads its saved state first
 
     def down(self, keep_state: bool = False) -> int:
         """Remove every container of the cluster (and its state unless ``keep_state``); idempotent."""

@@ -142,6 +142,15 @@ class HostCluster:
         except ClusterError:
             return False
 
+    def revive(self, progress: Progress = _quiet) -> None:
+        """The daemons of a deployed cluster are the hosts' services: a resumed run needs them
+        answering, it does not start them."""
+        if not self.is_up():
+            raise ClusterError(
+                f"slurmctld of {self.name} does not answer: start it (systemctl start slurmctld), "
+                "then resume the run"
+            )
+
     # -- files ------------------------------------------------------------------------------
     def read_bytes(self, path: str, offset: int = 0) -> bytes | None:
         """A head-node file's bytes from ``offset`` on (as root if the login may not), None if absent."""

@@ -1,7 +1,9 @@
 """The processes of a run on the head node: the replay (``python -m harness replay``, beside
 slurmctld) and, for simulator policies, the ordering agent (``python -m harness agent``); started
 through the backend, watched until the run is over, stopped by a STOP file in the shared
-run directory, and their leftover jobs cancelled when the run did not complete.
+run directory, and their leftover jobs cancelled when the run was stopped (Ctrl-C, ``--timeout``).
+When one of them dies instead (killed, its container restarted), the jobs are left running and
+:class:`HeadProcessDied` is raised: the run is not over, it is to be resumed.
 
 A run taken up again (``harness run --resume``) finds the replay's status in the shared run
 directory: it stops a replay of the killed run that may still be running there, then starts
@@ -9,6 +11,7 @@ directory: it stops a replay of the killed run that may still be running there, 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
@@ -17,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.cluster.base import ClusterBackend, Spawned, node_states
+from harness.cluster.base import ClusterBackend, ClusterError, Spawned, node_states
 from harness.emulation.head.events import EventDriver, Observation
 from harness.emulation.head.faultlog import FaultMonitor
 from harness.emulation.head.progress import RunObserver
@@ -29,7 +32,7 @@ from harness.emulation.head.quiescence import (
     split_look,
 )
 from harness.emulation.head.site_requests import uses_site_requests
-from harness.emulation.head.watch import Watcher
+from harness.emulation.head.watch import HeadProcessDied, Watcher
 from harness.emulation.run.specs import ReplaySpec
 from harness.model import rundir
 from harness.model.clock import DEFAULT_POLL_S, VirtualClock, WallClock
@@ -98,34 +101,49 @@ class HeadRun:
         if isinstance(self.clock, VirtualClock) and self.spec.speedup is not None:
             self.clock.set(None, self.spec.speedup, DEFAULT_POLL_S)  # the run's pace from now on
         self.resume = self._take_over()
+        if self.resume:  # a fault event: the replay (and agent) started again
+            self.monitor.events.append({"at": round(self.clock.now(), 3), "event": "replay resumed"})
         self.site_requests = uses_site_requests(plan.columns, self.backend.platform.machine.site)
         agent = self.backend.spawn(self.agent_command()) if self.uses_agent else None
         proc = self.backend.spawn(self.replay_command(), user=SUBMIT_USER)
         driver = self._event_driver(plan)
-        complete, reason = False, ""
+        complete, reason, died = False, "", None
         try:
             complete, reason = Watcher(self, plan, self.shared, self.quiet, self.verbose).wait(proc, agent)
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM as Terminated
             reason = str(exc) or INTERRUPTED
             self.say(f"\n{reason}: stopping the replay")
+        except HeadProcessDied as exc:
+            died = exc
+        except ClusterError as exc:  # the controller container stopped or restarting under the watcher
+            died = HeadProcessDied("the head node did not answer", str(exc))
         finally:
             if driver is not None:
-                driver.stop()
-                if self.shell is not None:
-                    self.shell.close()
-                moves = driver.moves
-                self.say(
-                    f"event clock: {moves['jump']} jumps, {moves['creep']} one-second steps, "
-                    f"{moves['approach']} approaches, {moves['poke']} main cycles asked for "
-                    f"({moves['unpoked']} never came); "
-                    f"{moves['fallback']} moved on the settle time alone, {moves['forced']} forced"
-                )
+                self._end_events(driver)
             self.stop(proc)
             if agent is not None:
                 self.stop(agent)  # the same STOP file ends the agent
-            if not complete:
+            # a deliberate stop cancels the jobs (unless --keep-jobs); a death of the head
+            # node's processes leaves them to run, for `harness run --resume` to take up
+            if not complete and died is None:
                 self.cancel_or_keep()
+        if died is not None:
+            self.monitor.events.append({"at": round(self.clock.now(), 3), "event": died.what})
+            self.say(f"{died}\nthe run's jobs are left in Slurm")
+            raise died
         return complete, reason
+
+    def _end_events(self, driver: EventDriver) -> None:
+        driver.stop()
+        if self.shell is not None:
+            self.shell.close()
+        moves = driver.moves
+        self.say(
+            f"event clock: {moves['jump']} jumps, {moves['creep']} one-second steps, "
+            f"{moves['approach']} approaches, {moves['poke']} main cycles asked for "
+            f"({moves['unpoked']} never came); "
+            f"{moves['fallback']} moved on the settle time alone, {moves['forced']} forced"
+        )
 
     def _event_driver(self, plan: pd.DataFrame) -> EventDriver | None:
         """With ``--clock events``: the driver of the held clock, started."""
@@ -225,9 +243,11 @@ class HeadRun:
 
     def stop(self, proc: Spawned) -> None:
         if proc.poll() is None:
-            self.backend.exec(
-                ["touch", self.backend.shared_path(f"{self.shared}/{rundir.STOP_FILE}")], timeout=30
-            )
+            # a head node that does not answer is restarting: the process ends with it (or is killed)
+            with contextlib.suppress(ClusterError):
+                self.backend.exec(
+                    ["touch", self.backend.shared_path(f"{self.shared}/{rundir.STOP_FILE}")], timeout=30
+                )
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
@@ -237,17 +257,11 @@ class HeadRun:
             proc.stdout.close()
 
     def cancel_or_keep(self) -> None:
-        text = self.backend.read_text(f"{self.shared}/{rundir.SUBMISSIONS}") or ""
-        ids = [str(s["slurm_job_id"]) for s in parse_jsonl(text) if s.get("slurm_job_id")]
         if self.spec.keep_jobs:
-            self.say(f"--keep-jobs: leaving {len(ids)} submitted job(s) in Slurm")
+            kept = len(submitted_ids(self.backend, self.run_id))
+            self.say(f"--keep-jobs: leaving {kept} submitted job(s) in Slurm")
             return
-        for chunk in range(0, len(ids), CANCEL_CHUNK):
-            part = ids[chunk : chunk + CANCEL_CHUNK]
-            # a suspended job that is cancelled gets SIGKILL at once and leaves no record
-            self.backend.exec(["scontrol", "resume", ",".join(part)], timeout=60)
-            self.backend.exec(["scancel", *part], timeout=60)
-        self.say(f"asked Slurm to cancel the run's {len(ids)} submitted job(s)")
+        cancel_submitted(self.backend, self.run_id, self.say)
 
     def _status(self) -> dict:
         try:
@@ -302,6 +316,23 @@ class HeadRun:
         states = [row[0] for row in rows]
         self.running_since = running_since(rows)
         return states.count("PENDING"), states.count("RUNNING") + states.count("COMPLETING")
+
+
+def submitted_ids(backend: ClusterBackend, run_id: str) -> list[str]:
+    """The Slurm ids of the run's submissions (its submissions file in the shared directory)."""
+    text = backend.read_text(f"{rundir.SHARED_RUNS}/{run_id}/{rundir.SUBMISSIONS}") or ""
+    return [str(s["slurm_job_id"]) for s in parse_jsonl(text) if s.get("slurm_job_id")]
+
+
+def cancel_submitted(backend: ClusterBackend, run_id: str, say: Callable[[str], None]) -> None:
+    """Cancel every job the run submitted (those that ended already are left as they are)."""
+    ids = submitted_ids(backend, run_id)
+    for chunk in range(0, len(ids), CANCEL_CHUNK):
+        part = ids[chunk : chunk + CANCEL_CHUNK]
+        # a suspended job that is cancelled gets SIGKILL at once and leaves no record
+        backend.exec(["scontrol", "resume", ",".join(part)], timeout=60)
+        backend.exec(["scancel", *part], timeout=60)
+    say(f"asked Slurm to cancel the run's {len(ids)} submitted job(s)")
 
 
 def _queue_row(fields: list[str]) -> tuple[str, str, str]:

@@ -16,7 +16,8 @@ return, and ``order_inversions`` counts the swaps. ``workers=1`` submits strictl
 A submission that fails while slurmctld does not answer (restarted, crashed) is retried
 with backoff, never twice (:mod:`harness.emulation.head.resubmit`). A replay killed mid-run is
 taken up again with ``resume``: same t0, the jobs of the submissions file (or found in
-Slurm) are not submitted again, the others are submitted when due (at once if overdue).
+Slurm, or in the jobs' own log: :func:`jobs_to_adopt`) are not submitted again, the others
+are submitted when due (at once if overdue, their lag recorded).
 
 Files written in ``run_dir`` (the host reads them through the shared mount):
     submissions.jsonl  one line per job: trace id, Slurm id, intended and actual submit, attempts
@@ -34,7 +35,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -325,26 +326,36 @@ class Replayer:
         self.status.failed = len(records) - self.status.submitted
         self.status.resumes += 1
         self.status.resumed_with = len(done)
-        while True:  # slurmctld may itself be restarting: the answer is needed
-            try:
-                in_slurm = self.run_jobs(None)
-                break
-            except SlurmUnavailable:
-                self.sleep(1.0)
         plan_ids = [int(j) for j in self.plan["job_id"]]
         instants = dict(zip(plan_ids, enumerate(self.intended_instants(self.status.t0)), strict=True))
-        for trace_id, slurm_id in sorted(in_slurm.items()):
-            if trace_id not in done and trace_id in instants:
-                index, intended = instants[trace_id]
-                out.write(json.dumps({
-                    "index": index, "job_id": trace_id, "slurm_job_id": slurm_id,
-                    "intended": round(intended, 6), "actual": None, "returned": None, "lag": None,
-                    "attempts": 1, "adopted": True,
-                }) + "\n")  # fmt: skip
-                self.status.submitted += 1
-                self.status.adopted += 1
-                done.add(trace_id)
+        for trace_id, slurm_id in jobs_to_adopt(plan_ids, done, self._slurm_run_jobs(), self._ran()).items():
+            index, intended = instants[trace_id]
+            out.write(json.dumps({
+                "index": index, "job_id": trace_id, "slurm_job_id": slurm_id,
+                "intended": round(intended, 6), "actual": None, "returned": None, "lag": None,
+                "attempts": 1, "adopted": True,
+            }) + "\n")  # fmt: skip
+            self.status.submitted += 1
+            self.status.adopted += 1
+            done.add(trace_id)
         return done
+
+    def _slurm_run_jobs(self) -> dict[int, int]:
+        """The run's jobs Slurm holds; slurmctld may itself be restarting: the answer is needed."""
+        while True:
+            try:
+                return self.run_jobs(None)
+            except SlurmUnavailable:
+                self.sleep(1.0)
+
+    def _ran(self) -> dict[int, int]:
+        """Plan job id -> Slurm id of the jobs that wrote their own record (the sigsleep log)."""
+        records = read_jsonl(self.opts.run_dir / SIGSLEEP_LOG)
+        return {
+            int(r["job_id"]): int(r["slurm_job_id"])
+            for r in records
+            if r.get("job_id") and r.get("slurm_job_id")
+        }
 
     def _write_status(self, force: bool = False) -> None:
         now = self.clock()
@@ -359,6 +370,18 @@ class Replayer:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(asdict(self.status)) + "\n")
         os.replace(tmp, path)
+
+
+def jobs_to_adopt(
+    plan_ids: Iterable[int], recorded: set[int], in_slurm: dict[int, int], ran: dict[int, int]
+) -> dict[int, int]:
+    """Plan job id -> Slurm id of the jobs a dead replay submitted without recording them (it
+    died between sbatch's answer and the record): those Slurm holds (``in_slurm``), and those
+    it has forgotten since (past ``MinJobAge``) whose job wrote its own record (``ran``: the
+    sigsleep log). None of them is submitted again; every other unrecorded job is."""
+    plan = set(plan_ids)
+    found = {**ran, **in_slurm}  # Slurm's id first: the log's may be an ordering agent's copy
+    return {job: slurm for job, slurm in sorted(found.items()) if job in plan and job not in recorded}
 
 
 def replay_plan(plan: pd.DataFrame, opts: ReplayOptions) -> ReplayStatus:

@@ -7,8 +7,9 @@ failed sbatch may still have reached slurmctld (the answer was lost), so before 
 attempt the replay asks Slurm whether the job is already there: every job carries its
 run's id in its comment (``run=<id>``) and its trace id in its name (``t<id>``).
 
-A resumed replay (``harness replay --resume``, after the replay process was killed) asks
-the same question for the whole run once: jobs found in Slurm but missing from the
+A resumed replay (``harness replay --resume``, after the replay process was killed or its
+controller container restarted) asks the same question for the whole run once: jobs found in
+Slurm (or, once Slurm has forgotten them, in the jobs' own sigsleep log) but missing from the
 submissions file (killed between sbatch's answer and the record) are *adopted*, not
 submitted again.
 """

@@ -45,6 +45,16 @@ class WatchedRun(Protocol):
     def ended_early(self, slurm_ids: set[int]) -> int: ...
 
 
+class HeadProcessDied(RuntimeError):
+    """The replay or the ordering agent ended before the run did (killed, out of memory, its
+    container restarted): not a verdict on the run. Its jobs stay in Slurm and ``harness run
+    --resume`` takes it up (:mod:`harness.emulation.head.launch`)."""
+
+    def __init__(self, what: str, detail: str = "") -> None:
+        super().__init__(f"{what}: {detail}" if detail else what)
+        self.what = what  # the short form, for the run's fault events
+
+
 class JsonlTail:
     """Reads the new complete lines of a growing shared JSON-lines file at each call.
 
@@ -116,7 +126,8 @@ class Watcher:
                 observed = as_submissions(subs), as_job_records(records)
                 self.head.observer.observe(status, *observed, self._queue, self._eta(status))
             queued = None if counts is None else sum(counts)
-            verdict = self._agent_verdict(agent) or self._verdict(proc, status, subs, done_records, queued)
+            self._check_agent(agent)
+            verdict = self._verdict(proc, status, subs, done_records, queued)
             if verdict is not None:
                 # the last line shows what the verdict saw (the report's counts)
                 self._show(status, subs, done_records, *self._queue, force=True)
@@ -138,12 +149,12 @@ class Watcher:
         return self._queue if self._queue_known else None
 
     @staticmethod
-    def _agent_verdict(agent: Spawned | None) -> tuple[bool, str] | None:
+    def _check_agent(agent: Spawned | None) -> None:
         """A dead agent means nothing would start, or Slurm would start jobs in its own order."""
-        if agent is None or agent.poll() is None:
-            return None
-        output = (agent.stdout.read() if agent.stdout else "").strip()[-500:]
-        return False, f"the ordering agent stopped ({describe_exit(agent.returncode)}): {output}"
+        if agent is not None and agent.poll() is not None:
+            raise HeadProcessDied(
+                f"the ordering agent stopped ({describe_exit(agent.returncode)})", _tail(agent)
+            )
 
     def _verdict(
         self, proc: Spawned, status: dict, subs: list[dict], records: int, queued: int | None
@@ -156,8 +167,7 @@ class Watcher:
             # after its exit tells an early stop
             if _parse_status(self.head.backend.read_text(f"{self.shared}/{STATUS}")).get("done"):
                 return None  # the next look has the fresh status, submissions and records
-            output = (proc.stdout.read() if proc.stdout else "").strip()[-500:]
-            return False, f"the replay stopped early ({describe_exit(proc.returncode)}): {output}"
+            raise HeadProcessDied(f"the replay stopped early ({describe_exit(proc.returncode)})", _tail(proc))
         if replay_done and records >= accepted:
             return True, ""
         if replay_done and queued == 0 and records + self._ended_early(subs) >= accepted:
@@ -224,6 +234,11 @@ class Watcher:
                 start = running_since.get(job, max(t0 + submit, now))
                 ends.append(max(start + runtime, now + 1.0))
         return max(ends) - now
+
+
+def _tail(proc: Spawned) -> str:
+    """The last words of an exited process (its piped output)."""
+    return (proc.stdout.read() if proc.stdout else "").strip()[-500:]
 
 
 def _parse_status(text: str | None) -> dict:

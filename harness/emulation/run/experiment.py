@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from harness.cluster.base import ClusterBackend, ClusterError
+from harness.emulation.head.watch import HeadProcessDied
 from harness.emulation.run.specs import ClusterSpec, RunOptions, options_from_dict, run_id_for
 from harness.emulation.run.state import mark_process
 from harness.emulation.run.steps import STEPS, Prepared, Progress, RunContext, plugins_for, write_manifest
@@ -30,6 +31,11 @@ from harness.workload.priority import parse_priority
 
 class RunError(RuntimeError):
     pass
+
+
+class RunToResume(RunError):
+    """The head node's processes died mid-run: the run is incomplete, its jobs left in Slurm,
+    and ``harness run --resume RUN_DIR`` takes it up."""
 
 
 def scheduler_for_run(policy: str) -> SchedulerConfig:
@@ -150,7 +156,7 @@ class Experiment:
         mark_process(run_dir)
         started_at = datetime.now().astimezone().isoformat(timespec="seconds")
         ctx = RunContext(self.opts, run_dir, run_id, self.backend, self.sched, self.say, started_at,
-                         None if resume else self.prepared)  # fmt: skip
+                         None if resume else self.prepared, resumed=resume)  # fmt: skip
         try:
             run_steps(ctx, rundir.done_steps(run_dir) if resume else {})
         except BaseException:
@@ -179,4 +185,10 @@ def run_steps(ctx: RunContext, done: dict[str, dict]) -> None:
         except ClusterError as exc:
             write_manifest(ctx, False, f"{name}: {exc}")
             raise
+        except HeadProcessDied as exc:  # not a verdict: the step stays undone, to be resumed
+            advice = (
+                f"its jobs are left in Slurm; take the run up again with `harness run --resume {ctx.run_dir}`"
+            )
+            write_manifest(ctx, False, f"{name}: {exc.what}; {advice}")
+            raise RunToResume(f"{exc}\n{advice}") from None
         rundir.record_step(ctx.run_dir, name, info)

@@ -38,6 +38,7 @@ from harness.emulation.head.faultlog import fault_section
 from harness.emulation.head.launch import HeadRun, leftover_advice
 from harness.emulation.head.progress import RunObserver
 from harness.emulation.head.site_requests import check_site_plan, uses_site_requests
+from harness.emulation.head.watch import HeadProcessDied
 from harness.emulation.iolive.plugin import LiveIO
 from harness.emulation.plugin import Collected, RunPlugin
 from harness.emulation.run.hostload import LoadSampler, load_line
@@ -50,7 +51,7 @@ from harness.emulation.run.slurm_time import (
 from harness.emulation.run.specs import RunOptions, plan_for
 from harness.model import rundir
 from harness.model.atomic import atomic_write_csv, atomic_write_parquet
-from harness.model.jsonio import read_json, read_jsonl, write_json
+from harness.model.jsonio import append_jsonl, read_json, read_jsonl, write_json
 from harness.model.records import read_job_records, read_submissions
 from harness.model.timescale import TimeScale
 from harness.policies.tunables import parse_assignments
@@ -75,6 +76,7 @@ class RunContext:
     say: Progress
     started_at: str
     prepared: Prepared | None = None  # the plan the estimate before the run prepared (used once)
+    resumed: bool = False  # taken up again (``harness run --resume``)
 
     @property
     def uses_agent(self) -> bool:
@@ -145,6 +147,11 @@ def bring_up_cluster(ctx: RunContext) -> dict[str, Any]:
 
 
 def replay(ctx: RunContext) -> dict[str, Any]:
+    """The replay and agent on the head node until the run is over. When they die instead,
+    the step is not done: the death is noted in ``head_deaths.jsonl`` (its fault events are the
+    report's once the run completes) and :class:`HeadProcessDied` stops the run, to be resumed."""
+    if ctx.resumed:  # a host reboot or a dead controller container stopped what it needs
+        ctx.backend.revive(ctx.say)
     head = HeadRun(
         ctx.backend,
         ctx.run_id,
@@ -163,10 +170,15 @@ def replay(ctx: RunContext) -> dict[str, Any]:
         ctx.run_dir, plan, ctx.backend.platform, ctx.scale, ctx.opts.replay.interim_every
     )
     with LoadSampler() as load:
-        complete, reason = head.run(plan)
+        try:
+            complete, reason = head.run(plan)
+        except HeadProcessDied as exc:
+            append_jsonl(ctx.run_dir / rundir.HEAD_DEATHS, {"why": str(exc), "events": head.monitor.events})
+            raise
     ctx.say(load_line(load.summary()))
+    earlier = [event for death in read_jsonl(ctx.run_dir / rundir.HEAD_DEATHS) for event in death["events"]]
     return {
-        "complete": complete, "reason": reason, "fault_events": head.monitor.events,
+        "complete": complete, "reason": reason, "fault_events": [*earlier, *head.monitor.events],
         "host_load": load.summary(),
     }  # fmt: skip
 
