@@ -42,25 +42,28 @@ HELD_POLL_S = 0.02  # the same while the clock moves by jumps
 # S only scales waits), re-read at every time call.
 LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
 TICK_S = 0.01  # how often the faketime file follows the page while the clock runs
-HELD_WAIT_MS = 50  # every timed condvar wait of a daemon returns after this many real ms
+HELD_WAIT_MS = 50  # every timed condvar wait of slurmctld returns after this many real ms
+NODES_WAIT_MS = 1000  # ... of slurmd and slurmstepd (a kill of a step takes less)
 MAX_SPEEDUP = 100.0  # the highest speed-up measured to keep Slurm healthy (docs/virtual-time.md)
 
 
-def preload_env(faketime_file: str, wake_on_jumps: bool = True) -> dict[str, str]:
-    """The environment that puts a Slurm daemon on the virtual clock. ``wake_on_jumps``
-    (slurmctld): every timed condvar wait lasts at most HELD_WAIT_MS, so that Slurm's sleeping
-    loops see a jump of the clock. Not for slurmd and slurmstepd: there the cut wait returns
-    ETIMEDOUT, and slurmstepd's terminate monitor then takes a kill of over HELD_WAIT_MS real
-    for an unkillable step and drains the node ("Kill task failed", docs/virtual-time.md)."""
-    env = {
+def preload_env(faketime_file: str, wait_ms: int = HELD_WAIT_MS) -> dict[str, str]:
+    """The environment that puts a Slurm daemon on the virtual clock. Every timed condvar wait
+    lasts ``wait_ms`` real ms (libfaketime's FAKETIME_WAIT_MS), so that a daemon's sleeping
+    loops see a jump of the clock (slurmctld: HELD_WAIT_MS) and none spins (a wait on a
+    monotonic condvar that libfaketime takes for a realtime one would return at once). The
+    cut wait returns ETIMEDOUT, which slurmstepd's terminate monitor takes for an unkillable
+    step: the slurmd daemons (and their slurmstepd) get NODES_WAIT_MS, longer than any kill
+    takes, or their nodes are drained ("Kill task failed", docs/virtual-time.md)."""
+    return {
         "LD_PRELOAD": LIBFAKETIME,
         "FAKETIME_TIMESTAMP_FILE": faketime_file,
         "FAKETIME_FMT": "%s",
         "FAKETIME_NO_CACHE": "1",
         "FAKETIME_DISABLE_SHM": "1",
         "FAKETIME_FORCE_MONOTONIC_FIX": "0",
+        "FAKETIME_WAIT_MS": str(wait_ms),
     }
-    return env | {"FAKETIME_WAIT_MS": str(HELD_WAIT_MS)} if wake_on_jumps else env
 
 
 def faketime_line(reading: Reading, real: float) -> str:

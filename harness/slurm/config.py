@@ -15,7 +15,7 @@ import jinja2
 
 from harness import __version__
 from harness.model.atomic import atomic_write_text
-from harness.model.clock import preload_env
+from harness.model.clock import HELD_WAIT_MS, NODES_WAIT_MS, preload_env
 from harness.model.hostlist import compress_hostlist
 from harness.model.paths import templates_dir
 from harness.model.rundir import FAKETIME_FILE, SHARED
@@ -144,8 +144,8 @@ def render_slurm_files(
     if sched.burst_buffer == "lua":
         files[PLATFORM_FILE] = platform_text(platform)
     if sched.clock == "virtual":
-        for name, wakes in ((CLOCK_ENV, True), (NODES_CLOCK_ENV, False)):
-            preload = preload_env(f"{SHARED}/{FAKETIME_FILE}", wake_on_jumps=wakes)
+        for name, wait_ms in ((CLOCK_ENV, HELD_WAIT_MS), (NODES_CLOCK_ENV, NODES_WAIT_MS)):
+            preload = preload_env(f"{SHARED}/{FAKETIME_FILE}", wait_ms)
             files[name] = "".join(f"{key}={value}\n" for key, value in preload.items())
     if platform.deployment.slurmd_conf == "own-node":
         files.update(own_node_files(env.get_template("slurm.conf.j2"), ctx, files, addresses=node_addresses))

@@ -86,13 +86,14 @@ def test_the_faketime_file_freezes_the_daemons_at_the_clock_and_scales_their_wai
     assert env["FAKETIME_WAIT_MS"] == "50"
 
 
-def test_the_slurmd_daemons_are_preloaded_without_the_cut_waits() -> None:
+def test_the_slurmd_daemons_wait_longer_than_a_kill_takes() -> None:
     """A cut condvar wait returns ETIMEDOUT: slurmstepd's terminate monitor would drain a node
-    whenever killing a step took over 50 ms real ("Kill task failed"), so only slurmctld has it."""
+    whenever killing a step took over 50 ms real ("Kill task failed"); without any cut, slurmd's
+    workers spin. So slurmctld waits 50 ms, the slurmd daemons 1,000 ms."""
     files = render_slurm_files(load_platform(), SchedulerConfig(clock="virtual"))
     ctld, nodes = files["clock.env"].splitlines(), files["clock-nodes.env"].splitlines()
-    assert "FAKETIME_WAIT_MS=50" in ctld and not any(line.startswith("FAKETIME_WAIT_MS") for line in nodes)
-    assert sorted(set(ctld) - set(nodes)) == ["FAKETIME_WAIT_MS=50"]
+    assert "FAKETIME_WAIT_MS=50" in ctld and "FAKETIME_WAIT_MS=1000" in nodes
+    assert set(ctld) ^ set(nodes) == {"FAKETIME_WAIT_MS=50", "FAKETIME_WAIT_MS=1000"}
     assert "clock-nodes.env" not in render_slurm_files(load_platform(), SchedulerConfig())
 
 
