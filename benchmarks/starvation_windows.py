@@ -176,8 +176,10 @@ def table(results: list[WindowResult]) -> str:
     return "\n".join([head, *lines])
 
 
-def live_command(r: WindowResult, trace: str) -> str:
-    return f"harness run -p {STARVING} {r.run_args} --clock events {trace}  # then -p {REFERENCE}"
+def live_command(r: WindowResult, trace: str, shrink: float = 0.0) -> str:
+    """The replay of ``r`` on the clock the twins assumed: virtual (shrink 0) or shrunk."""
+    clock = f"--shrink {shrink:g}" if shrink > 0 else "--clock events"
+    return f"harness run -p {STARVING} {r.run_args} {clock} {trace}  # then -p {REFERENCE}"
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -208,7 +210,7 @@ def main(argv: list[str] | None = None) -> None:
     periods = scan_periods(args, platform, twin)
     print(table(periods))
     best = rank(periods)[0]
-    print(f"\nstrongest period: {best.label}\n  {live_command(best, args.trace)}")
+    print(f"\nstrongest period: {best.label}\n  {live_command(best, args.trace, args.shrink)}")
     if args.window_days > 0:
         period = args.window_period or int(best.label.split("/")[0])
         print(f"\nwindows of {args.window_days:g} days in period {period}:", file=sys.stderr)
@@ -217,7 +219,7 @@ def main(argv: list[str] | None = None) -> None:
         live = strongest_live(windows)
         if live is not None:
             print(f"\nstrongest window of at most {LIVE_JOBS} jobs: {live.label}")
-            print(f"  {live_command(live, args.trace)}")
+            print(f"  {live_command(live, args.trace, args.shrink)}")
 
 
 if __name__ == "__main__":

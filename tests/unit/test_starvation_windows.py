@@ -56,6 +56,8 @@ def test_the_live_command_names_both_policies() -> None:
     cmd = sw.live_command(result("5/16", 10, (1.0, 1.0), (1.0, 1.0)), "kth.swf.gz")
     assert cmd.startswith("harness run -p slurm-backfill-no-future-1 --period 5/16 --clock events kth.swf.gz")
     assert "slurm-backfill-1" in cmd
+    shrunk = sw.live_command(result("5/16", 10, (1.0, 1.0), (1.0, 1.0)), "kth.swf.gz", shrink=0.99)
+    assert " --period 5/16 --shrink 0.99 kth.swf.gz" in shrunk
 
 
 @pytest.mark.parametrize("policy", [sw.STARVING, sw.REFERENCE])
