@@ -100,7 +100,7 @@ def _fixed_params(spec: ExperimentSpec) -> dict[str, Any]:
         **({"cluster": spec.emulate.cluster} if spec.emulate else {}),
         # only when set, so that the cells of files without them keep their keys
         **({"drift": w.drift[0]} if w.drift != (0.0,) else {}),
-        **({"model": spec.model} if spec.model != ALLOC_ONLY else {}),
+        **({"model": spec.model} if spec.models != (ALLOC_ONLY,) else {}),  # an axis overrides it
         **{name: getattr(w, name)[0] for name in ("priority", "preempt") if getattr(w, name) != ("none",)},
         **({"twin": [spec.simulate.tick, spec.simulate.launch_delay]} if _twin(spec) != NO_TWIN else {}),
         **({"staging": spec.simulate.staging} if spec.simulate.staging != NO_TWIN.staging else {}),
@@ -121,7 +121,11 @@ def _first_values(sampling: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _workload_params(params: dict[str, Any]) -> dict[str, Any]:
-    """The ``offset`` and ``ratio`` axes go into the cell's sampling (the cell key hashes both)."""
+    """The ``offset`` and ``ratio`` axes go into the cell's sampling (the cell key hashes both);
+    an alloc-only cell of a ``model`` axis has no ``model`` key, as in a file without one, so
+    that both files share its result."""
+    if params.get("model") == ALLOC_ONLY:
+        del params["model"]
     for name in ("offset", "ratio"):
         if name in params:
             params["sampling"] = {**params["sampling"], name: params[name]}

@@ -114,7 +114,7 @@ def _ratio_section(data: ExperimentData) -> Section:
 
 def _means_section(data: ExperimentData) -> Section:
     metrics = reported_metrics(data)
-    by = ["policy", *[s for s in data.sweep if s in data.table.columns]]
+    by = ["policy", *[s for s in (*data.sweep, "model") if s in data.table.columns]]
     rows = []
     first = data.table[data.table["metric"] == metrics[0]] if metrics else data.table
     for values, group in first.groupby(by, sort=False, dropna=False):

@@ -44,8 +44,8 @@ DEFAULT_METRICS = ("mean_wait", "mean_turnaround", "mean_slowdown", "mean_bsld")
 DEFAULT_JOB_METRICS = ("wait", "turnaround", "slowdown", "bsld")
 _VAR = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 # axes with their own keys
-_RESERVED = {"policy", "period", "offset", "ratio", "drift", "priority", "preempt", "bb_seed", "shrink",
-             "rep"}  # fmt: skip
+_RESERVED = {"policy", "period", "model", "offset", "ratio", "drift", "priority", "preempt", "bb_seed",
+             "shrink", "rep"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,8 @@ class ExperimentSpec:
     policies: tuple[str, ...]  # names, possibly templates like "backfill-{depth}"
     description: str = ""
     mode: str = "simulate"
-    model: str = ALLOC_ONLY  # the data model: alloc-only (BB held start to end) or io-aware
+    models: tuple[str, ...] = (ALLOC_ONLY,)  # the data models: alloc-only (BB held start to end),
+    # io-aware; several make an axis `model`
     repetitions: int = 1
     baseline: str | None = None
     metrics: tuple[str, ...] = DEFAULT_METRICS
@@ -116,6 +117,11 @@ class ExperimentSpec:
     @property
     def slurm_axes(self) -> list[str]:  # [slurm] settings given several values: axes named by their key
         return [key for key, values in self.slurm.items() if len(values) > 1]
+
+    @property
+    def model(self) -> str:
+        """The data model of every cell (the first when ``model`` is an axis)."""
+        return self.models[0]
 
 
 def load_spec(path: str | Path) -> ExperimentSpec:
@@ -150,7 +156,7 @@ def spec_from_dict(data: dict[str, Any], path: Path, text: str = "") -> Experime
         text=text,
         description=exp.string("description", ""),
         mode=exp.string("mode", "simulate", MODES),
-        model=exp.string("model", ALLOC_ONLY, DATA_MODELS),
+        models=_models(exp),
         repetitions=exp.integer("repetitions", 1, minimum=1, maximum=checks.MAX_REPETITIONS),
         baseline=exp.string("baseline", None),
         metrics=_choose(exp, "metrics", DEFAULT_METRICS, SUMMARY_METRICS),
@@ -176,6 +182,16 @@ def spec_from_dict(data: dict[str, Any], path: Path, text: str = "") -> Experime
     policy_names = [t.format(**v) for t in spec.policies for v in policy_instances(t, spec.sweep)]
     check_slurm(spec.path, spec.slurm, spec.screen, spec.mode, policy_names)
     return spec
+
+
+def _models(keys: Keys) -> tuple[str, ...]:
+    """``model``: one data model, or a list of them (an axis; Kopański 4.2 and 4.7 in both)."""
+    if not isinstance(keys.raw("model", ALLOC_ONLY), list):
+        return (keys.string("model", ALLOC_ONLY, DATA_MODELS),)
+    models = tuple(dict.fromkeys(_choose(keys, "model", (ALLOC_ONLY,), DATA_MODELS)))
+    if not models:
+        raise keys.fail("model", f"one or a list of: {', '.join(DATA_MODELS)}", [])
+    return models
 
 
 def _choose(keys: Keys, key: str, default: tuple[str, ...], known: tuple[str, ...]) -> tuple[str, ...]:
@@ -382,14 +398,17 @@ def _check_mode(spec: ExperimentSpec, path: Path) -> None:
         raise SpecError(f'{path}: [emulate]: only for mode = "emulate" (this file simulates)')
     if spec.mode == "emulate" and spec.simulate != SimulateSpec():
         raise SpecError(f'{path}: [simulate]: only for mode = "simulate" (the emulation has its own pass)')
-    if spec.simulate.staging in OFF_ALLOCATION and spec.model != IO_AWARE:
+    if spec.simulate.staging in OFF_ALLOCATION and set(spec.models) != {IO_AWARE}:
         raise SpecError(f'{path}: [simulate] staging = "{spec.simulate.staging}": needs model = "io-aware"')
 
 
 def workload_axes(spec: ExperimentSpec) -> list[tuple[str, tuple[Any, ...]]]:
-    """The workload settings given as lists of several values: ``offset`` and ``ratio`` of
-    the sampling, ``drift``, ``priority``, ``preempt`` (axes of the grid, in this order)."""
+    """The settings given as lists of several values: the data ``model``, ``offset`` and
+    ``ratio`` of the sampling, ``drift``, ``priority``, ``preempt`` (axes of the grid, in this
+    order)."""
     w, out = spec.workload, []
+    if len(spec.models) > 1:
+        out.append(("model", spec.models))
     if w.sampling is not None:
         out += [(name, w.sampling[name]) for name in ("offset", "ratio") if len(w.sampling[name] or ()) > 1]
     if len(w.drift) > 1:

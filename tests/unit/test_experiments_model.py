@@ -57,3 +57,29 @@ def test_an_unknown_model_is_named(tmp_path: Path) -> None:
     assert str(err.value) == (
         f"{tmp_path / 'exp.toml'}: [experiment] model: expected one of alloc-only, io-aware, got 'io'"
     )
+
+
+def test_a_list_of_models_is_an_axis_whose_alloc_only_cells_keep_their_keys(tmp_path: Path) -> None:
+    spec = load_spec(spec_file(tmp_path, '[experiment]\nmodel = ["alloc-only", "io-aware"]\n'))
+    assert spec.models == ("alloc-only", "io-aware")
+    cells = expand(spec)
+    assert [(c.axes["policy"], c.axes["model"]) for c in cells] == [
+        ("fcfs", "alloc-only"), ("fcfs", "io-aware"),
+        ("backfill-1", "alloc-only"), ("backfill-1", "io-aware"),
+    ]  # fmt: skip
+    assert [c.params.get("model") for c in cells] == [None, "io-aware", None, "io-aware"]
+    # the alloc-only cells are those of the file without a model, the io-aware ones those of io-aware
+    assert [cells[0].key, cells[2].key] == KEYS_WITHOUT_MODEL
+    io_only = expand(load_spec(spec_file(tmp_path, '[experiment]\nmodel = "io-aware"\n')))
+    assert [cells[1].key, cells[3].key] == [c.key for c in io_only]
+
+
+def test_a_model_axis_refuses_off_allocation_staging(tmp_path: Path) -> None:
+    head = '[experiment]\nmodel = ["alloc-only", "io-aware"]\n[simulate]\nstaging = "outside"\n'
+    with pytest.raises(SpecError, match='staging = "outside": needs model = "io-aware"'):
+        load_spec(spec_file(tmp_path, head))
+
+
+def test_an_unknown_model_in_a_list_is_named(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match=r"\[experiment\] model: expected names among alloc-only, io-aware"):
+        load_spec(spec_file(tmp_path, '[experiment]\nmodel = ["alloc-only", "io"]\n'))
