@@ -14,12 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.experiments.keys import SpecError
+from harness.experiments.policy_templates import policy_instances, template_vars
 from harness.experiments.spec import (
     ExperimentSpec,
     SimulateSpec,
-    policy_instances,
-    template_vars,
-    workload_axes,
 )
 from harness.model import checks
 from harness.model.io_models import ALLOC_ONLY
@@ -226,3 +224,19 @@ def describe(spec: ExperimentSpec, cells: list[Cell]) -> str:
         distinct = {json.dumps(v, default=json_default) for v in values}
         counts.append(f"{len(distinct)} {name}")
     return f"{len(cells)} cells: {' x '.join(counts)}"
+
+
+def workload_axes(spec: ExperimentSpec) -> list[tuple[str, tuple[Any, ...]]]:
+    """The settings given as lists of several values: the data ``model``, ``offset`` and
+    ``ratio`` of the sampling, ``drift``, ``priority``, ``preempt`` (axes of the grid, in this
+    order)."""
+    w = spec.workload
+    out: list[tuple[str, tuple[Any, ...]]] = []
+    if len(spec.models) > 1:
+        out.append(("model", spec.models))
+    if w.sampling is not None:
+        out += [(name, w.sampling[name]) for name in ("offset", "ratio") if len(w.sampling[name] or ()) > 1]
+    if len(w.drift) > 1:
+        out.append(("drift", w.drift))
+    out += [(name, getattr(w, name)) for name in ("priority", "preempt") if len(getattr(w, name)) > 1]
+    return out

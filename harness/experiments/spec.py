@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.experiments.keys import Keys, SpecError
+from harness.experiments.policy_templates import concrete_policies, policy_instances, template_vars
 from harness.experiments.spec_slurm import ScreenSpec, check_slurm, screen_table, slurm_table
 from harness.model import checks
 from harness.model.io_models import ALLOC_ONLY, IO_AWARE
@@ -42,7 +43,6 @@ SUMMARY_METRICS = tuple(METRIC_SPECS)
 JOB_METRICS = ("wait", "turnaround", "runtime", "slowdown", "bsld", "wslowdown")
 DEFAULT_METRICS = ("mean_wait", "mean_turnaround", "mean_slowdown", "mean_bsld")
 DEFAULT_JOB_METRICS = ("wait", "turnaround", "slowdown", "bsld")
-_VAR = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 # axes with their own keys
 _RESERVED = {"policy", "period", "model", "offset", "ratio", "drift", "priority", "preempt", "bb_seed",
              "shrink", "rep"}  # fmt: skip
@@ -179,8 +179,7 @@ def spec_from_dict(data: dict[str, Any], path: Path, text: str = "") -> Experime
         keys.finish()
     _check_policies(spec, policies)
     _check_mode(spec, path)
-    policy_names = [t.format(**v) for t in spec.policies for v in policy_instances(t, spec.sweep)]
-    check_slurm(spec.path, spec.slurm, spec.screen, spec.mode, policy_names)
+    check_slurm(spec.path, spec.slurm, spec.screen, spec.mode, concrete_policies(spec.policies, spec.sweep))
     return spec
 
 
@@ -359,11 +358,6 @@ def _emulate(keys: Keys) -> EmulateSpec:
     return spec
 
 
-def template_vars(name: str) -> list[str]:
-    """``"backfill-{depth}"`` -> ``["depth"]``."""
-    return _VAR.findall(name)
-
-
 def _check_policies(spec: ExperimentSpec, keys: Keys) -> None:
     for template in spec.policies:
         missing = [v for v in template_vars(template) if v not in spec.sweep]
@@ -376,19 +370,10 @@ def _check_policies(spec: ExperimentSpec, keys: Keys) -> None:
             except UnknownPolicyError as exc:
                 if spec.mode == "simulate" or not name.startswith("slurm-"):
                     raise SpecError(f"{keys.where('names')}: {exc}") from None
-    if spec.baseline is not None:
-        concrete = {t.format(**v) for t in spec.policies for v in policy_instances(t, spec.sweep)}
-        if spec.baseline not in concrete:
-            raise SpecError(f"{spec.path}: [experiment] baseline: expected one of the policies, "
-                            f"got {spec.baseline!r}")  # fmt: skip
-
-
-def policy_instances(template: str, sweep: dict[str, tuple[Any, ...]]) -> list[dict[str, Any]]:
-    """Every assignment of the swept variables a policy template uses."""
-    combos: list[dict[str, Any]] = [{}]
-    for var in template_vars(template):
-        combos = [{**c, var: v} for c in combos for v in sweep[var]]
-    return combos
+    if spec.baseline is not None and spec.baseline not in concrete_policies(spec.policies, spec.sweep):
+        raise SpecError(
+            f"{spec.path}: [experiment] baseline: expected one of the policies, got {spec.baseline!r}"
+        )
 
 
 def _check_mode(spec: ExperimentSpec, path: Path) -> None:
@@ -400,18 +385,3 @@ def _check_mode(spec: ExperimentSpec, path: Path) -> None:
         raise SpecError(f'{path}: [simulate]: only for mode = "simulate" (the emulation has its own pass)')
     if spec.simulate.staging in OFF_ALLOCATION and set(spec.models) != {IO_AWARE}:
         raise SpecError(f'{path}: [simulate] staging = "{spec.simulate.staging}": needs model = "io-aware"')
-
-
-def workload_axes(spec: ExperimentSpec) -> list[tuple[str, tuple[Any, ...]]]:
-    """The settings given as lists of several values: the data ``model``, ``offset`` and
-    ``ratio`` of the sampling, ``drift``, ``priority``, ``preempt`` (axes of the grid, in this
-    order)."""
-    w, out = spec.workload, []
-    if len(spec.models) > 1:
-        out.append(("model", spec.models))
-    if w.sampling is not None:
-        out += [(name, w.sampling[name]) for name in ("offset", "ratio") if len(w.sampling[name] or ()) > 1]
-    if len(w.drift) > 1:
-        out.append(("drift", w.drift))
-    out += [(name, getattr(w, name)) for name in ("priority", "preempt") if len(getattr(w, name)) > 1]
-    return out
