@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import subprocess
 import threading
 import time
@@ -13,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.emulation.run.experiment import Experiment
+from harness.emulation.run.experiment import Experiment, RunToResume
 from harness.emulation.run.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
 from harness.platform import load_platform
 from harness.policies.registry import get_policy
@@ -111,10 +112,15 @@ def test_killing_the_agent_stops_the_run_and_release_all_drains(slurm_cluster, t
     kill_times: list[float] = []
     killer = threading.Thread(target=kill_agent_mid_run)
     killer.start()
-    run_dir = Experiment(opts, progress=print).execute()
+    with pytest.raises(RunToResume, match="the ordering agent stopped") as stopped:
+        Experiment(opts, progress=print).execute()
     killer.join()
     assert kill_times and time.monotonic() - kill_times[0] < 30, "the run stops soon after the agent dies"
-    manifest = json.loads((run_dir / "manifest.json").read_text())
+    resume = re.search(
+        r"harness run --resume (\S+)`", str(stopped.value)
+    )  # a death is resumed, not a verdict
+    assert resume, str(stopped.value)
+    manifest = json.loads((Path(resume.group(1)) / "manifest.json").read_text())
     assert not manifest["complete"]
     assert "ordering agent stopped" in manifest["incomplete_reason"]
     held = slurm_cluster.exec(["squeue", "--noheader", "--states=PENDING", "--format=%r"]).stdout.split()
