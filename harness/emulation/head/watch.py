@@ -105,6 +105,7 @@ class Watcher:
         self.started = time.monotonic()
         self._last_line = 0.0
         self._empty_since: float | None = None
+        self._last_instant_passed: float | None = None  # when (wall, monotonic) the clock passed it
         self._submissions = JsonlTail(head.backend, f"{shared}/{SUBMISSIONS}")
         self._records = JsonlTail(head.backend, f"{shared}/{SIGSLEEP_LOG}")
         self._queue: tuple[int, int] = (0, 0)  # the last counts squeue gave
@@ -178,8 +179,16 @@ class Watcher:
                 return False, f"{accepted - records} job(s) left the queue without a sigsleep record"
         else:  # jobs queued, or squeue did not answer: the queue must be seen empty GRACE_S anew
             self._empty_since = None
+        return self._timed_out(status)
+
+    def _timed_out(self, status: dict) -> tuple[bool, str] | None:
+        """``--timeout`` is in wall-clock seconds after the run's clock passed the last
+        submission instant (on a virtual clock that instant is the page's, the wait the wall's)."""
         timeout = self.head.timeout
-        if timeout and status.get("t0") and self.clock.now() > status["t0"] + self.last_submit + timeout:
+        if not timeout or not status.get("t0") or self.clock.now() <= status["t0"] + self.last_submit:
+            return None
+        self._last_instant_passed = self._last_instant_passed or time.monotonic()
+        if time.monotonic() - self._last_instant_passed > timeout:
             return False, f"timed out {timeout:g} s after the last submission instant"
         return None
 
