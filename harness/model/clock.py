@@ -50,11 +50,11 @@ MAX_SPEEDUP = 100.0  # the highest speed-up measured to keep Slurm healthy (docs
 def preload_env(faketime_file: str, wait_ms: int = HELD_WAIT_MS) -> dict[str, str]:
     """The environment that puts a Slurm daemon on the virtual clock. Every timed condvar wait
     lasts ``wait_ms`` real ms (libfaketime's FAKETIME_WAIT_MS), so that a daemon's sleeping
-    loops see a jump of the clock (slurmctld: HELD_WAIT_MS) and none spins (a wait on a
-    monotonic condvar that libfaketime takes for a realtime one would return at once). The
-    cut wait returns ETIMEDOUT, which slurmstepd's terminate monitor takes for an unkillable
-    step: the slurmd daemons (and their slurmstepd) get NODES_WAIT_MS, longer than any kill
-    takes, or their nodes are drained ("Kill task failed", docs/virtual-time.md)."""
+    loops see a jump of the clock (slurmctld: HELD_WAIT_MS). The cut wait returns ETIMEDOUT,
+    which slurmstepd's terminate monitor takes for an unkillable step: the slurmd daemons (and
+    their slurmstepd) get NODES_WAIT_MS, longer than any kill takes, or their nodes are drained
+    ("Kill task failed", docs/virtual-time.md). Their waits stay cut (not unbounded) as at
+    50 ms, the setting measured healthy before; whether an uncut wait could spin is not known."""
     return {
         "LD_PRELOAD": LIBFAKETIME,
         "FAKETIME_TIMESTAMP_FILE": faketime_file,

@@ -88,8 +88,8 @@ def test_the_faketime_file_freezes_the_daemons_at_the_clock_and_scales_their_wai
 
 def test_the_slurmd_daemons_wait_longer_than_a_kill_takes() -> None:
     """A cut condvar wait returns ETIMEDOUT: slurmstepd's terminate monitor would drain a node
-    whenever killing a step took over 50 ms real ("Kill task failed"); without any cut, slurmd's
-    workers spin. So slurmctld waits 50 ms, the slurmd daemons 1,000 ms."""
+    whenever killing a step took over 50 ms real ("Kill task failed"). So slurmctld, whose
+    loops must see a jump, waits 50 ms, the slurmd daemons 1,000 ms."""
     files = render_slurm_files(load_platform(), SchedulerConfig(clock="virtual"))
     ctld, nodes = files["clock.env"].splitlines(), files["clock-nodes.env"].splitlines()
     assert "FAKETIME_WAIT_MS=50" in ctld and "FAKETIME_WAIT_MS=1000" in nodes
