@@ -56,6 +56,7 @@ from harness.model.records import read_job_records, read_submissions
 from harness.model.timescale import TimeScale
 from harness.policies.tunables import parse_assignments
 from harness.slurm.config import SchedulerConfig
+from harness.slurm.lost_launches import recheck_lost_launches
 from harness.workload.io import HerbeinIO
 from harness.workload.plan import load_plan, save_plan
 from harness.workload.priority import assign, parse_priority
@@ -152,6 +153,7 @@ def replay(ctx: RunContext) -> dict[str, Any]:
     report's once the run completes) and :class:`HeadProcessDied` stops the run, to be resumed."""
     if ctx.resumed:  # a host reboot or a dead controller container stopped what it needs
         ctx.backend.revive(ctx.say)
+        recheck_lost_launches(ctx.backend.exec, ctx.say)
     head = HeadRun(
         ctx.backend,
         ctx.run_id,
