@@ -29,8 +29,12 @@ def platform_toml(
     bb_prefix: str = "sbb",
     bb_digits: int = 1,
     node_containers: int = 2,
+    accounting_off: bool = True,
 ) -> str:
-    """A platform with BB nodes of 40,000 MB and license ``bb`` (the study's BB node)."""
+    """A platform with BB nodes of 40,000 MB and license ``bb`` (the study's BB node); without
+    slurmdbd unless ``accounting_off`` is false (then the platform's default, or a table the
+    caller appends)."""
+    off = "[deployment.accounting]\nenabled = false\n" if accounting_off else ""
     return f"""
 [platform]
 name = "{name}"
@@ -57,7 +61,7 @@ controller_port = {controller_port}
 slurmd_base_port = {slurmd_base_port}
 node_containers = {node_containers}
 bb_license = "bb"
-"""
+{off}"""
 
 
 def tiny_machine(bb_capacity_mb: int = 100, bb_per_chassis: int = 1) -> Machine:

@@ -19,13 +19,20 @@ SLURMD_CONFS = ("shared", "own-node")
 class Accounting:
     """Slurm accounting (``[deployment.accounting]``): slurmdbd with MariaDB beside slurmctld.
 
-    Off, Slurm's view of a run comes from ``jobcomp/filetxt`` only; on, from ``sacct``
-    (docs/accounting.md). ``account`` is the account the submitting user is associated with.
+    On by default, as at every Slurm site: Slurm's view of a run comes from ``sacct``; off,
+    from ``jobcomp/filetxt`` only (docs/accounting.md). ``account`` is the account the
+    submitting user is associated with.
     """
 
-    enabled: bool = False
-    dbd_port: int = DEFAULT_DBD_PORT  # slurmdbd listens on the controller's address, this port
+    enabled: bool = True
+    # slurmdbd listens on the controller's address, this port; None: a local Docker cluster
+    # takes a free one (clusters side by side), a deployed one Slurm's default
+    dbd_port: int | None = None
     account: str = "harness"
+
+    @property
+    def port(self) -> int:
+        return DEFAULT_DBD_PORT if self.dbd_port is None else self.dbd_port
 
 
 @dataclass(frozen=True)
@@ -57,7 +64,7 @@ class Deployment:
             raise PlatformError("controller_port collides with the slurmd port range")
         if last_port > MAX_PORT:
             raise PlatformError(f"slurmd ports run past {MAX_PORT} (last {last_port})")
-        if self.accounting.enabled:
+        if self.accounting.enabled and self.accounting.dbd_port is not None:
             dbd = self.accounting.dbd_port
             if dbd == self.controller_port or dbd in range(self.slurmd_base_port, last_port + 1):
                 raise PlatformError(f"accounting.dbd_port {dbd} collides with the controller or slurmd ports")

@@ -16,7 +16,7 @@ The format (``harness/platform/default.toml`` is the study's machine)::
                             node_containers, bb_license, slurmd_timeout (s, default
                             300), message_timeout (s, default 30), slurmd_conf
                             ("shared" or "own-node": each slurmd reads only its node)
-    [deployment.accounting] enabled (default false), dbd_port (6819), account ("harness"):
+    [deployment.accounting] enabled (default true), dbd_port (free one locally, else 6819), account:
                             slurmdbd + MariaDB and sacct (docs/accounting.md)
 
 Files of the first format (tables ``[topology] [compute] [burst_buffer] [network]
@@ -36,7 +36,7 @@ from typing import Any
 from harness.model import checks
 from harness.model.checks import InputError
 from harness.platform.bandwidths import BandwidthError, bandwidths_from_dict
-from harness.platform.deployment import DEFAULT_DBD_PORT, MAX_PORT, Accounting, Deployment
+from harness.platform.deployment import MAX_PORT, Accounting, Deployment
 from harness.platform.machine import Machine, NodeKind, PlatformError
 from harness.platform.platform import Platform
 from harness.platform.site_toml import site_from_dict
@@ -271,11 +271,11 @@ def _accounting(table: Any) -> Accounting:
     unknown = sorted(set(table) - {"enabled", "dbd_port", "account"})
     if unknown:
         raise PlatformError(f"{where}: unknown key(s) {', '.join(unknown)}")
-    defaults = {"enabled": False, "dbd_port": DEFAULT_DBD_PORT, "account": "harness"}
+    defaults = {"enabled": True, "account": "harness"}
     values = {**defaults, **table}
     return Accounting(
         enabled=_require(values, "enabled", bool, where),
-        dbd_port=_require(values, "dbd_port", int, where),
+        dbd_port=_require(values, "dbd_port", int, where) if "dbd_port" in values else None,
         account=_require(values, "account", str, where),
     )
 

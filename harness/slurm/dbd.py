@@ -35,7 +35,7 @@ def render_dbd_files(
 ) -> dict[str, str]:
     """File name -> content of slurmdbd.conf and mariadb.cnf (both secret-free but the first)."""
     if not platform.deployment.accounting.enabled:
-        raise ValueError(f"platform '{platform.name}' has no [deployment.accounting] enabled = true")
+        raise ValueError(f"platform '{platform.name}' has accounting turned off ([deployment.accounting])")
     if not storage_pass or not storage_pass.isalnum():
         raise ValueError("the storage password must be a non-empty alphanumeric string")
     env = template_environment()

@@ -132,7 +132,7 @@ class StandIns:
         deployment = self.platform.deployment
         ports = [*SSH_PORTS.values(), deployment.controller_port, *self.platform.ports().values()]
         if deployment.accounting.enabled:
-            ports.append(deployment.accounting.dbd_port)
+            ports.append(deployment.accounting.port)
         busy = [p for p in ports if port_in_use(p)]
         if busy:
             pytest.fail(f"127.0.0.1 ports the stand-ins need are in use: {busy[:10]}")

@@ -28,9 +28,9 @@ from tests.platforms import platform_toml
 CLUSTER = "bbacct"
 DBD_PORT = 7150
 JOBS = 16
-PLATFORM = platform_toml(name="acct-8+1", controller_port=6950, slurmd_base_port=22001) + (
-    f"\n[deployment.accounting]\nenabled = true\ndbd_port = {DBD_PORT}\n"
-)
+PLATFORM = platform_toml(
+    name="acct-8+1", controller_port=6950, slurmd_base_port=22001, accounting_off=False
+) + (f"\n[deployment.accounting]\nenabled = true\ndbd_port = {DBD_PORT}\n")
 
 
 def _plan(tmp: Path) -> Path:

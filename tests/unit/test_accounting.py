@@ -16,22 +16,25 @@ from harness.cluster.containers.state_dir import ClusterState, render_compose
 from harness.emulation.collect.results import build_results, cross_check, license_count
 from harness.model.commands import CommandResult
 from harness.platform import Platform, PlatformError, platform_from_dict
+from harness.platform.deployment import Accounting
 from harness.slurm.config import SchedulerConfig, render_slurm_files
 from harness.slurm.dbd import render_dbd_files
 from harness.slurm.sacct import SacctError, fetch_sacct, parse_sacct, sacct_command
 from tests.platforms import platform_toml
 
-BASE = platform_toml(name="acct", controller_port=6950, slurmd_base_port=22001)
+BASE = platform_toml(name="acct", controller_port=6950, slurmd_base_port=22001, accounting_off=False)
 
 
 def _platform(accounting: str = "enabled = true\ndbd_port = 7150\n") -> Platform:
     return platform_from_dict(tomllib.loads(BASE + "\n[deployment.accounting]\n" + accounting))
 
 
-def test_accounting_is_off_unless_the_platform_asks() -> None:
+def test_accounting_is_on_unless_the_platform_turns_it_off() -> None:
     plain = platform_from_dict(tomllib.loads(BASE))
-    assert not plain.deployment.accounting.enabled
-    assert "AccountingStorageType" not in render_slurm_files(plain, cluster_name="a")["slurm.conf"]
+    assert plain.deployment.accounting == Accounting(enabled=True, dbd_port=None, account="harness")
+    assert plain.deployment.accounting.port == 6819  # Slurm's default where nothing chooses one
+    off = _platform("enabled = false\n")
+    assert "AccountingStorageType" not in render_slurm_files(off, cluster_name="a")["slurm.conf"]
     acct = _platform('enabled = true\ndbd_port = 7150\naccount = "lab"\n').deployment.accounting
     assert (acct.enabled, acct.dbd_port, acct.account) == (True, 7150, "lab")
 
@@ -72,8 +75,8 @@ def test_dbd_files_hold_port_password_and_no_tcp_for_mariadb() -> None:
     assert "\nskip-networking\n" in files["mariadb.cnf"] and "abc123" not in files["mariadb.cnf"]
     with pytest.raises(ValueError, match="alphanumeric"):
         render_dbd_files(_platform(), "a", "x'; DROP")
-    with pytest.raises(ValueError, match=r"no \[deployment.accounting\] enabled = true"):
-        render_dbd_files(platform_from_dict(tomllib.loads(BASE)), "a", "abc")
+    with pytest.raises(ValueError, match=r"accounting turned off"):
+        render_dbd_files(_platform("enabled = false\n"), "a", "abc")
 
 
 def test_state_keeps_one_secret_out_of_the_shared_files(tmp_path: Path) -> None:
@@ -189,7 +192,7 @@ def test_ansible_render_writes_dbd_once_and_removes_it_without_accounting(tmp_pa
     assert cluster["accounting"] == {"enabled": True, "dbd_port": 7150, "account": "harness"}
     again = av.render_ansible(tmp_path, platform, layout, cluster_name="c")
     assert not again.changed  # the password is kept: a second playbook run changes nothing
-    plain = platform_from_dict(tomllib.loads(BASE))
+    plain = _platform("enabled = false\n")
     workers = [av.HostSpec("w01", "w01.example.org")]
     off = av.render_ansible(tmp_path, plain, av.plan_layout(plain, head, workers), cluster_name="c")
     assert "dbd" in off.changed and not (tmp_path / "dbd").exists()

@@ -50,7 +50,9 @@ node_containers = 2
 def test_first_format_loads_as_the_current_one(tmp_path: Path) -> None:
     old, new = tmp_path / "old.toml", tmp_path / "new.toml"
     old.write_text(FIRST_FORMAT)
-    new.write_text(platform_toml(name="small", controller_port=7001, slurmd_base_port=27001))
+    new.write_text(
+        platform_toml(name="small", controller_port=7001, slurmd_base_port=27001, accounting_off=False)
+    )
     assert load_platform(old) == load_platform(new)
     assert load_platform(old).deployment == Deployment("localhost", 7001, 27001, 2, "bb")
 
@@ -63,7 +65,8 @@ def test_first_format_loads_as_the_current_one(tmp_path: Path) -> None:
     ],
 )
 def test_missing_table_of_the_current_format_is_named(cut: str, message: str) -> None:
-    text = platform_toml(name="small", controller_port=7001, slurmd_base_port=27001).replace(cut, "[unused]")
+    small = platform_toml(name="small", controller_port=7001, slurmd_base_port=27001, accounting_off=False)
+    text = small.replace(cut, "[unused]")
     with pytest.raises(PlatformError, match=message):
         platform_from_dict(tomllib.loads(text), source="p.toml")
 

@@ -92,7 +92,9 @@ class Layout:
             "platform": platform.name,
             "node_count": platform.node_count,
             "shared_dir": SHARED_DIR,
-            "accounting": asdict(platform.deployment.accounting),
+            # the port a deployed slurmdbd listens on (Slurm's default when the platform leaves it open)
+            "accounting": asdict(platform.deployment.accounting)
+            | {"dbd_port": platform.deployment.accounting.port},
             "head": {
                 "name": self.head.name,
                 "address": self.head.address,

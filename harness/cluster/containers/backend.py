@@ -23,7 +23,7 @@ from harness.cluster.containers.capacity import check_capacity
 from harness.cluster.containers.clock import check_clock_mode, clock_mode, open_clock, start_clock
 from harness.cluster.containers.diagnostics import node_container_output, stopped_in_start_order
 from harness.cluster.containers.image import IMAGE_REPO, image_tag, write_build_context
-from harness.cluster.containers.ports import check_ports
+from harness.cluster.containers.ports import check_ports, with_dbd_port
 from harness.cluster.containers.state_dir import (
     CONTROLLER_CPU_SHARES,
     SUBMIT_USER,
@@ -82,9 +82,9 @@ class DockerCluster:
         state_dir: Path | None = None,
     ) -> None:
         self.name = name
-        self.platform = platform or load_platform()
         self.sched = sched or SchedulerConfig()
         self.state = ClusterState.for_cluster(name, state_dir)
+        self.platform = with_dbd_port(platform or load_platform(), self.state.root)
         self._client: docker.DockerClient | None = None
 
     # -- docker plumbing --------------------------------------------------------
