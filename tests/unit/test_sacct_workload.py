@@ -104,6 +104,14 @@ def test_memory_sizes_tres_gres_and_states() -> None:
     both = [("gres", "gpu", 4.0), ("gres", "gpu:a100", 2.0), ("gres", "gpu:v100", 2.0)]
     assert gres_request(both) == ("gpu:a100:2,gpu:v100:2", 4)  # typed, not counted twice
     assert gres_request([("gres", "gpu", 2.0)]) == ("gpu:2", 2)
+    # TRES are the job's, --gres is per node: --gres=gpu:2 -N2 was recorded gres/gpu=4
+    assert gres_request([("gres", "gpu", 4.0)], nodes=2) == ("gpu:2", 4)
+    assert gres_request(both, nodes=2) == ("gpu:a100:1,gpu:v100:1", 4)
+    assert gres_request([("gres", "gpu", 3.0), ("gres", "nvme", 2.0)], nodes=2) == (
+        "gpu:2,nvme:1",
+        3,
+    )  # 3/2 up
+    assert gres_request([("gres", "gpu", 2.0)], nodes=0) == ("gpu:2", 2)  # no node count: as recorded
     assert base_state("CANCELLED by 1001") == "CANCELLED"
     assert base_state(["FAILED", "REQUEUED"]) == "FAILED"
     assert base_state(["WEIRD_NEW_STATE"]) == ""
@@ -149,6 +157,20 @@ def test_json_23_02_layout_gives_the_same_job() -> None:
     # without TRES memory, 23.02's required.memory (MB per node) x 2 nodes
     old["tres"]["requested"] = [t for t in old["tres"]["requested"] if t["type"] != "mem"]
     assert read_sacct_doc({"jobs": [old]}).jobs[0].mem_mb == 2000.0
+
+
+def test_json_gres_of_a_multi_node_job_is_per_node() -> None:
+    """Measured on the project's accounting cluster (tests/integration/test_sacct_roundtrip.py):
+    ``sbatch -N2 --gres=gpu:2`` is recorded ``gres/gpu=4`` (the job's), ``--gres=gpu:a100:2``
+    on one node ``gres/gpu=2`` and ``gres/gpu:a100=2``. The plan's ``gres`` is sbatch's
+    per-node ``--gres``: 4 GPUs / 2 nodes = ``gpu:2``; ``gpus`` the job's 4."""
+    two = copy.deepcopy(_records()[1])  # 2 nodes
+    two["tres"]["requested"].append({"type": "gres", "name": "gpu", "id": 1001, "count": 4})
+    one = copy.deepcopy(_records()[0])  # 1 node
+    one["tres"]["requested"] += [{"type": "gres", "name": "gpu", "id": 1001, "count": 2},
+                                 {"type": "gres", "name": "gpu:a100", "id": 1002, "count": 2}]  # fmt: skip
+    jobs = read_sacct_doc({"jobs": [two, one]}).jobs
+    assert [(j.nodes, j.gres, j.gpus) for j in jobs] == [(2, "gpu:2", 4), (1, "gpu:a100:2", 2)]
 
 
 def read_sacct_doc(doc: dict[str, Any]) -> Any:
@@ -350,7 +372,8 @@ def test_json_array_het_gres_dependency_and_burst_buffer(tmp_path: Path) -> None
     read = read_sacct(_write(tmp_path, jobs))
     one, two, three, four = read.jobs
     assert (one.array_job_id, one.array_task_id, two.het_job_id, two.het_job_offset) == (200, 3, 300, 1)
-    assert (three.gres, three.gpus) == ("gpu:a100:2", 2)
+    # 2 GPUs of the job's 3 nodes: --gres per node rounds 2/3 up to 1 (the job's 2 stay in gpus)
+    assert (three.nodes, three.gres, three.gpus) == (3, "gpu:a100:1", 2)
     assert (four.dependency, four.burst_buffer) == ("afterany:3", "capacity=1G")
     bb_lua = read_sacct(DATA.parent / "bb_lua" / "sacct.json")  # a real #BB_LUA job
     assert bb_lua.jobs[0].burst_buffer == "#BB_LUA pool=bb capacity=4000"
