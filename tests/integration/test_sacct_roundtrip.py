@@ -266,8 +266,7 @@ def test_array_tasks_became_jobs_of_their_own(roundtrip: RoundTrip) -> None:
     for job_id in tasks["job_id"]:
         replay = roundtrip.replayed[int(job_id)]
         assert replay["array"]["job_id"] == 0 and replay["partition"] == "batch", job_id
-    others = roundtrip.plan[roundtrip.plan["array_job_id"] != array_id]
-    assert others["array_job_id"].isna().all() and len(others) == JOBS - ARRAY_TASKS
+    assert roundtrip.plan["array_job_id"].isna().sum() == JOBS - ARRAY_TASKS  # every other job
 
 
 def test_user_pseudonyms_are_consistent_and_the_replay_is_one_user(roundtrip: RoundTrip) -> None:
