@@ -1,7 +1,7 @@
 """A site's own history round-trips ([site-whatif] #31): the real ``sacct --json`` of the
-project's accounting cluster, replayed on the platform read from that cluster's slurm.conf,
-gives back every job with its partition, GRES and user mapping (docs/site-whatif.md,
-"Round trip").
+project's accounting cluster, replayed on the platform read from the slurm.conf that cluster
+was made from, gives back every job with its partition, GRES and user mapping
+(docs/site-whatif.md, "Round trip").
 
 1. A site slurm.conf (4 CPU nodes in ``batch``, 2 nodes of 2 typed GPUs ``gpu:a100:2`` in
    ``gpu``) becomes a platform (``harness platform from-slurm``); its cluster ``bbrt``
@@ -22,10 +22,11 @@ gives back every job with its partition, GRES and user mapping (docs/site-whatif
    array's tasks are plan rows and replayed jobs of their own; every replayed job is
    ``emu``'s (the replay submits as one user) and the plan's ``user_name`` carries the
    mapping: one pseudonym per original user, distinct users distinct pseudonyms, each the
-   HMAC of the salt kept beside the plan.
+   HMAC of the salt kept beside the plan. The same history as ``sacct -P`` text gives the
+   same plan.
 
-About 2 minutes (the history ~25 s, the replay ~45 s, with an image build when the
-sources changed). ``HARNESS_SACCT_RT_PORTS`` (``CONTROLLER:SLURMD_BASE``) moves the ports.
+39 to 41 s (2026-11-27, two runs on 2 shared cores; about 17 s more with an image build when
+the sources changed). ``HARNESS_SACCT_RT_PORTS`` (``CONTROLLER:SLURMD_BASE``) moves the ports.
 """
 
 from __future__ import annotations
