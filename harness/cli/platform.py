@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -160,8 +161,9 @@ def from_slurm(file: str | None, scontrol_files: tuple[str, ...], output: Path |
     dropped (--drop)."""
     from harness.model.atomic import OutputError, atomic_write_text
     from harness.model.outputs import PLATFORM_FILE, check_output
-    from harness.platform.from_slurm import read_site, site_platform
+    from harness.platform.from_slurm import read_site, site_from_conf, site_platform
     from harness.platform.scontrol import read_scontrol
+    from harness.slurm.own_conf import is_own_render, site_lines
 
     if output is not None:
         check_output(output, PLATFORM_FILE, force=force)
@@ -169,7 +171,12 @@ def from_slurm(file: str | None, scontrol_files: tuple[str, ...], output: Path |
         raise click.UsageError("give a slurm.conf FILE or --scontrol JSON (one of the two)")
     if default_partition is not None and not scontrol_files:
         raise click.UsageError("--default-partition is for --scontrol (slurm.conf says Default=YES)")
-    if file is not None:
+    if file is not None and is_own_render(file):  # an emulated cluster's own: the site it was made from
+        lines, notes, platform_name = site_lines(file)
+        read = site_from_conf(lines, drop=drop, origin=Path(file).name)
+        read = replace(read, notes=(*notes, *read.notes), cluster_name=platform_name or read.cluster_name)
+        inputs = [Path(file)]
+    elif file is not None:
         read = read_site(file, drop=drop)
         inputs = [Path(file)]
     else:

@@ -44,7 +44,7 @@ from harness.slurm.settings import (
     SchedulerMode,
     node_lines,
 )
-from harness.slurm.site_render import site_context, site_node_lines
+from harness.slurm.site_render import accounting_tres, site_context, site_node_lines
 
 # what the rendering's users import from here (defined in harness.slurm.settings)
 __all__ = [
@@ -119,6 +119,7 @@ def template_context(
         "urgent_partition": URGENT_PARTITION,
         "pfs_mbps": int(platform.io.pfs_capacity_mbps(platform.compute_count)),
         "cred_expire_s": CRED_EXPIRE_VIRTUAL_S,
+        "accounting_tres": accounting_tres(platform),
         "own_node": "",  # the one node of a slurmd's own slurm.conf (own-node deployments)
         **site_context(platform, sched, ports, addresses),
     }

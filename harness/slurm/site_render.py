@@ -118,6 +118,20 @@ def _standin_files(first: int, gres: Gres) -> str:
     return f"{GPU_STANDIN_DIR}/gpu{first}" if last == first else f"{GPU_STANDIN_DIR}/gpu[{first}-{last}]"
 
 
+def accounting_tres(platform: Platform) -> str:
+    """slurm.conf's ``AccountingStorageTRES``: the BB license, and on a site's machine every
+    GRES of its nodes by name and by name and type (``gres/gpu,gres/gpu:a100``). Slurm's
+    database tracks CPUs, memory and nodes by default but no GRES: without these a job's
+    ``sacct`` record has no ``gres/gpu`` and a history taken from the emulated cluster
+    loses its GPUs (the site's own ``AccountingStorageTRES`` is ignored with the paths)."""
+    tres = [f"license/{platform.deployment.bb_license}"]
+    for kind in platform.site.node_types if platform.site is not None else ():
+        for gres in kind.gres:
+            for item in (f"gres/{gres.name}", *([f"gres/{gres.name}:{gres.type}"] if gres.type else [])):
+                tres += [item] if item not in tres else []
+    return ",".join(tres)
+
+
 def site_context(platform: Platform, sched: SchedulerConfig, ports: Mapping[str, int],
                  addresses: Mapping[str, str]) -> dict[str, object]:  # fmt: skip
     """What the templates need for a site's platform (empty for the study's)."""

@@ -174,7 +174,7 @@ def _job(record: _Record) -> SacctJob:
     nodes_alloc = record.integer("allocation_nodes")
     nodes = _count(requested, "node") or _count(allocated, "node") or nodes_alloc
     cpus = _count(requested, "cpu") or record.integer("required.CPUs")
-    gres, gpus = gres_request(requested or allocated)
+    gres, gpus = gres_request(requested or allocated, nodes)
     line = record.text("submit_line")
     return SacctJob(
         job_id=job_id,

@@ -166,7 +166,7 @@ def _job(row: _Line) -> SacctJob:
     nodes = row.count("ReqNodes", "NNodes", "AllocNodes")
     cpus = row.count("ReqCPUS", "NCPUS", "AllocCPUS")
     requested = row.parsed("ReqTRES", tres_text) or row.parsed("AllocTRES", tres_text)
-    gres, gpus = gres_request(requested)
+    gres, gpus = gres_request(requested, nodes)
     line = row.value("SubmitLine")
     job = SacctJob(
         job_id=int(raw),

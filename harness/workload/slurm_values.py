@@ -172,15 +172,18 @@ def tres_text(text: str) -> list[tuple[str, str, float]]:
     return items
 
 
-def gres_request(tres: list[tuple[str, str, float]]) -> tuple[str, int]:
+def gres_request(tres: list[tuple[str, str, float]], nodes: int | None = None) -> tuple[str, int]:
     """(``--gres`` text, GPUs) of a TRES list's ``gres`` items. Slurm lists a typed request
     under its name too (``gres/gpu=2`` with ``gres/gpu:a100=2``): that is ``gpu:a100:2``, two
-    GPUs, not four."""
+    GPUs, not four. A TRES count is the whole job's (``--gres=gpu:2 -N2`` is ``gres/gpu=4``)
+    and ``--gres`` is per node: with ``nodes`` each count is divided by them, rounded up when
+    it does not divide (``--gpus=3 -N2``: ``gpu:2``, a node held two). GPUs stay the job's."""
     gres = {name: int(count) for kind, name, count in tres if kind == "gres" and name and count > 0}
     typed_names = {name.split(":")[0] for name in gres if ":" in name}
     kept = {name: count for name, count in gres.items() if ":" in name or name not in typed_names}
     gpus = sum(count for name, count in kept.items() if name.split(":")[0] == "gpu")
-    return ",".join(f"{name}:{count}" for name, count in kept.items()), gpus
+    per = max(1, nodes or 1)
+    return ",".join(f"{name}:{-(-count // per)}" for name, count in kept.items()), gpus
 
 
 def base_state(words: str | list[str]) -> str:

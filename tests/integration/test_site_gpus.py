@@ -134,9 +134,10 @@ def test_a_sites_own_jobs_get_their_partition_cpus_memory_and_gpus(
     assert jobs["t1"]["partition"] == "batch" and jobs["t1"]["cpus"]["number"] == 16
     assert jobs["t1"]["node_count"]["number"] == 2 and jobs["t1"]["memory_per_node"]["number"] == 8000
     assert {jobs[name]["partition"] for name in ("t2", "t3", "t4")} == {"gpu"}
-    # the GPUs each asked for (AccountingStorageTRES has no gres/gpu: a finished job's record
-    # keeps no GPU count nor index), and where they went: the two 1-GPU jobs on one node's two
-    # GPUs, the 2-GPU job on the other node (with GPUs not counted, all three fit one node)
+    # the GPUs each asked for (per node, as scontrol shows it; sacct has the job's gres/gpu
+    # TRES, test_sacct_roundtrip.py, but no index), and where they went: the two 1-GPU jobs on
+    # one node's two GPUs, the 2-GPU job on the other node (with GPUs not counted, all three
+    # fit one node)
     asked = {name: jobs[name]["tres_per_node"] for name in ("t2", "t3", "t4")}
     assert asked == {"t2": "gres/gpu:1", "t3": "gres/gpu:1", "t4": "gres/gpu:2"}, asked
     assert jobs["t2"]["nodes"] == jobs["t3"]["nodes"] != jobs["t4"]["nodes"]

@@ -379,6 +379,24 @@ def test_two_gpu_types_on_a_node_get_distinct_standins(tmp_path: Path) -> None:
     assert supervisor.gpu_standins(gres) == [f"{GPU_STANDIN_DIR}/gpu{i}" for i in range(3)]
 
 
+def test_accounting_tracks_every_site_gres_by_name_and_type(mini, tmp_path: Path) -> None:
+    """sacct keeps a job's GPUs only when AccountingStorageTRES names them (the round trip,
+    tests/integration/test_sacct_roundtrip.py): each GRES name once, each typed one too."""
+    conf = render_slurm_files(site_platform(mini.site, "mini"))["slurm.conf"]
+    assert _lines(conf, "AccountingStorageTRES=") == [
+        "AccountingStorageTRES=license/bb,gres/gpu,gres/gpu:a100"
+    ]
+    text = (
+        "GresTypes=gpu,nvme\nNodeName=g1 CPUs=8 Gres=gpu:a100:2,gpu:v100:1,nvme:1\nNodeName=g2 Gres=gpu:1\n"
+    )
+    two = render_slurm_files(
+        site_platform(read_site(write(tmp_path, text + "PartitionName=p Nodes=g[1-2]\n")).site, "t")
+    )
+    assert _lines(two["slurm.conf"], "AccountingStorageTRES=") == [
+        "AccountingStorageTRES=license/bb,gres/gpu,gres/gpu:a100,gres/gpu:v100,gres/nvme"
+    ]
+
+
 # -- the shipped platforms: loaded and rendered byte for byte as before -------------------------
 SCHEDS = {
     "default": SchedulerConfig(),

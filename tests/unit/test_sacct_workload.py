@@ -41,6 +41,8 @@ ACCOUNTING_JSON = DATA / "accounting-24.11.json"
 ACCOUNTING_TEXT = DATA / "accounting-24.11.txt"
 SSH_JSON = DATA / "ssh-24.11.json"
 SITE_TEXT = DATA / "site-P.txt"
+ROUNDTRIP_JSON = DATA / "roundtrip-24.11.json"
+ROUNDTRIP_TEXT = DATA / "roundtrip-24.11.txt"
 T0 = 1_795_762_690  # first submission of the accounting jobs (2026-11-27T06:58:10Z)
 NAMES = SacctOptions(salt=None)  # names kept: the values below are the files' own
 
@@ -104,6 +106,14 @@ def test_memory_sizes_tres_gres_and_states() -> None:
     both = [("gres", "gpu", 4.0), ("gres", "gpu:a100", 2.0), ("gres", "gpu:v100", 2.0)]
     assert gres_request(both) == ("gpu:a100:2,gpu:v100:2", 4)  # typed, not counted twice
     assert gres_request([("gres", "gpu", 2.0)]) == ("gpu:2", 2)
+    # TRES are the job's, --gres is per node: --gres=gpu:2 -N2 was recorded gres/gpu=4
+    assert gres_request([("gres", "gpu", 4.0)], nodes=2) == ("gpu:2", 4)
+    assert gres_request(both, nodes=2) == ("gpu:a100:1,gpu:v100:1", 4)
+    assert gres_request([("gres", "gpu", 3.0), ("gres", "nvme", 2.0)], nodes=2) == (
+        "gpu:2,nvme:1",
+        3,
+    )  # 3/2 up
+    assert gres_request([("gres", "gpu", 2.0)], nodes=0) == ("gpu:2", 2)  # no node count: as recorded
     assert base_state("CANCELLED by 1001") == "CANCELLED"
     assert base_state(["FAILED", "REQUEUED"]) == "FAILED"
     assert base_state(["WEIRD_NEW_STATE"]) == ""
@@ -149,6 +159,60 @@ def test_json_23_02_layout_gives_the_same_job() -> None:
     # without TRES memory, 23.02's required.memory (MB per node) x 2 nodes
     old["tres"]["requested"] = [t for t in old["tres"]["requested"] if t["type"] != "mem"]
     assert read_sacct_doc({"jobs": [old]}).jobs[0].mem_mb == 2000.0
+
+
+def test_json_gres_of_a_multi_node_job_is_per_node() -> None:
+    """Measured on the project's accounting cluster (tests/integration/test_sacct_roundtrip.py):
+    ``sbatch -N2 --gres=gpu:2`` is recorded ``gres/gpu=4`` (the job's), ``--gres=gpu:a100:2``
+    on one node ``gres/gpu=2`` and ``gres/gpu:a100=2``. The plan's ``gres`` is sbatch's
+    per-node ``--gres``: 4 GPUs / 2 nodes = ``gpu:2``; ``gpus`` the job's 4."""
+    two = copy.deepcopy(_records()[1])  # 2 nodes
+    two["tres"]["requested"].append({"type": "gres", "name": "gpu", "id": 1001, "count": 4})
+    one = copy.deepcopy(_records()[0])  # 1 node
+    one["tres"]["requested"] += [{"type": "gres", "name": "gpu", "id": 1001, "count": 2},
+                                 {"type": "gres", "name": "gpu:a100", "id": 1002, "count": 2}]  # fmt: skip
+    jobs = read_sacct_doc({"jobs": [two, one]}).jobs
+    assert [(j.nodes, j.gres, j.gpus) for j in jobs] == [(2, "gpu:2", 4), (1, "gpu:a100:2", 2)]
+
+
+def test_a_real_multi_user_gpu_history_json_and_text() -> None:
+    """The history of tests/integration/test_sacct_roundtrip.py as its cluster recorded it
+    (submissions in that file's HISTORY): job by job from the sbatch options."""
+    plan, manifest, read = from_sacct(ROUNDTRIP_JSON, NAMES)
+    assert (read.records, read.steps_dropped, len(plan)) == (15, 15, 15)
+    by_id = plan.set_index("job_id")
+    ids = [1, 2, 7, 8, 9, 3, 4, 5, 6, 10, 11, 12, 13, 14, 15]  # by submit; 7, 8, 9, 3: tasks 0-3 of array 3
+    assert plan["job_id"].tolist() == ids
+    # (partition, nodes, CPUs, MB of the job: a node's RealMemory x nodes without --mem, GPUs, --gres)
+    expected = {
+        1: ("batch", 2, 16, 32000.0, 0, ""),  # -N2 -n16
+        2: ("batch", 1, 4, 16000.0, 0, ""),  # -N1 -n4
+        4: ("gpu", 1, 1, 32000.0, 1, "gpu:a100:1"),
+        5: ("gpu", 1, 1, 32000.0, 1, "gpu:1"),
+        6: ("gpu", 1, 2, 32000.0, 2, "gpu:a100:2"),
+        10: ("batch", 1, 2, 16000.0, 0, ""),
+        11: ("gpu", 2, 2, 64000.0, 2, "gpu:1"),  # -N2 --gres=gpu:1: gres/gpu=2, 1 a node
+        12: ("gpu", 2, 4, 64000.0, 4, "gpu:2"),  # -N2 --gres=gpu:2: gres/gpu=4, 2 a node
+        13: ("batch", 4, 4, 64000.0, 0, ""),
+        14: ("batch", 1, 8, 16000.0, 0, ""),  # no -p: the default partition
+        15: ("batch", 3, 6, 48000.0, 0, ""),
+        **{task: ("batch", 1, 1, 16000.0, 0, "") for task in (7, 8, 9, 3)},
+    }
+    columns = ["partition_name", "nodes", "cpus", "mem_mb", "gpus", "gres"]
+    assert {i: tuple(by_id.loc[i, columns]) for i in ids} == expected
+    assert by_id.loc[[7, 8, 9, 3], "array_task_id"].tolist() == [0, 1, 2, 3]
+    assert set(by_id.loc[[7, 8, 9, 3], "array_job_id"]) == {3} and plan["array_job_id"].isna().sum() == 11
+    users = {i: (by_id.at[i, "user_name"], by_id.at[i, "account_name"]) for i in ids}
+    assert {u for i, u in users.items() if i in (1, 2, 3, 4, 7, 8, 9)} == {("alice", "phys")}
+    assert {u for i, u in users.items() if i in (5, 6, 10, 11)} == {("bob", "chem")}
+    assert {u for i, u in users.items() if i >= 12} == {("emu", "harness")}
+    assert plan["walltime"].tolist() == [120.0] * 15 and set(plan["state"]) == {"COMPLETED"}
+    assert manifest["input"]["unix_start_time"] == 1_795_799_560  # 2026-11-27T17:12:40Z
+    # the same jobs as sacct -P prints them give the same plan
+    text, _, _ = from_sacct(ROUNDTRIP_TEXT, NAMES)
+    same = ["job_id", "submit", "eligible", "start", "end", "runtime", "walltime", *columns, "user_name",
+            "account_name", "array_job_id", "array_task_id"]  # fmt: skip
+    pd.testing.assert_frame_equal(text[same], plan[same])
 
 
 def read_sacct_doc(doc: dict[str, Any]) -> Any:
@@ -350,7 +414,8 @@ def test_json_array_het_gres_dependency_and_burst_buffer(tmp_path: Path) -> None
     read = read_sacct(_write(tmp_path, jobs))
     one, two, three, four = read.jobs
     assert (one.array_job_id, one.array_task_id, two.het_job_id, two.het_job_offset) == (200, 3, 300, 1)
-    assert (three.gres, three.gpus) == ("gpu:a100:2", 2)
+    # 2 GPUs of the job's 3 nodes: --gres per node rounds 2/3 up to 1 (the job's 2 stay in gpus)
+    assert (three.nodes, three.gres, three.gpus) == (3, "gpu:a100:1", 2)
     assert (four.dependency, four.burst_buffer) == ("afterany:3", "capacity=1G")
     bb_lua = read_sacct(DATA.parent / "bb_lua" / "sacct.json")  # a real #BB_LUA job
     assert bb_lua.jobs[0].burst_buffer == "#BB_LUA pool=bb capacity=4000"

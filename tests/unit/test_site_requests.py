@@ -112,3 +112,20 @@ def test_a_job_the_sites_machine_cannot_hold_is_named_before_the_run(
 ) -> None:
     with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
         check_site_plan(pd.DataFrame([row]), site)
+
+
+def test_a_real_history_of_the_site_passes_the_check(site: Site) -> None:
+    """The round trip's history (tests/data/sacct/roundtrip-24.11.json, recorded on this
+    site's emulated copy): every job fits; job 12 (-N2 --gres=gpu:2, recorded gres/gpu=4)
+    asks gpu:2 a node, which gpu[1-2] hold (read as gpu:4 it was refused)."""
+    from harness.workload.sacct import SacctOptions, from_sacct
+
+    data = Path(__file__).resolve().parents[1] / "data" / "sacct" / "roundtrip-24.11.json"
+    plan, _, _ = from_sacct(data, SacctOptions(salt=None))
+    check_site_plan(plan, site)
+    twelve = plan.set_index("job_id").loc[12].to_dict() | {"job_id": 12}
+    assert site_request_words(twelve) == ["--ntasks=4", "--mem=32000M", "--gres=gpu:2"]
+    with pytest.raises(
+        InputError, match=r"plan job 12 in partition 'gpu': asks per node 2 CPUs, 32000 MB, gpu:4"
+    ):
+        check_site_plan(pd.DataFrame([twelve | {"gres": "gpu:4"}]), site)
