@@ -36,7 +36,10 @@ _HARNESS_GLOBALS = ("jobsubmitplugins", "burstbuffertype")
 
 
 def is_own_render(path: str | Path) -> bool:
-    """The file starts with the render's mark (a site's own file does not)."""
+    """The file starts with the render's mark (a site's own file does not). Only a regular
+    file is opened: a FIFO would block here, before the reader's own refusal."""
+    if not Path(path).is_file():
+        return False
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
             return handle.readline().startswith(RENDER_MARK)
