@@ -40,8 +40,8 @@ def side_by_side(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Dock
     for cluster in clusters:
         cluster.down()
     try:
-        for cluster in clusters:  # each picks its port when built: after the others are up
-            DockerCluster(cluster.name, load_platform(cluster.platform.source)).up()
+        for cluster in clusters:  # each takes its port when it comes up, the others up already
+            cluster.up()
         yield [DockerCluster(c.name, load_platform(c.platform.source)) for c in clusters]
     finally:
         for cluster in clusters:

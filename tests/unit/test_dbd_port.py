@@ -1,5 +1,6 @@
 """slurmdbd's port when the platform leaves it open: the cluster's recorded one, else the
-first free one that no other cluster records and the platform's own daemons do not use."""
+first free one of a band above the ephemeral range that no other cluster records and the
+platform's own daemons do not use, recorded at once."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from harness.cluster.base import ClusterError
-from harness.cluster.containers.ports import DBD_PORTS, recorded_dbd_port, with_dbd_port
+from harness.cluster.containers.ports import (
+    DBD_PORT_FILE,
+    dbd_ports,
+    recorded_dbd_port,
+    take_dbd_port,
+    with_recorded_dbd_port,
+)
 from harness.platform import Platform, platform_from_dict
 from tests.platforms import platform_toml
 
@@ -22,10 +29,8 @@ def platform(controller_port: int = 6819, table: str = "") -> Platform:
 
 
 def record(root: Path, cluster: str, port: int) -> Path:
-    (root / cluster / "dbd").mkdir(parents=True)
-    (root / cluster / "dbd" / "slurmdbd.conf").write_text(
-        f"DbdAddr=127.0.0.1\nDbdPort={port}\nDebugLevel=info\n"
-    )
+    (root / cluster).mkdir(parents=True)
+    (root / cluster / DBD_PORT_FILE).write_text(f"{port}\n")
     return root / cluster
 
 
@@ -33,33 +38,44 @@ def port_of(p: Platform) -> int | None:
     return p.deployment.accounting.dbd_port
 
 
-def test_the_first_port_skips_the_controller_other_clusters_and_busy_ones(tmp_path: Path) -> None:
-    record(tmp_path, "other", 6820)
-    busy = {6821}
-    # 6819 is this platform's controller, 6820 another cluster's, 6821 taken: 6822
-    got = with_dbd_port(platform(controller_port=6819), tmp_path / "mine", in_use=busy.__contains__)
-    assert port_of(got) == 6822
-    assert DBD_PORTS.start == 6819
+EPHEMERAL = range(32768, 61000)  # the kernel's default
+
+
+def test_the_band_lies_just_above_the_ephemeral_range_or_below_it_when_that_runs_to_the_top() -> None:
+    assert dbd_ports(EPHEMERAL) == range(61000, 61500)
+    assert dbd_ports(range(10000, 65536)) == range(9500, 10000)
+
+
+def test_the_first_port_skips_other_clusters_own_ports_and_busy_ones(tmp_path: Path) -> None:
+    record(tmp_path, "other", 61000)
+    busy = {61001}
+    # this platform's controller on 61002 (outside the checks here), 61000 another's, 61001 taken
+    got = take_dbd_port(platform(controller_port=61002), tmp_path / "mine", busy.__contains__, EPHEMERAL)
+    assert port_of(got) == 61003
+    assert recorded_dbd_port(tmp_path / "mine") == 61003  # taken at once: the next cluster skips it
+    again = take_dbd_port(platform(6900), tmp_path / "next", lambda _p: False, EPHEMERAL)
+    assert port_of(again) == 61001  # free now, and neither 61000 nor 61003 (recorded)
 
 
 def test_a_cluster_keeps_the_port_its_state_recorded(tmp_path: Path) -> None:
-    mine = record(tmp_path, "mine", 6830)
-    got = with_dbd_port(platform(controller_port=6900), mine, in_use=lambda _p: True)
-    assert port_of(got) == 6830 and recorded_dbd_port(mine) == 6830
+    mine = record(tmp_path, "mine", 61030)
+    assert port_of(take_dbd_port(platform(6900), mine, lambda _p: True, EPHEMERAL)) == 61030
+    assert port_of(with_recorded_dbd_port(platform(6900), mine)) == 61030
+    assert port_of(with_recorded_dbd_port(platform(6900), tmp_path / "never-up")) is None
 
 
 def test_a_port_written_in_the_platform_or_accounting_off_is_left_alone(tmp_path: Path) -> None:
     fixed = platform(6900, "[deployment.accounting]\ndbd_port = 7150\n")
-    assert with_dbd_port(fixed, tmp_path / "m", in_use=lambda _p: False) is fixed
+    assert take_dbd_port(fixed, tmp_path / "m", lambda _p: False, EPHEMERAL) is fixed
     off = platform(6900, "[deployment.accounting]\nenabled = false\n")
-    assert with_dbd_port(off, tmp_path / "m", in_use=lambda _p: False) is off
+    assert take_dbd_port(off, tmp_path / "m", lambda _p: False, EPHEMERAL) is off
+    assert not (tmp_path / "m" / DBD_PORT_FILE).exists()
 
 
 def test_no_free_port_names_the_key_to_set(tmp_path: Path) -> None:
-    with pytest.raises(
-        ClusterError, match=r"no free port for slurmdbd in 6819-7218: set \[deployment.accounting\]"
-    ):
-        with_dbd_port(platform(6900), tmp_path / "m", in_use=lambda _p: True)
+    message = r"no free port for slurmdbd in 61000-61499: set \[deployment.accounting\]"
+    with pytest.raises(ClusterError, match=message):
+        take_dbd_port(platform(6900), tmp_path / "m", lambda _p: True, EPHEMERAL)
 
 
 def test_no_accounting_writes_the_same_machine_without_slurmdbd(

@@ -23,7 +23,7 @@ from harness.cluster.containers.capacity import check_capacity
 from harness.cluster.containers.clock import check_clock_mode, clock_mode, open_clock, start_clock
 from harness.cluster.containers.diagnostics import node_container_output, stopped_in_start_order
 from harness.cluster.containers.image import IMAGE_REPO, image_tag, write_build_context
-from harness.cluster.containers.ports import check_ports, with_dbd_port
+from harness.cluster.containers.ports import check_ports, take_dbd_port, with_recorded_dbd_port
 from harness.cluster.containers.state_dir import (
     CONTROLLER_CPU_SHARES,
     SUBMIT_USER,
@@ -84,7 +84,7 @@ class DockerCluster:
         self.name = name
         self.sched = sched or SchedulerConfig()
         self.state = ClusterState.for_cluster(name, state_dir)
-        self.platform = with_dbd_port(platform or load_platform(), self.state.root)
+        self.platform = with_recorded_dbd_port(platform or load_platform(), self.state.root)
         self._client: docker.DockerClient | None = None
 
     # -- docker plumbing --------------------------------------------------------
@@ -258,6 +258,7 @@ class DockerCluster:
             self._remove_containers(existing)
         check_capacity(self.platform)  # before the image build: nothing done for a cluster that cannot start
         tag, built = self.ensure_image(progress, rebuild)
+        self.platform = take_dbd_port(self.platform, self.state.root)
         check_ports(self.platform)
         self._prepare_state(tag)
         start = time.monotonic()

@@ -11,17 +11,18 @@ thousands of RPCs that happens. So the whole range must end below it.
 from __future__ import annotations
 
 import dataclasses
-import re
+import fcntl
 from collections.abc import Callable
 from pathlib import Path
 
 from harness.cluster.base import ClusterError, port_in_use
+from harness.model.atomic import atomic_write_text
 from harness.platform import Platform
-from harness.platform.deployment import DEFAULT_DBD_PORT
+from harness.platform.deployment import MAX_PORT
 
-# where a cluster whose platform leaves slurmdbd's port open takes one: Slurm's own first
-DBD_PORTS = range(DEFAULT_DBD_PORT, DEFAULT_DBD_PORT + 400)
-DBD_CONF = Path("dbd") / "slurmdbd.conf"  # in a cluster's state directory
+DBD_BAND = 500  # ports a cluster that leaves slurmdbd's open may take (dbd_ports)
+DBD_PORT_FILE = "dbd-port"  # in a cluster's state directory: the slurmdbd port it took
+DBD_LOCK_FILE = ".dbd-ports.lock"  # beside the clusters' state directories
 EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 DEFAULT_EPHEMERAL = range(32768, 61000)
 
@@ -67,37 +68,74 @@ def _show(ports: list[int]) -> str:
     return f"{ports[:10]}{' ...' if len(ports) > 10 else ''}"
 
 
+def dbd_ports(ephemeral: range) -> range:
+    """Where a cluster whose platform leaves slurmdbd's port open takes one: just above the
+    host's ephemeral range (61000-61499 by default), a band that platforms' controller and
+    slurmd ranges, which must end below that range, do not reach; just below it when the
+    ephemeral range runs to the top."""
+    if ephemeral.stop + DBD_BAND <= MAX_PORT + 1:
+        return range(ephemeral.stop, ephemeral.stop + DBD_BAND)
+    return range(max(ephemeral.start - DBD_BAND, 1024), ephemeral.start)
+
+
 def recorded_dbd_port(state_root: Path) -> int | None:
-    """The port in the slurmdbd.conf a cluster's state directory holds (rendered by its last
-    ``up``), None without one."""
+    """The slurmdbd port a cluster's state directory holds (taken by its ``up``), None without."""
     try:
-        match = re.search(r"^DbdPort=(\d+)$", (state_root / DBD_CONF).read_text(), re.MULTILINE)
-    except OSError:
+        return int((state_root / DBD_PORT_FILE).read_text().strip())
+    except (OSError, ValueError):
         return None
-    return int(match[1]) if match else None
 
 
-def with_dbd_port(
-    platform: Platform, state_root: Path, in_use: Callable[[int], bool] = port_in_use
+def with_recorded_dbd_port(platform: Platform, state_root: Path) -> Platform:
+    """``platform`` with the slurmdbd port its cluster took, when it leaves it open and took one."""
+    port = recorded_dbd_port(state_root) if _port_left_open(platform) else None
+    return platform if port is None else _with_port(platform, port)
+
+
+def take_dbd_port(
+    platform: Platform,
+    state_root: Path,
+    in_use: Callable[[int], bool] = port_in_use,
+    ephemeral: range | None = None,
 ) -> Platform:
-    """``platform`` with slurmdbd's port set when it leaves it open: the one this cluster's
-    state recorded, else the first of :data:`DBD_PORTS` that no other cluster's state records,
-    that the platform's own daemons do not use and that nothing listens on."""
-    accounting = platform.deployment.accounting
-    if not accounting.enabled or accounting.dbd_port is not None:
+    """``platform`` with slurmdbd's port set when it leaves it open: the one this cluster
+    recorded, else the first of :func:`dbd_ports` that no other cluster records, that the
+    platform's own daemons do not use and that nothing listens on, recorded at once in the
+    cluster's state (under a lock: clusters started side by side take different ports)."""
+    if not _port_left_open(platform):
         return platform
-    port = recorded_dbd_port(state_root)
-    if port is None:
-        others = {recorded_dbd_port(d) for d in state_root.parent.glob("*") if d != state_root}
-        own = {platform.deployment.controller_port, *platform.ports().values()}
-        free = (p for p in DBD_PORTS if p not in others | own and not in_use(p))
-        port = next(free, None)
+    state_root.mkdir(parents=True, exist_ok=True)
+    with open(state_root.parent / DBD_LOCK_FILE, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        port = recorded_dbd_port(state_root)
         if port is None:
-            raise ClusterError(
-                f"no free port for slurmdbd in {DBD_PORTS.start}-{DBD_PORTS.stop - 1}: set "
-                f"[deployment.accounting] dbd_port in {platform.source}, or enabled = false"
-            )
-    deployment = dataclasses.replace(
-        platform.deployment, accounting=dataclasses.replace(accounting, dbd_port=port)
+            port = _free_dbd_port(platform, state_root, in_use, ephemeral or ephemeral_ports())
+            atomic_write_text(state_root / DBD_PORT_FILE, f"{port}\n")
+    return _with_port(platform, port)
+
+
+def _free_dbd_port(
+    platform: Platform, state_root: Path, in_use: Callable[[int], bool], ephemeral: range
+) -> int:
+    others = {recorded_dbd_port(d) for d in state_root.parent.iterdir() if d != state_root}
+    own = {platform.deployment.controller_port, *platform.ports().values()}
+    band = dbd_ports(ephemeral)
+    port = next((p for p in band if p not in others | own and not in_use(p)), None)
+    if port is None:
+        raise ClusterError(
+            f"no free port for slurmdbd in {band.start}-{band.stop - 1}: set "
+            f"[deployment.accounting] dbd_port in {platform.source}, or enabled = false"
+        )
+    return port
+
+
+def _port_left_open(platform: Platform) -> bool:
+    accounting = platform.deployment.accounting
+    return accounting.enabled and accounting.dbd_port is None
+
+
+def _with_port(platform: Platform, port: int) -> Platform:
+    accounting = dataclasses.replace(platform.deployment.accounting, dbd_port=port)
+    return dataclasses.replace(
+        platform, deployment=dataclasses.replace(platform.deployment, accounting=accounting)
     )
-    return dataclasses.replace(platform, deployment=deployment)
