@@ -2,7 +2,7 @@
 (issue [robustness] item 5, docs/run.md "Daemon faults during a replay").
 
 A cluster of its own (``hres0``: 16 compute and 2 BB nodes in one node container, controller
-port 7600, slurmd ports 31201-31218). An 80-job plan of short jobs (one every 2 s of Slurm's
+port 7600, slurmd ports 31201-31218). A 60-job plan of short jobs (one every 2 s of Slurm's
 time, 5-20 s each, 1-4 nodes: the machine is busy but keeps up) is replayed at shrink 0.9
 (about 3 minutes). A third of the way in, ``docker restart hres0-ctld`` kills the replay with
 the container (slurmctld's state survives on the cluster's spool volume): the first ``harness
@@ -42,7 +42,7 @@ pytestmark = pytest.mark.integration
 NAME = os.environ.get("HARNESS_RESUME_TEST_CLUSTER", "hres0")
 PORTS = os.environ.get("HARNESS_RESUME_TEST_PORTS", "7600:31201")  # controller : first slurmd
 CONTROLLER_PORT, SLURMD_BASE_PORT = (int(port) for port in PORTS.split(":"))
-JOBS = 80
+JOBS = 60  # two minutes of submissions: a third before the fault, time after the resume
 SHRINK = 0.9  # the plan's times are trace seconds: Slurm's are a tenth
 RESTART_AFTER = JOBS // 3  # submissions made when the controller container restarts
 
