@@ -117,7 +117,9 @@ def queue_empty(cluster: DockerCluster) -> bool:
 
 
 def submission_throughput(cluster: DockerCluster, jobs: int) -> dict[str, float]:
-    """Jobs/s of ``jobs`` submissions in a row; the jobs are cancelled and gone on return."""
+    """Jobs/s of ``jobs`` submissions in a row into an empty queue (sdiag's jobs gone first);
+    the jobs are cancelled and gone on return."""
+    poll_until(lambda: queue_empty(cluster), 120, 1.0)
     out = cluster.exec(["su", SUBMIT_USER, "-s", "/bin/bash", "-c", submit_script(jobs)], timeout=1800)
     accepted, seconds, rate = jobs_per_second(out.stdout)
     cluster.exec(["scancel", "--user", SUBMIT_USER], timeout=60)
