@@ -35,6 +35,7 @@ from cluster_up import report
 from scale_replay import replay
 
 from harness.cluster.containers.backend import SUBMIT_USER, DockerCluster
+from harness.cluster.containers.waves import WAVE_SLURMD
 from harness.emulation.head.replay import DEFAULT_SIGSLEEP
 from harness.model.polling import poll_until
 from harness.platform import Platform
@@ -148,16 +149,18 @@ def replay_lag(cluster: DockerCluster, args: argparse.Namespace) -> dict[str, fl
 
 def point(compute: int, mode: str, args: argparse.Namespace) -> dict[str, object]:
     platform = platform_of(compute, mode, args.containers_per)
-    cluster = DockerCluster(name="bbcurve", platform=platform)
+    cluster = DockerCluster(name="bbcurve", platform=platform, wave_slurmd=args.wave_slurmd)
     cluster.down()
     cluster.ensure_image(print)
     try:
         began = time.monotonic()
-        result = cluster.up()
+        result = cluster.up(progress=print)
         print(f"{mode} {platform.node_count} nodes: idle after {result.seconds_to_idle:.1f} s", flush=True)
         figures: dict[str, object] = {
             "mode": mode,
             "compute": compute,
+            "wave_slurmd": args.wave_slurmd,
+            "containers": len(platform.node_groups()),
             **report(cluster, [result.seconds_to_idle], 10.0),
         }
         figures["slurmd_pss_kb_each"] = (
@@ -222,6 +225,8 @@ def main() -> None:
     parser.add_argument("--modes", default="shared,own-node")
     parser.add_argument("--containers-per", type=int, default=1100, help="slurmd per node container")
     parser.add_argument("--queue", type=int, default=200, help="one-node jobs queued for sdiag")
+    parser.add_argument("--wave-slurmd", type=int, default=WAVE_SLURMD,
+                        help="slurmd started together (harness/cluster/containers/waves.py)")  # fmt: skip
     parser.add_argument("--submit-jobs", type=int, default=0, help="jobs sent for the throughput (0: none)")
     parser.add_argument("--replay-jobs", type=int, default=0, help="jobs replayed for the lag (0: none)")
     parser.add_argument("--replay-trace", type=Path, default=REPLAY_TRACE)
