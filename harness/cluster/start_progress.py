@@ -51,9 +51,10 @@ class IdleProgress:
         self.started = self.last_said = self.clock()
 
     def update(self, idle: int) -> None:
-        """Record ``idle`` nodes of ``total`` idle now; say so if ``every_s`` passed since the last line."""
+        """Record ``idle`` nodes of ``total`` idle now; say so if ``every_s`` passed since the last
+        line and some are still missing (the caller says when all are)."""
         now = self.clock()
-        if now - self.last_said < self.every_s:
+        if now - self.last_said < self.every_s or idle >= self.total:
             return
         self.last_said = now
         self.say(progress_line(idle, self.total, eta_s(idle, self.total, now - self.started)))

@@ -82,10 +82,12 @@ class FakeClock:
 def test_progress_is_said_at_most_every_five_seconds_with_the_rate_since_the_start() -> None:
     clock, said = FakeClock(), []
     tracker = IdleProgress(4320, said.append, clock=clock)
-    for at, idle in ((2.0, 0), (4.9, 100), (5.0, 200), (7.0, 900), (9.9, 1000), (10.0, 1234), (40.0, 4000)):
+    steps = ((2.0, 0), (4.9, 100), (5.0, 200), (7.0, 900), (9.9, 1000), (10.0, 1234), (40.0, 4000))
+    steps += ((50.0, 4320),)
+    for at, idle in steps:
         clock.now = 100.0 + at
         tracker.update(idle)
-    assert said == [
+    assert said == [  # none at 50 s: all idle, the caller says so
         "nodes idle 200/4,320, ETA 1 min 43 s",  # 40 nodes/s, 4,120 to go: 103 s
         "nodes idle 1,234/4,320, ETA 25 s",
         "nodes idle 4,000/4,320, ETA 3 s",  # 100 nodes/s, 320 to go: 3.2 s

@@ -7,13 +7,16 @@ answering, a container that cannot start) then shows only when the whole wait ti
 waves, the engine is asked between waves (:func:`engine_error`) and a wave that does not come
 up is reported with the nodes of that wave.
 
-Why 1,100 slurmd per wave: start is CPU-bound and costs ~9 ms of wall time per slurmd on this
-host (own-node: 1,134 nodes idle in 10.0 s, 4,374 in 40.4 s, 540 in 7.0 s; docs/cluster.md),
-so a wave of 1,100 registers in ~10 s, a third of slurmctld's 30 s MessageTimeout, even at
-three times that load. Since the cost is CPU and the host has two cores, starting the
-containers one after another costs no more in total than starting them together (measured
-in docs/cluster.md, "Staggered start"). A cluster of at most 1,100 slurmd (every cluster of
-the study, the 567-node test) is one wave: nothing changes for it.
+Why 1,100 slurmd per wave: a wave costs about a second more than starting its containers with
+the others (the container's start, then the wait's sinfo once a second above 200 nodes):
+540 own-node nodes in 4 containers came up in 7.2 s at once and in 11.3 s in 4 waves of 135
+(docs/cluster.md, "Staggered start"). So waves are few and big: start is CPU-bound at ~9 ms of
+wall time per slurmd on this host (1,134 nodes idle in 10.0 s, 4,374 in 40.4 s), a wave of
+1,100 registers in ~10 s, a third of slurmctld's 30 s MessageTimeout, and CTS-1's 4,320
+nodes (4 containers of 1,080) start in 4 waves, projected ~3 s more than at once (not run
+above 600 nodes since). A cluster of at
+most 1,100 slurmd (every cluster of the study, the 567-node test) is one wave: nothing
+changes for it.
 """
 
 from __future__ import annotations
