@@ -7,9 +7,8 @@ from __future__ import annotations
 import contextlib
 import shutil
 import subprocess
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from harness.cluster.containers.accounting import accounting_enabled, start_dbd
 from harness.cluster.containers.capacity import check_capacity
 from harness.cluster.containers.clock import check_clock_mode, clock_mode, open_clock, start_clock
 from harness.cluster.containers.diagnostics import node_container_output, stopped_in_start_order
-from harness.cluster.containers.image import IMAGE_REPO, image_tag, write_build_context
+from harness.cluster.containers.image import ensure_image, image_tag
 from harness.cluster.containers.ports import check_ports, with_dbd_port
 from harness.cluster.containers.state_dir import (
     CONTROLLER_CPU_SHARES,
@@ -211,46 +210,8 @@ class DockerCluster:
 
     # -- image ------------------------------------------------------------------
     def ensure_image(self, progress: Progress = _quiet, rebuild: bool = False) -> tuple[str, bool]:
-        tag = image_tag()
-        if not rebuild:
-            try:
-                self.client.images.get(tag)
-                return tag, False
-            except docker.errors.ImageNotFound:
-                pass
-        self._require_base_image()
-        progress(f"building image {tag} (first time: a few minutes)")
-        for chunk in self._build(tag):
-            if "error" in chunk:
-                raise ClusterError(f"image build failed: {chunk['error'].strip()}")
-            line = chunk.get("stream", "").strip()
-            if line.startswith("Step "):
-                progress(f"  {line}")
-        self.client.images.get(tag).tag(IMAGE_REPO, "latest")
-        return tag, True
-
-    def _build(self, tag: str) -> Iterator[dict]:
-        with tempfile.TemporaryDirectory(prefix="harness-image-") as context:
-            write_build_context(Path(context))
-            # docker-py sends the context (as a tar) before returning the log stream.
-            return self.client.api.build(
-                path=context,
-                dockerfile="containers/Dockerfile",
-                tag=tag,
-                network_mode="host",
-                rm=True,
-                forcerm=True,
-                decode=True,
-            )
-
-    def _require_base_image(self) -> None:
-        try:
-            self.client.images.get("debian:trixie-slim")
-        except docker.errors.ImageNotFound:
-            raise ClusterError(
-                "base image debian:trixie-slim is missing and no registry may be reachable: "
-                "run `bash containers/make-base-image.sh` (debootstrap + docker import)"
-            ) from None
+        """The image's tag, and whether it was built now (image.py)."""
+        return ensure_image(self.client, progress, rebuild)
 
     # -- lifecycle --------------------------------------------------------------
     def up(self, progress: Progress = _quiet, rebuild: bool = False) -> UpResult:
