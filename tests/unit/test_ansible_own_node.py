@@ -77,13 +77,12 @@ def test_a_shared_platform_has_no_node_files_and_the_controller_forwards(tmp_pat
 
 
 def test_switching_back_to_shared_removes_the_rendered_node_files(tmp_path: Path) -> None:
-    layout_of = lambda p: av.plan_layout(p, HEAD, WORKERS)  # noqa: E731
     own = platform(tmp_path)
-    av.render_ansible(tmp_path / "r", own, layout_of(own))
-    again = av.render_ansible(tmp_path / "r", own, layout_of(own))
+    av.render_ansible(tmp_path / "r", own, av.plan_layout(own, HEAD, WORKERS))
+    again = av.render_ansible(tmp_path / "r", own, av.plan_layout(own, HEAD, WORKERS))
     assert again.changed == ()
     shared = platform(tmp_path, conf="shared")
-    result = av.render_ansible(tmp_path / "r", shared, layout_of(shared))
+    result = av.render_ansible(tmp_path / "r", shared, av.plan_layout(shared, HEAD, WORKERS))
     removed = [name for name in result.changed if name.startswith("etc/nodes/")]
     assert len(removed) == 27 + 2 and "etc/nodes/slurm-sbb3.conf" in removed
     assert not (tmp_path / "r" / "etc" / "nodes").exists()
