@@ -20,6 +20,7 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -54,10 +55,6 @@ def main() -> None:
     try:
         up = backend.up(progress=print)
         print(f"{platform.node_count} nodes idle in {up.seconds_to_idle:.1f} s")
-        opts = RunOptions(WorkloadSpec(trace=args.trace, shrink=args.shrink, first_n=args.jobs),
-                          ClusterSpec(name=args.name, platform=str(args.platform)),
-                          ReplaySpec(policy=args.policy, timeout=600), runs_dir=HERE / "out" / "scale",
-                          quiet=True)  # fmt: skip
         start = time.monotonic()
         samples: list[tuple[float, float, int, float]] = []
         stop = threading.Event()
@@ -66,7 +63,7 @@ def main() -> None:
                 target=monitor, args=(backend, args.monitor, samples, stop), daemon=True
             )
             watcher.start()
-        run_dir = Experiment(opts, progress=print).execute()
+        run_dir = replay(args.name, args.platform, args.trace, args.jobs, args.shrink, args.policy)
         wall = time.monotonic() - start
         stop.set()
     finally:
@@ -74,6 +71,18 @@ def main() -> None:
     report(run_dir, wall, args.jobs)
     if samples:
         print_samples(samples)
+
+
+def replay(
+    name: str, platform: Path, trace: Path, jobs: int, shrink: float, policy: str = "slurm-backfill-1",
+    runs_dir: Path = HERE / "out" / "scale", progress: Callable[[str], None] = print,
+) -> Path:  # fmt: skip
+    """Replay the first ``jobs`` of ``trace`` at ``shrink`` on the cluster ``name`` (up, on
+    ``platform``); the run directory (its metrics.json has the submission lag: ``submission``)."""
+    opts = RunOptions(WorkloadSpec(trace=trace, shrink=shrink, first_n=jobs),
+                      ClusterSpec(name=name, platform=str(platform)),
+                      ReplaySpec(policy=policy, timeout=600), runs_dir=runs_dir, quiet=True)  # fmt: skip
+    return Experiment(opts, progress=progress).execute()
 
 
 def monitor(backend: DockerCluster, every: float, samples: list, stop: threading.Event) -> None:

@@ -109,8 +109,11 @@ def node_states(cluster: Cluster) -> dict[str, str]:
 IDLE_POLL_S, IDLE_POLL_BIG_S, IDLE_POLL_NODES = 0.2, 1.0, 200
 
 
-def wait_for_idle(cluster: Cluster, nodes: list[str], timeout: float) -> tuple[float, dict[str, str]]:
+def wait_for_idle(
+    cluster: Cluster, nodes: list[str], timeout: float, on_poll: Callable[[int], None] | None = None
+) -> tuple[float, dict[str, str]]:
     """Wait until every node is idle; returns (seconds waited, states of nodes not idle).
+    ``on_poll`` is told the number of ``nodes`` idle after every look (progress lines).
 
     Asks sinfo every 0.2 s, or every second above 200 nodes: each look is a process in the
     controller container (a Docker exec) and a full node listing, and 1,000 starting slurmd
@@ -121,6 +124,8 @@ def wait_for_idle(cluster: Cluster, nodes: list[str], timeout: float) -> tuple[f
     while time.monotonic() - start < timeout:
         states = node_states(cluster)
         not_idle = {n: states.get(n, "absent") for n in nodes if states.get(n) != "idle"}
+        if on_poll is not None:
+            on_poll(len(nodes) - len(not_idle))
         if not not_idle:
             return time.monotonic() - start, {}
         time.sleep(pause)

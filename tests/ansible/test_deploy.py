@@ -85,6 +85,21 @@ def test_each_worker_runs_its_share_of_slurmd(deployed: HostCluster, standins: S
     assert layout["workers"]["worker2"]["first_port"] == 28055
 
 
+def test_every_slurmd_reads_the_slurm_conf_of_its_own_node(deployed: HostCluster, standins: StandIns) -> None:
+    """The platform is own-node: each worker has its nodes' files only, each slurmd its ``-f``."""
+    for worker, first, last in ((WORKERS[0], "c001", "c054"), (WORKERS[1], "c055", "bb12")):
+        res = standins.docker_exec(worker, ["pgrep", "-a", "-x", "slurmd"])
+        argvs = [line.split()[1:] for line in res.stdout.splitlines()]
+        assert len(argvs) == 54, f"{worker}: {res.stdout} {res.stderr}"
+        for argv in argvs:
+            node = argv[argv.index("-N") + 1]
+            assert argv[argv.index("-f") + 1] == f"/etc/slurm/nodes/slurm-{node}.conf", argv
+        files = standins.docker_exec(worker, ["ls", "/etc/slurm/nodes"]).stdout.split()
+        assert len(files) == 54 + 2 and f"slurm-{first}.conf" in files and f"slurm-{last}.conf" in files
+    conf = deployed.read_bytes("/etc/slurm/slurm.conf").decode()
+    assert "TreeWidth=65533" in conf.splitlines() and "DebugFlags=NO_CONF_HASH" in conf.splitlines()
+
+
 def test_one_munge_key_private_to_munge(deployed: HostCluster, standins: StandIns) -> None:
     sums = set()
     for host in (HEAD, *WORKERS):

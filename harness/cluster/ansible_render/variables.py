@@ -6,6 +6,10 @@ writes everything host-specific into one directory, and the playbook copies it:
     etc/slurm.conf, gres.conf, cgroup.conf, job_submit.lua
                         the same ``slurm-templates/`` rendering as the Docker path, with each
                         node's ``NodeAddr`` set to the address of the worker VM that runs it
+    etc/nodes/          with ``slurmd_conf = "own-node"``: ``slurm-<node>.conf`` for every node
+                        (its own ``NodeName`` line only) and the gres.conf and cgroup.conf slurmd
+                        reads beside it, as the Docker path; each worker installs its nodes' files
+                        and starts their slurmd with ``-f`` (roles ``slurmd``, ``common``)
     cluster.json        the layout: head, workers, the nodes and ports of each worker
                         (the playbook's variables; also installed as /etc/harness/cluster.json,
                         where ``harness run --cluster ssh://...`` reads it)
@@ -35,7 +39,7 @@ from harness.model.atomic import atomic_write
 from harness.model.hostlist import compress_hostlist
 from harness.model.rundir import SHARED
 from harness.platform import Platform, bundled_platform_file
-from harness.slurm.config import LOOPBACK, SchedulerConfig, render_slurm_files
+from harness.slurm.config import LOOPBACK, OWN_NODE_DIR, SchedulerConfig, render_slurm_files
 
 SHARED_DIR = SHARED  # the replay's job directory and the run files live here on every host
 CLUSTER_JSON = "cluster.json"
@@ -91,6 +95,8 @@ class Layout:
             "cluster_name": cluster_name,
             "platform": platform.name,
             "node_count": platform.node_count,
+            # the slurmd role installs etc/nodes/ for "own-node" and removes it for "shared"
+            "slurmd_conf": platform.deployment.slurmd_conf,
             "shared_dir": SHARED_DIR,
             # the port a deployed slurmdbd listens on (Slurm's default when the platform leaves it open)
             "accounting": asdict(platform.deployment.accounting)
@@ -180,6 +186,12 @@ def render_cluster_files(
         platform, sched, cluster_name=cluster_name,
         node_addresses=layout.node_addresses(), controller_addr=layout.head.address,
     )  # fmt: skip
+
+
+def controller_files(files: dict[str, str]) -> dict[str, str]:
+    """The files of ``files`` the head needs: all but the nodes' own slurm.conf files (the head
+    runs no slurmd, and a 4,320-node platform would be 4,320 more files to install)."""
+    return {name: text for name, text in files.items() if not name.startswith(f"{OWN_NODE_DIR}/")}
 
 
 def platform_text(platform: Platform) -> str:
@@ -293,12 +305,30 @@ def render_ansible(
     for rel, data in outputs.items():
         if write_if_changed(out / rel, data):
             changed.append(rel)
+    changed += remove_stale_node_files(out / "etc", outputs)
     if ensure_munge_key(out / MUNGE_KEY):
         changed.append(MUNGE_KEY)
     changed += render_dbd_dir(
         out, platform, LOOPBACK if layout.is_loopback else layout.head.address, cluster_name
     )
     return RenderResult(out=out, changed=tuple(changed), layout=layout)
+
+
+def remove_stale_node_files(etc: Path, outputs: Mapping[str, bytes]) -> list[str]:
+    """Delete the files of ``etc/nodes/`` this render did not write (a node gone, or the platform
+    back to a shared slurm.conf), so no worker installs one; their ``etc/...`` names, sorted."""
+    folder = etc / OWN_NODE_DIR
+    if not folder.is_dir():
+        return []
+    removed = []
+    for path in sorted(folder.iterdir()):
+        rel = f"etc/{OWN_NODE_DIR}/{path.name}"
+        if rel not in outputs:
+            path.unlink()
+            removed.append(rel)
+    if not any(folder.iterdir()):
+        folder.rmdir()
+    return removed
 
 
 def hosts_from_json(text: str) -> tuple[HostSpec, list[HostSpec]]:

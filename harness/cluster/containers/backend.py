@@ -7,9 +7,8 @@ from __future__ import annotations
 import contextlib
 import shutil
 import subprocess
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from harness.cluster.containers.accounting import accounting_enabled, start_dbd
 from harness.cluster.containers.capacity import check_capacity
 from harness.cluster.containers.clock import check_clock_mode, clock_mode, open_clock, start_clock
 from harness.cluster.containers.diagnostics import node_container_output, stopped_in_start_order
-from harness.cluster.containers.image import IMAGE_REPO, image_tag, write_build_context
+from harness.cluster.containers.image import ensure_image, image_tag
 from harness.cluster.containers.ports import check_ports, take_dbd_port, with_recorded_dbd_port
 from harness.cluster.containers.state_dir import (
     CONTROLLER_CPU_SHARES,
@@ -30,6 +29,8 @@ from harness.cluster.containers.state_dir import (
     ClusterState,
     render_compose,
 )
+from harness.cluster.containers.waves import WAVE_SLURMD, engine_error, plan_waves
+from harness.cluster.start_progress import IdleProgress
 from harness.model.atomic import atomic_write_text
 from harness.model.clock import VirtualClock
 from harness.model.commands import CommandResult
@@ -80,8 +81,10 @@ class DockerCluster:
         platform: Platform | None = None,
         sched: SchedulerConfig | None = None,
         state_dir: Path | None = None,
+        wave_slurmd: int = WAVE_SLURMD,
     ) -> None:
         self.name = name
+        self.wave_slurmd = wave_slurmd  # slurmd started together (waves.py); a benchmark may vary it
         self.sched = sched or SchedulerConfig()
         self.state = ClusterState.for_cluster(name, state_dir)
         self.platform = with_recorded_dbd_port(platform or load_platform(), self.state.root)
@@ -207,46 +210,8 @@ class DockerCluster:
 
     # -- image ------------------------------------------------------------------
     def ensure_image(self, progress: Progress = _quiet, rebuild: bool = False) -> tuple[str, bool]:
-        tag = image_tag()
-        if not rebuild:
-            try:
-                self.client.images.get(tag)
-                return tag, False
-            except docker.errors.ImageNotFound:
-                pass
-        self._require_base_image()
-        progress(f"building image {tag} (first time: a few minutes)")
-        for chunk in self._build(tag):
-            if "error" in chunk:
-                raise ClusterError(f"image build failed: {chunk['error'].strip()}")
-            line = chunk.get("stream", "").strip()
-            if line.startswith("Step "):
-                progress(f"  {line}")
-        self.client.images.get(tag).tag(IMAGE_REPO, "latest")
-        return tag, True
-
-    def _build(self, tag: str) -> Iterator[dict]:
-        with tempfile.TemporaryDirectory(prefix="harness-image-") as context:
-            write_build_context(Path(context))
-            # docker-py sends the context (as a tar) before returning the log stream.
-            return self.client.api.build(
-                path=context,
-                dockerfile="containers/Dockerfile",
-                tag=tag,
-                network_mode="host",
-                rm=True,
-                forcerm=True,
-                decode=True,
-            )
-
-    def _require_base_image(self) -> None:
-        try:
-            self.client.images.get("debian:trixie-slim")
-        except docker.errors.ImageNotFound:
-            raise ClusterError(
-                "base image debian:trixie-slim is missing and no registry may be reachable: "
-                "run `bash containers/make-base-image.sh` (debootstrap + docker import)"
-            ) from None
+        """The image's tag, and whether it was built now (image.py)."""
+        return ensure_image(self.client, progress, rebuild)
 
     # -- lifecycle --------------------------------------------------------------
     def up(self, progress: Progress = _quiet, rebuild: bool = False) -> UpResult:
@@ -266,9 +231,8 @@ class DockerCluster:
             start_dbd(self, tag, SUBMIT_USER)
         self._start_controller(tag)
         self._wait_controller(timeout=30)
-        self._start_node_groups(tag)
         progress(f"waiting for {self.platform.node_count} nodes to become idle")
-        self._wait_nodes_idle(self.idle_timeout)
+        self._start_node_groups(tag, progress)
         return UpResult(already_up=False, seconds_to_idle=time.monotonic() - start, built_image=built)
 
     def _prepare_state(self, tag: str) -> None:
@@ -309,9 +273,35 @@ class DockerCluster:
     def _start_controller(self, tag: str) -> None:
         self.run_container(tag, self.controller_name, ["controller"])
 
-    def _start_node_groups(self, tag: str) -> None:
-        for index, group in enumerate(self.platform.node_groups()):
-            self.run_container(tag, f"{self.name}-nodes{index}", ["nodes", ",".join(group)])
+    def _start_node_groups(self, tag: str, progress: Progress = _quiet) -> None:
+        """Start the node containers in waves (waves.py) and return once every node is idle:
+        each wave waits for the nodes started before it, all within one :attr:`idle_timeout`;
+        the Docker engine must answer between waves. Progress lines cover the whole cluster."""
+        groups = self.platform.node_groups()
+        waves = plan_waves([len(g) for g in groups], self.wave_slurmd)
+        tracker = IdleProgress(self.platform.node_count, progress)
+        deadline = time.monotonic() + self.idle_timeout
+        started: list[str] = []
+        for number, wave in enumerate(waves, start=1):
+            if number > 1:
+                self._require_engine(f"before wave {number} of {len(waves)}")
+            if len(waves) > 1:
+                size = sum(len(groups[i]) for i in wave)
+                progress(f"starting wave {number} of {len(waves)}: {size:,} nodes")
+            for index in wave:
+                self.run_container(tag, f"{self.name}-nodes{index}", ["nodes", ",".join(groups[index])])
+                started += groups[index]
+            self._wait_nodes_idle(started, tracker.update, deadline)
+
+    def _require_engine(self, when: str) -> None:
+        """A ClusterError naming the Docker engine if it no longer answers (a wedged or dead
+        engine would otherwise show as nodes that never come up)."""
+        error = engine_error(self.client)
+        if error is not None:
+            raise ClusterError(
+                f"cluster '{self.name}': the Docker engine stopped answering {when} ({error}); "
+                "check `docker info` and the engine's log, then `harness cluster down` and up again"
+            )
 
     def _wait_controller(self, timeout: float) -> None:
         if poll_until(self._ctld_answers_or_exited, timeout) == "answers":
@@ -335,8 +325,15 @@ class DockerCluster:
         """120 s, or 0.15 s per node on bigger platforms (1,134 slurmd start on two cores)."""
         return max(IDLE_TIMEOUT_S, IDLE_S_PER_NODE * self.platform.node_count)
 
-    def _wait_nodes_idle(self, timeout: float) -> None:
-        _, missing = wait_for_idle(self, self.platform.all_nodes(), timeout)
+    def _wait_nodes_idle(
+        self, nodes: list[str] | None = None, on_poll: Callable[[int], None] | None = None,
+        deadline: float | None = None,
+    ) -> None:  # fmt: skip
+        """Return once ``nodes`` (all by default) are idle; a ClusterError at ``deadline``
+        (time.monotonic(); by default :attr:`idle_timeout` from now)."""
+        nodes = nodes or self.platform.all_nodes()
+        end = time.monotonic() + self.idle_timeout if deadline is None else deadline
+        _, missing = wait_for_idle(self, nodes, max(0.0, end - time.monotonic()), on_poll)
         if not missing:
             return
         names = sorted(missing)
@@ -345,7 +342,7 @@ class DockerCluster:
             f"--- slurmd-{n}.log\n{self.tail(self.state.log / f'slurmd-{n}.log', 5)}" for n in names[:3]
         )
         raise ClusterError(
-            f"{len(missing)} of {self.platform.node_count} nodes not idle after {timeout:.0f} s "
+            f"{len(missing)} of {len(nodes)} nodes not idle after {self.idle_timeout:.0f} s "
             f"({', '.join(details)}{' ...' if len(names) > 10 else ''}).\n{logs}\n"
             f"--- slurmctld.log\n{self.tail(self.state.log / 'slurmctld.log', 10)}\n"
             + node_container_output(self, names[:3])
@@ -372,7 +369,7 @@ class DockerCluster:
         if not res.ok:
             raise ClusterError(f"scontrol reconfigure failed: {(res.stderr or res.stdout).strip()}")
         self._wait_controller(timeout=30)
-        self._wait_nodes_idle(self.idle_timeout)
+        self._wait_nodes_idle()
 
     def revive(self, progress: Progress = _quiet) -> None:
         """Start the stopped containers again, Slurm's state and the shared files kept (a host

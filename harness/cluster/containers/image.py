@@ -10,8 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import docker
+import docker.errors
+
+from harness.cluster.base import ClusterError
 from harness.model.paths import PACKAGE_ROOT, resource_root
 
 IMAGE_REPO = "harness-slurm"
@@ -61,3 +67,51 @@ def write_build_context(target: Path) -> None:
     (target / EXTRA_CA).mkdir(parents=True, exist_ok=True)
     for cert in HOST_CA_DIR.glob("*.crt"):
         shutil.copyfile(cert, target / EXTRA_CA / cert.name)
+
+
+def ensure_image(
+    client: docker.DockerClient, progress: Callable[[str], None], rebuild: bool = False
+) -> tuple[str, bool]:
+    """The image of the current sources (built unless it exists or ``rebuild``): (tag, built now)."""
+    tag = image_tag()
+    if not rebuild:
+        try:
+            client.images.get(tag)
+            return tag, False
+        except docker.errors.ImageNotFound:
+            pass
+    _require_base_image(client)
+    progress(f"building image {tag} (first time: a few minutes)")
+    for chunk in _build(client, tag):
+        if "error" in chunk:
+            raise ClusterError(f"image build failed: {chunk['error'].strip()}")
+        line = chunk.get("stream", "").strip()
+        if line.startswith("Step "):
+            progress(f"  {line}")
+    client.images.get(tag).tag(IMAGE_REPO, "latest")
+    return tag, True
+
+
+def _build(client: docker.DockerClient, tag: str) -> Iterator[dict]:
+    with tempfile.TemporaryDirectory(prefix="harness-image-") as context:
+        write_build_context(Path(context))
+        # docker-py sends the context (as a tar) before returning the log stream.
+        return client.api.build(
+            path=context,
+            dockerfile="containers/Dockerfile",
+            tag=tag,
+            network_mode="host",
+            rm=True,
+            forcerm=True,
+            decode=True,
+        )
+
+
+def _require_base_image(client: docker.DockerClient) -> None:
+    try:
+        client.images.get("debian:trixie-slim")
+    except docker.errors.ImageNotFound:
+        raise ClusterError(
+            "base image debian:trixie-slim is missing and no registry may be reachable: "
+            "run `bash containers/make-base-image.sh` (debootstrap + docker import)"
+        ) from None

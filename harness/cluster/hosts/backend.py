@@ -31,6 +31,7 @@ from harness.cluster.ansible_render.variables import (
     SHARED_DIR,
     Layout,
     LayoutError,
+    controller_files,
 )
 from harness.cluster.ansible_render.variables import render_cluster_files as render_for_layout
 from harness.cluster.base import ClusterError, Spawned, wait_for_idle
@@ -47,6 +48,7 @@ from harness.cluster.hosts.runners import (
     read_script,
     with_timeout,
 )
+from harness.cluster.start_progress import IdleProgress
 from harness.model.atomic import atomic_write_bytes
 from harness.model.clock import VirtualClock
 from harness.model.commands import CommandResult
@@ -262,7 +264,7 @@ class HostCluster:
             raise ClusterError(f"{HARNESS_ETC}/{CLUSTER_JSON} does not list the platform's nodes")
         self.name = str(desc.get("cluster_name", self.name))
         self.shared_dir = str(desc.get("shared_dir", SHARED_DIR))
-        self._files = render_for_layout(self.platform, sched, layout, self.name)
+        self._files = controller_files(render_for_layout(self.platform, sched, layout, self.name))
         for file_name, text in self._files.items():
             self.install(f"{SLURM_ETC}/{file_name}", text.encode())
         progress(f"restarting slurmctld with scheduler {sched.mode} ({sched.scheduler_parameters})")
@@ -279,7 +281,7 @@ class HostCluster:
 
     def _wait_idle(self, timeout: float, progress: Progress) -> None:
         nodes = self.platform.all_nodes()
-        waited, missing = wait_for_idle(self, nodes, timeout)
+        waited, missing = wait_for_idle(self, nodes, timeout, IdleProgress(len(nodes), progress).update)
         if missing:
             names = sorted(missing)
             shown = ", ".join(f"{n}: {missing[n]}" for n in names[:10])
