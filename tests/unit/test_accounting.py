@@ -128,7 +128,9 @@ def test_sacct_json_gives_the_jobcomp_keys_plus_eligible_and_licenses() -> None:
         parse_sacct(json.dumps({"jobs": [], "errors": [{"description": "Unable to contact slurmdbd"}]}))
     with pytest.raises(SacctError, match="no JSON"):
         parse_sacct("sacct: error: Problem talking to the database")
-    assert sacct_command([3, 4]) == ["sacct", "--json", "--allusers", "--duplicates", "--jobs=3,4"]
+    assert sacct_command([3, 4]) == [
+        "sacct", "--json", "--allusers", "--duplicates", "--endtime=now+520weeks", "--jobs=3,4",
+    ]  # fmt: skip
 
 
 def test_fetch_waits_for_the_last_end_time() -> None:
