@@ -50,32 +50,34 @@ def test_the_first_port_skips_other_clusters_own_ports_and_busy_ones(tmp_path: P
     record(tmp_path, "other", 61000)
     busy = {61001}
     # this platform's controller on 61002 (outside the checks here), 61000 another's, 61001 taken
-    got = take_dbd_port(platform(controller_port=61002), tmp_path / "mine", busy.__contains__, EPHEMERAL)
+    got = take_dbd_port(
+        platform(controller_port=61002), tmp_path / "mine", in_use=busy.__contains__, ephemeral=EPHEMERAL
+    )
     assert port_of(got) == 61003
     assert recorded_dbd_port(tmp_path / "mine") == 61003  # taken at once: the next cluster skips it
-    again = take_dbd_port(platform(6900), tmp_path / "next", lambda _p: False, EPHEMERAL)
+    again = take_dbd_port(platform(6900), tmp_path / "next", in_use=lambda _p: False, ephemeral=EPHEMERAL)
     assert port_of(again) == 61001  # free now, and neither 61000 nor 61003 (recorded)
 
 
 def test_a_cluster_keeps_the_port_its_state_recorded(tmp_path: Path) -> None:
     mine = record(tmp_path, "mine", 61030)
-    assert port_of(take_dbd_port(platform(6900), mine, lambda _p: True, EPHEMERAL)) == 61030
+    assert port_of(take_dbd_port(platform(6900), mine, in_use=lambda _p: True, ephemeral=EPHEMERAL)) == 61030
     assert port_of(with_recorded_dbd_port(platform(6900), mine)) == 61030
     assert port_of(with_recorded_dbd_port(platform(6900), tmp_path / "never-up")) is None
 
 
 def test_a_port_written_in_the_platform_or_accounting_off_is_left_alone(tmp_path: Path) -> None:
     fixed = platform(6900, "[deployment.accounting]\ndbd_port = 7150\n")
-    assert take_dbd_port(fixed, tmp_path / "m", lambda _p: False, EPHEMERAL) is fixed
+    assert take_dbd_port(fixed, tmp_path / "m", in_use=lambda _p: False, ephemeral=EPHEMERAL) is fixed
     off = platform(6900, "[deployment.accounting]\nenabled = false\n")
-    assert take_dbd_port(off, tmp_path / "m", lambda _p: False, EPHEMERAL) is off
+    assert take_dbd_port(off, tmp_path / "m", in_use=lambda _p: False, ephemeral=EPHEMERAL) is off
     assert not (tmp_path / "m" / DBD_PORT_FILE).exists()
 
 
 def test_no_free_port_names_the_key_to_set(tmp_path: Path) -> None:
     message = r"no free port for slurmdbd in 61000-61499: set \[deployment.accounting\]"
     with pytest.raises(ClusterError, match=message):
-        take_dbd_port(platform(6900), tmp_path / "m", lambda _p: True, EPHEMERAL)
+        take_dbd_port(platform(6900), tmp_path / "m", in_use=lambda _p: True, ephemeral=EPHEMERAL)
 
 
 def test_no_accounting_writes_the_same_machine_without_slurmdbd(
@@ -93,3 +95,14 @@ def test_no_accounting_writes_the_same_machine_without_slurmdbd(
     assert off.all_nodes() == plain.all_nodes() and off.deployment.controller_port == 6817
     options = {"compute_nodes": None, "bb_nodes": None, "nodes_per_chassis": None, "no_accounting": False}
     assert sized_platform_file("default", options) == "default"  # nothing asked: the file itself
+
+
+def test_a_port_taken_before_is_taken_again_once_the_state_is_gone(tmp_path: Path) -> None:
+    """An object that took a port keeps it in its platform; the state removed meanwhile
+    (another object's ``down``), its next render takes and records one again."""
+    first = take_dbd_port(platform(6900), tmp_path / "c", in_use=lambda _p: False, ephemeral=EPHEMERAL)
+    (tmp_path / "c" / DBD_PORT_FILE).unlink()
+    record(tmp_path, "other", 61000)  # the port went to another cluster meanwhile
+    again = take_dbd_port(first, tmp_path / "c", left_open=True, in_use=lambda _p: False, ephemeral=EPHEMERAL)
+    assert (port_of(first), port_of(again), recorded_dbd_port(tmp_path / "c")) == (61000, 61001, 61001)
+    assert take_dbd_port(first, tmp_path / "c", in_use=lambda _p: False, ephemeral=EPHEMERAL) is first

@@ -87,7 +87,10 @@ class DockerCluster:
         self.wave_slurmd = wave_slurmd  # slurmd started together (waves.py); a benchmark may vary it
         self.sched = sched or SchedulerConfig()
         self.state = ClusterState.for_cluster(name, state_dir)
-        self.platform = with_recorded_dbd_port(platform or load_platform(), self.state.root)
+        given = platform or load_platform()
+        # slurmdbd's port left open: taken (again) whenever this cluster renders its files
+        self._dbd_port_open = given.deployment.accounting.dbd_port is None
+        self.platform = with_recorded_dbd_port(given, self.state.root)
         self._client: docker.DockerClient | None = None
 
     # -- docker plumbing --------------------------------------------------------
@@ -223,7 +226,7 @@ class DockerCluster:
             self._remove_containers(existing)
         check_capacity(self.platform)  # before the image build: nothing done for a cluster that cannot start
         tag, built = self.ensure_image(progress, rebuild)
-        self.platform = take_dbd_port(self.platform, self.state.root)
+        self.platform = take_dbd_port(self.platform, self.state.root, self._dbd_port_open)
         check_ports(self.platform)
         self._prepare_state(tag)
         start = time.monotonic()
@@ -361,6 +364,7 @@ class DockerCluster:
         conf = self.state.etc / "slurm.conf"
         before = conf.read_text() if conf.exists() else ""
         self.sched = sched
+        self.platform = take_dbd_port(self.platform, self.state.root, self._dbd_port_open)
         files = self.state.render(self.platform, sched)
         if files.get("slurm.conf") == before:
             return

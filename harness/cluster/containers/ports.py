@@ -95,13 +95,17 @@ def with_recorded_dbd_port(platform: Platform, state_root: Path) -> Platform:
 def take_dbd_port(
     platform: Platform,
     state_root: Path,
+    left_open: bool = False,
     in_use: Callable[[int], bool] = port_in_use,
     ephemeral: range | None = None,
 ) -> Platform:
-    """``platform`` with slurmdbd's port set when it leaves it open: the one this cluster
-    recorded, else the first of :func:`dbd_ports` that no other cluster records, that the
-    platform's own daemons do not use and that nothing listens on, recorded at once in the
+    """``platform`` with slurmdbd's port set when it leaves it open (or ``left_open``: the
+    platform as given did, a port taken since may have gone with the state): the one this
+    cluster recorded, else the first of :func:`dbd_ports` that no other cluster records, that
+    the platform's own daemons do not use and that nothing listens on, recorded at once in the
     cluster's state (under a lock: clusters started side by side take different ports)."""
+    if left_open:
+        platform = reopened_dbd_port(platform)
     if not _port_left_open(platform):
         return platform
     state_root.mkdir(parents=True, exist_ok=True)
@@ -127,6 +131,13 @@ def _free_dbd_port(
             f"[deployment.accounting] dbd_port in {platform.source}, or enabled = false"
         )
     return port
+
+
+def reopened_dbd_port(platform: Platform) -> Platform:
+    """``platform`` with slurmdbd's port left open again (to be taken by :func:`take_dbd_port`)."""
+    accounting = dataclasses.replace(platform.deployment.accounting, dbd_port=None)
+    deployment = dataclasses.replace(platform.deployment, accounting=accounting)
+    return dataclasses.replace(platform, deployment=deployment)
 
 
 def _port_left_open(platform: Platform) -> bool:
