@@ -66,7 +66,11 @@ def test_four_clusters_side_by_side_each_take_their_own_slurmdbd_port(
 
 def test_each_sacct_lists_its_own_cluster_job(side_by_side: list[DockerCluster]) -> None:
     for i, cluster in enumerate(side_by_side):
-        res = cluster.exec(["sbatch", f"--job-name=own{i}", "--wrap", "true"], user="emu", timeout=30)
+        res = cluster.exec(
+            ["sbatch", f"--job-name=own{i}", "--chdir=/tmp", "--output=/dev/null", "--wrap", "true"],
+            user="emu",
+            timeout=30,
+        )
         assert res.ok, res.stderr
     for i, cluster in enumerate(side_by_side):
         deadline = time.monotonic() + 60
