@@ -164,11 +164,14 @@ def _optional_sections(run: RunData) -> list[Section]:
         sections.append(_faults_section(faults))
     load = run.metrics.get("host_load")
     if isinstance(load, dict) and load:
-        rows = [[k, summarise(v)] for k, v in load.items()]
+        rows = [[k, summarise(v)] for k, v in load.items() if k != "warning"]
         text = (
             "The 1-minute load average of the machine that ran `harness run` while the replay went on "
-            "(on the wall clock, latency under load is multiplied into the trace's time)."
+            "and the CPU time stolen by a hypervisor (on the wall clock, latency under load is "
+            "multiplied into the trace's time)."
         )
+        if load.get("warning"):
+            text += f" **{load['warning']}**"
         sections.append(Section("Host load", [text, Table(["figure", "value"], rows)]))
     return sections
 

@@ -41,7 +41,7 @@ from harness.emulation.head.site_requests import check_site_plan, uses_site_requ
 from harness.emulation.head.watch import HeadProcessDied
 from harness.emulation.iolive.plugin import LiveIO
 from harness.emulation.plugin import Collected, RunPlugin
-from harness.emulation.run.hostload import LoadSampler, load_line
+from harness.emulation.run.hostload import LoadSampler, said_load
 from harness.emulation.run.slurm_time import (
     collected_delays,
     collected_results,
@@ -177,11 +177,11 @@ def replay(ctx: RunContext) -> dict[str, Any]:
         except HeadProcessDied as exc:
             append_jsonl(ctx.run_dir / rundir.HEAD_DEATHS, {"why": str(exc), "events": head.monitor.events})
             raise
-    ctx.say(load_line(load.summary()))
+    host_load = said_load(load.summary(), wall_clock=not ctx.opts.replay.events, say=ctx.say)
     earlier = [event for death in read_jsonl(ctx.run_dir / rundir.HEAD_DEATHS) for event in death["events"]]
     return {
         "complete": complete, "reason": reason, "fault_events": [*earlier, *head.monitor.events],
-        "host_load": load.summary(),
+        "host_load": host_load,
     }  # fmt: skip
 
 
