@@ -12,7 +12,6 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.cluster.containers.backend import LABEL
-from harness.platform import load_platform
 from harness.slurm.config import render_slurm_files
 from tests.platforms import platform_toml
 
@@ -60,7 +59,10 @@ def test_bb_request_above_capacity_is_rejected(clean_queue) -> None:
 
 
 def test_rendered_config_on_disk_equals_template(slurm_cluster) -> None:
-    expected = render_slurm_files(load_platform(), slurm_cluster.backend.sched, cluster_name="bbtest")
+    # the cluster's platform: the built-in one with the slurmdbd port its cluster took
+    platform = slurm_cluster.backend.platform
+    assert platform.deployment.accounting.dbd_port is not None
+    expected = render_slurm_files(platform, slurm_cluster.backend.sched, cluster_name="bbtest")
     for name, text in expected.items():
         assert (slurm_cluster.state.etc / name).read_text() == text
     # and it is what slurmctld actually read
@@ -79,7 +81,8 @@ def test_daemons_listen_on_loopback_only(slurm_cluster) -> None:
 
 def test_every_container_uses_host_networking(slurm_cluster) -> None:
     containers = slurm_cluster.backend.containers()
-    assert len(containers) == 1 + len(slurm_cluster.platform.node_groups())
+    # the controller, the node containers and the accounting container (on by default)
+    assert len(containers) == 2 + len(slurm_cluster.platform.node_groups())
     for ctr in containers:
         assert ctr.attrs["HostConfig"]["NetworkMode"] == "host"
 

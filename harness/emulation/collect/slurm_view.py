@@ -26,13 +26,13 @@ def slurm_records(
     """(Slurm job id -> record, source name); writes the JSON files into ``slurm_dir``."""
     slurm_dir.mkdir(parents=True, exist_ok=True)
     ids = sorted(slurm_id for s in submissions if (slurm_id := s.get("slurm_job_id")) is not None)
+    # the cluster's log holds every earlier run's jobs too: keep this run's only
+    keep_jobs(slurm_dir / rundir.JOBCOMP_LOG, set(ids))
     if backend.platform.deployment.accounting.enabled:
         records, raw = fetch_sacct(lambda cmd: backend.exec(cmd, timeout=60), ids, timeout=SACCT_WAIT_S)
         write_json(slurm_dir / rundir.SACCT_JSON, {"jobs": raw})
         source = "sacct"
     else:
-        # the cluster's log holds every earlier run's jobs too: keep this run's only
-        keep_jobs(slurm_dir / rundir.JOBCOMP_LOG, set(ids))
         records, source = read_jobcomp(slurm_dir / rundir.JOBCOMP_LOG), "jobcomp"
     write_json(
         slurm_dir / rundir.SLURM_JOBS, {"source": source, "jobs": {str(k): v for k, v in records.items()}}
