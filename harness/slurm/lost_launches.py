@@ -86,7 +86,11 @@ def recheck_lost_launches(
     if not (config.ok and queue.ok):
         say("cannot tell whether a launch was lost with the controller (scontrol/squeue failed)")
         return []
-    facts = parse_config(config.stdout)
+    try:
+        facts = parse_config(config.stdout)
+    except ValueError as exc:
+        say(f"cannot tell whether a launch was lost with the controller ({exc})")
+        return []
     risky = at_risk(parse_running(queue.stdout), facts)
     if not risky:
         return []

@@ -105,7 +105,7 @@ def take_dbd_port(
     the platform's own daemons do not use and that nothing listens on, recorded at once in the
     cluster's state (under a lock: clusters started side by side take different ports)."""
     if left_open:
-        platform = reopened_dbd_port(platform)
+        platform = _with_port(platform, None)
     if not _port_left_open(platform):
         return platform
     state_root.mkdir(parents=True, exist_ok=True)
@@ -133,20 +133,11 @@ def _free_dbd_port(
     return port
 
 
-def reopened_dbd_port(platform: Platform) -> Platform:
-    """``platform`` with slurmdbd's port left open again (to be taken by :func:`take_dbd_port`)."""
-    accounting = dataclasses.replace(platform.deployment.accounting, dbd_port=None)
-    deployment = dataclasses.replace(platform.deployment, accounting=accounting)
-    return dataclasses.replace(platform, deployment=deployment)
-
-
 def _port_left_open(platform: Platform) -> bool:
     accounting = platform.deployment.accounting
     return accounting.enabled and accounting.dbd_port is None
 
 
-def _with_port(platform: Platform, port: int) -> Platform:
-    accounting = dataclasses.replace(platform.deployment.accounting, dbd_port=port)
-    return dataclasses.replace(
-        platform, deployment=dataclasses.replace(platform.deployment, accounting=accounting)
-    )
+def _with_port(platform: Platform, port: int | None) -> Platform:
+    """``platform`` with slurmdbd on ``port`` (None: left open again)."""
+    return platform.redeployed(accounting=dataclasses.replace(platform.deployment.accounting, dbd_port=port))
