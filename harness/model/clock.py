@@ -43,6 +43,7 @@ HELD_POLL_S = 0.02  # the same while the clock moves by jumps
 LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
 TICK_S = 0.01  # how often the faketime file follows the page while the clock runs
 HELD_WAIT_MS = 50  # every timed condvar wait of slurmctld returns after this many real ms
+WRITING_WAIT_S = 0.0002  # a reader's pause while the controller moves the clock
 NODES_WAIT_MS = 1000  # ... of slurmd and slurmstepd (a kill of a step takes less)
 MAX_SPEEDUP = 100.0  # the highest speed-up measured to keep Slurm healthy (docs/virtual-time.md)
 
@@ -115,11 +116,13 @@ class WallClock:
 class VirtualClock:
     """A virtual clock page, mapped: read it (any process), or move it (its controller).
 
-    ``faketime``: the daemons' libfaketime file that follows this page. The controller then
-    writes it *before* the page, under the page's lock (:meth:`locked`, which the clock ticker
-    takes too), so that no reader of the page (sigsleep, the replay) ever sees an instant the
-    daemons do not see yet: a job that ends at a jump of a held clock would otherwise be
-    stamped by slurmstepd and slurmctld with the instant before the jump (docs/virtual-time.md).
+    ``faketime``: the daemons' libfaketime file that follows this page. The controller
+    writes it while the page's readers wait (its sequence odd), under the page's lock
+    (:meth:`locked`, which the clock ticker takes too): no reader of the page (sigsleep, the
+    replay) ever sees an instant the daemons do not see yet (a job that ends at a jump of a held
+    clock would be stamped by slurmstepd and slurmctld with the instant before the jump), and
+    none reads the old instant once the daemons have the new one (a job Slurm starts at the
+    jump would take its start a jump early; docs/virtual-time.md).
     """
 
     def __init__(self, path: Path, writable: bool = False, faketime: Path | None = None) -> None:
@@ -160,6 +163,8 @@ class VirtualClock:
             after = LAYOUT.unpack_from(self._page)[1]
             if before == after and not before & 1:
                 return Reading(base_v, base_real, rate, poll_s, lag)
+            if before & 1:
+                time.sleep(WRITING_WAIT_S)  # the controller is between the daemons and the page
 
     def now(self) -> float:
         return self.reading().at(time.time())
@@ -203,13 +208,19 @@ class VirtualClock:
                 raise ClockError(f"the daemons' clock only goes forward: {instant - daemons_lag:.6f}")
             poll = float(current.poll_s if poll_s is None else poll_s)
             new = Reading(instant, now_real, float(rate), poll, float(daemons_lag))
-            if self.faketime is not None:  # the daemons first, then the page's readers
-                write_faketime(self.faketime, faketime_line(new, now_real))
+            # The page's readers wait (odd seq) from before the daemons move until the page has
+            # moved too: a job Slurm starts at the new instant never reads the old one (its
+            # start would be a jump early), and a reader never sees an instant the daemons
+            # do not see yet (a job ending at the jump would be stamped a jump early).
             seq = LAYOUT.unpack_from(self._page)[1]
-            struct.pack_into("<Q", self._page, 8, seq + 1)  # odd: readers wait
-            struct.pack_into("<dddd", self._page, 16, new.base_v, new.base_real, new.rate, new.poll_s)
-            DAEMONS_LAG.pack_into(self._page, DAEMONS_LAG_OFFSET, new.daemons_lag)
-            struct.pack_into("<Q", self._page, 8, seq + 2)
+            struct.pack_into("<Q", self._page, 8, seq + 1)
+            try:
+                if self.faketime is not None:
+                    write_faketime(self.faketime, faketime_line(new, now_real))
+                struct.pack_into("<dddd", self._page, 16, new.base_v, new.base_real, new.rate, new.poll_s)
+                DAEMONS_LAG.pack_into(self._page, DAEMONS_LAG_OFFSET, new.daemons_lag)
+            finally:
+                struct.pack_into("<Q", self._page, 8, seq + 2)  # never leave the readers waiting
         return instant
 
     @contextmanager

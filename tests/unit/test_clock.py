@@ -144,29 +144,46 @@ def test_the_estimate_of_a_speed_up_divides_the_span(tmp_path: Path) -> None:
     assert "expected wall    at least 20 min 00 s per run" in result.output
 
 
-def test_a_jump_reaches_the_daemons_file_before_the_page(
+def test_page_readers_wait_while_a_jump_moves_the_daemons_then_the_page(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A job whose sigsleep sees a jump of the held clock on the page exits at once; the
-    daemons (slurmstepd, slurmctld) then stamp its end from the faketime file. Had the file
-    still read the instant before the jump (the ticker rewrites it every 10 ms), Slurm's end
-    of that job would be the earlier instant: the controller writes the file first, itself."""
+    """Both orders of the two writes go wrong on a held clock that jumps from V0 to V0 + 250:
+    a page reader that saw V0 + 250 before the daemons' file did would end a job that the
+    daemons stamp at V0 (a jump early); a job that Slurm starts at V0 + 250 while the page still
+    reads V0 would take V0 as its start (a jump early: seen once in a loaded CI run). So the
+    page's readers wait from before the file is written until the page is: a reader that asks
+    in between gets V0 + 250, after the file has it."""
     faketime = tmp_path / "faketime"
     VirtualClock.create(tmp_path / "page", start=V0, rate=0.0).close()
     clock = VirtualClock(tmp_path / "page", writable=True, faketime=faketime)
     reader = VirtualClock(tmp_path / "page")
-    seen: list[tuple[float, str]] = []
+    asked: list[float] = []
+    asking = threading.Thread(target=lambda: asked.append(reader.now()))
 
-    def spy(path: Path, line: str) -> None:  # what a page reader sees when the file is written
-        seen.append((reader.now(), line))
+    def write_then_ask(path: Path, line: str) -> None:  # a reader asks just after the daemons moved
         write_faketime(path, line)
+        asking.start()
+        time.sleep(0.2)
+        assert asked == []  # still waiting: the page has not moved yet
 
-    monkeypatch.setattr(clock_module, "write_faketime", spy)
+    monkeypatch.setattr(clock_module, "write_faketime", write_then_ask)
     clock.jump(V0 + 250.0)
-    assert seen == [(V0, f"{V0 + 250.0:.6f} x1\n")]  # the file moved while the page still read V0
+    asking.join(timeout=5)
+    assert asked == [V0 + 250.0]
     assert faketime.read_text() == f"{V0 + 250.0:.6f} x1\n" and reader.now() == V0 + 250.0
+    monkeypatch.setattr(clock_module, "write_faketime", write_faketime)
     clock.set(None, 20.0)  # a rate too: the file scales the daemons' waits from the same instant
     assert faketime.read_text().endswith(" x20\n")
+
+
+def test_a_failed_write_of_the_daemons_clock_leaves_the_page_readable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    VirtualClock.create(tmp_path / "page", start=V0, rate=0.0).close()
+    clock = VirtualClock(tmp_path / "page", writable=True, faketime=tmp_path / "missing" / "faketime")
+    with pytest.raises(FileNotFoundError):
+        clock.jump(V0 + 10.0)
+    assert VirtualClock(tmp_path / "page").now() == V0  # not left waiting, not moved
 
 
 def test_the_ticker_never_writes_between_the_controllers_file_and_page(tmp_path: Path) -> None:

@@ -100,3 +100,29 @@ def test_a_job_marks_its_start_once_it_has_read_it(binary: str, tmp_path: Path) 
     clock.jump(V0 + 60.0)
     wait_exit(proc, 5)
     assert records(log)[0]["start"] == V0 and len(records(started)) == 1
+
+
+def test_sigsleep_takes_no_start_while_the_controller_is_moving_the_clock(
+    binary: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job launched by a daemon that already reads the new instant of a jump must not take
+    the page's old instant as its start: while the controller writes the daemons' clock and
+    then the page, sigsleep waits, and starts at the new instant."""
+    import harness.model.clock as clock_module
+
+    clock = VirtualClock.create(tmp_path / "clock", start=V0, rate=0.0)
+    clock.faketime = tmp_path / "faketime"
+    log = tmp_path / "jobs.jsonl"
+    procs = []
+
+    def launch_in_between(path: Path, line: str) -> None:  # as slurmstepd would, at the new instant
+        path.write_text(line)
+        procs.append(start(binary, log, "--runtime", "0", "--clock", str(clock.path)))
+        time.sleep(0.4)
+        assert procs[0].poll() is None  # waiting for the page
+
+    monkeypatch.setattr(clock_module, "write_faketime", launch_in_between)
+    clock.jump(V0 + 300.0)
+    wait_exit(procs[0], 5)
+    [rec] = records(log)
+    assert rec["start"] == V0 + 300.0 and rec["end"] == V0 + 300.0
