@@ -1,7 +1,8 @@
 """An emulate-mode cell: its plan replayed on the containerised Slurm, as ``harness run`` does.
 
 The cell's parameters become the options of one run (:class:`harness.emulation.run.specs.RunOptions`)
-at the cell's shrink, under the cell's policy; the run directory is ``cells/<key>/run/``.
+at the cell's shrink or on its virtual clock (``[emulate] clock``), under the cell's policy;
+the run directory is ``cells/<key>/run/``.
 The cell's job table is the run's ``results.parquet`` and its metrics are the run's
 ``metrics.json``, the summary recomputed with the cell's ``tau`` (both in the trace's time).
 
@@ -70,8 +71,8 @@ def run_options(cell: Cell, folder: Path) -> Any:
         backend=p["cluster"], name=cell.inputs["cluster_name"], platform=cell.inputs["platform"]
     )
     replay = ReplaySpec(policy=p["policy"], policy_seed=p["policy_seed"], drift=p.get("drift", 0.0),
-                        preempt=p.get("preempt", "none"),
-                        slurm_settings=tuple(p.get("slurm", {}).items()))  # fmt: skip
+                        preempt=p.get("preempt", "none"), slurm_settings=tuple(p.get("slurm", {}).items()),
+                        events=p.get("clock") == "events", speedup=p.get("speedup"))  # fmt: skip
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     return RunOptions(workload=workload, cluster=cluster, replay=replay, runs_dir=folder,
                       run_dir=folder / RUN_DIR, run_id=f"cell-{cell.key}-{stamp}", quiet=True)  # fmt: skip
@@ -90,6 +91,7 @@ def emulate(cell: Cell, folder: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     if run_dir.exists():  # a failed or interrupted attempt: a cell is a pure function, start over
         shutil.rmtree(run_dir)
     opts = run_options(cell, folder)
+    _on_the_cells_clock(opts)
     experiment = Experiment(opts, progress=lambda _: None)
     with _sigterm_stops_the_run():  # the runner's cancel (SIGTERM) stops and cancels the replay
         try:
@@ -107,6 +109,20 @@ def emulate(cell: Cell, folder: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     platform = load_platform(cell.inputs["platform"])
     metrics.update(summary(finished(jobs), platform, tau=cell.params["tau"]))
     return jobs, metrics
+
+
+def _on_the_cells_clock(opts: Any) -> None:
+    """The experiment's own cluster, left up on the other clock by an earlier experiment, is
+    taken down (its daemons' preload is fixed at its start); the run brings it up again."""
+    from harness.cluster.containers.backend import DockerCluster
+    from harness.cluster.containers.clock import running_clock
+    from harness.emulation.run.experiment import clock_for
+
+    if opts.cluster.backend != "docker":
+        return
+    running = running_clock(opts.cluster.name)
+    if running is not None and running != clock_for(opts):
+        DockerCluster(name=opts.cluster.name).down()
 
 
 def write_settings_record(run_dir: Path, platform: Any, sched: Any) -> None:

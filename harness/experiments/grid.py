@@ -96,6 +96,7 @@ def _fixed_params(spec: ExperimentSpec) -> dict[str, Any]:
         "tau": spec.tau,
         "time_limit_s": spec.time_limit_s,
         **({"cluster": spec.emulate.cluster} if spec.emulate else {}),
+        **_clock_params(spec),
         # only when set, so that the cells of files without them keep their keys
         **({"drift": w.drift[0]} if w.drift != (0.0,) else {}),
         **({"model": spec.model} if spec.models != (ALLOC_ONLY,) else {}),  # an axis overrides it
@@ -103,6 +104,16 @@ def _fixed_params(spec: ExperimentSpec) -> dict[str, Any]:
         **({"twin": [spec.simulate.tick, spec.simulate.launch_delay]} if _twin(spec) != NO_TWIN else {}),
         **({"staging": spec.simulate.staging} if spec.simulate.staging != NO_TWIN.staging else {}),
     }
+
+
+def _clock_params(spec: ExperimentSpec) -> dict[str, Any]:
+    """An emulated cell's virtual clock (none on the wall clock, so that the cells of files
+    without one keep their keys)."""
+    if spec.emulate is None or not spec.emulate.virtual:
+        return {}
+    if spec.emulate.clock == "events":
+        return {"clock": "events"}
+    return {"clock": "speedup", "speedup": spec.emulate.speedup}
 
 
 def _twin(spec: ExperimentSpec) -> SimulateSpec:

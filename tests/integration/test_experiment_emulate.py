@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.cluster.containers.backend import DockerCluster
+from harness.cluster.containers.clock import running_clock
 from harness.experiments.cells import read_cell_result
 from harness.experiments.emulate_cell import RUN_DIR
 from harness.experiments.executors import LocalExecutor
@@ -78,3 +79,46 @@ def test_emulate_grid_replays_each_cell_on_slurm(tmp_path: Path) -> None:
         assert 390 <= makespan <= 2000  # original time: 400-500 s ideally, + ~100 s per late pass
         assert len(cell_jobs(out, key, tau=10.0)) == 4
     assert (out / "report.md") in write_experiment_report(out)  # boxen plots of the emulated jobs
+
+
+def test_an_emulate_grid_on_the_event_clock_gives_slurm_at_x1(tmp_path: Path) -> None:
+    """No shrink in the file: the cells run on the event clock (``harness run``'s default), in
+    the trace's own seconds, and give exactly what Slurm at x1 gives. By hand, on 8 nodes,
+    Slurm planning with the limits in whole minutes (400 s: 7 min; 200 s: 4 min):
+    - slurm-fcfs: job 1 runs 0-200, job 2 (8 nodes) 200-400, jobs 3 and 4 wait behind it,
+      400-500: makespan 500 s, mean wait (0 + 190 + 380 + 370) / 4 = 235 s;
+    - slurm-backfill-1: job 2 is reserved at job 1's limit (420 s); job 3 backfills at 20
+      (20 + 240 <= 420) and runs to 120, job 4 then (120 + 240 <= 420) to 220, and job 2
+      starts when all 8 nodes are free, 220-420: makespan 420 s, mean wait
+      (0 + 210 + 0 + 90) / 4 = 75 s.
+    The cluster, left up on the wall clock, is taken down and started on the virtual clock by
+    the first cell."""
+    platform = tmp_path / "platform.toml"
+    platform.write_text(platform_toml(name="experemu-8+1", controller_port=6972, slurmd_base_port=25201,
+                                      node_containers=1))  # fmt: skip
+    (tmp_path / "four.swf").write_text(SWF)
+    (tmp_path / "exp.toml").write_text(EXPERIMENT.replace("shrink = [0.99]\n", ""))
+    backend = DockerCluster(name=CLUSTER, platform=load_platform(platform))
+    backend.down()
+    try:
+        backend.up()
+        assert running_clock(CLUSTER) == "wall"
+        spec = load_spec(tmp_path / "exp.toml")
+        out = tmp_path / "out"
+        summary = run_experiment(spec, out, lambda d: LocalExecutor(d, 1), say=lambda _: None)
+        assert (summary.cells, summary.finished, summary.failed) == (2, 2, 0)
+        assert running_clock(CLUSTER) == "virtual"
+    finally:
+        backend.down()
+    table = load_table(out)
+    assert set(table["shrink"]) == {0.0}
+    expected = {"slurm-fcfs": (500.0, 235.0), "slurm-backfill-1": (420.0, 75.0)}
+    for key in set(table["key"]):
+        rows = table[table["key"] == key]
+        values = rows.set_index("metric")["value"]
+        makespan, mean_wait = expected[rows["policy"].iloc[0]]
+        # a one-second step may come between a change and Slurm's pass on a loaded host
+        assert values["makespan"] == pytest.approx(makespan, abs=1.0)
+        assert values["mean_wait"] == pytest.approx(mean_wait, abs=1.0)
+        manifest = rundir.read_manifest(out / "cells" / key / RUN_DIR)
+        assert manifest["clock"] == "virtual" and manifest["options"]["replay"]["events"] is True

@@ -18,6 +18,7 @@ from harness.experiments.emulate_cell import (
     run_options,
 )
 from harness.experiments.grid import expand
+from harness.experiments.keys import SpecError
 from harness.experiments.spec import load_spec
 from harness.model.exitcodes import Terminated
 from harness.workload.plan import bundled_slice_path
@@ -111,3 +112,85 @@ def test_sigterm_during_an_emulated_cell_stops_the_run_as_ctrl_c_does() -> None:
     with pytest.raises(Terminated, match=r"^stopped by SIGTERM$"), _sigterm_stops_the_run():
         os.kill(os.getpid(), signal.SIGTERM)
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+CLOCK_SPEC = """
+[experiment]
+mode = "emulate"
+{experiment}
+[workload]
+trace = "bundled"
+first_n = 12
+{workload}
+[policies]
+names = ["slurm-backfill-1"]
+[emulate]
+cluster_name = "experemu-unit"
+{emulate}
+"""
+
+
+def clock_cells(tmp_path: Path, emulate: str, workload: str = ""):
+    """``workload``: lines of [workload], or of [experiment] for a ``model``."""
+    experiment = workload if workload.startswith("model") else ""
+    workload = "" if experiment else workload
+    path = tmp_path / "clock.toml"
+    path.write_text(CLOCK_SPEC.format(emulate=emulate, workload=workload, experiment=experiment))
+    return expand(load_spec(path))
+
+
+@pytest.mark.parametrize(
+    ("emulate", "shrink", "events", "speedup"),
+    [
+        ("", 0.0, True, None),  # harness run's default: the event clock
+        ('clock = "events"', 0.0, True, None),
+        ("shrink = 0.9", 0.9, False, None),  # a shrink alone: the wall clock, as before clocks
+        ('clock = "wall"', 0.99, False, None),
+        ("speedup = 50", 0.0, False, 50.0),
+        ('clock = "speedup"\nspeedup = 20', 0.0, False, 20.0),
+    ],
+)
+def test_the_cells_clock_comes_from_the_file(
+    tmp_path: Path, emulate: str, shrink: float, events: bool, speedup: float | None
+) -> None:
+    [cell] = clock_cells(tmp_path, emulate)
+    opts = run_options(cell, tmp_path / "cell")
+    assert (opts.workload.shrink, opts.replay.events, opts.replay.speedup) == (shrink, events, speedup)
+    assert cell.axes["shrink"] == shrink
+
+
+def test_a_wall_clock_cell_keeps_the_key_it_had_before_clocks(tmp_path: Path) -> None:
+    """No clock key in a wall-clock cell's parameters: results of earlier versions still count."""
+    [cell] = clock_cells(tmp_path, "shrink = 0.99")
+    assert "clock" not in cell.params and "speedup" not in cell.params
+    (tmp_path / "b").mkdir()
+    [explicit] = clock_cells(tmp_path / "b", 'clock = "wall"\nshrink = 0.99')
+    [events] = clock_cells(tmp_path / "b", "")
+    assert explicit.key == cell.key and events.key != cell.key
+
+
+@pytest.mark.parametrize(
+    ("emulate", "workload", "message"),
+    [
+        (
+            'clock = "events"\nshrink = 0.99',
+            "",
+            'shrink: clock = "events" replays the trace in its own times',
+        ),
+        ("speedup = 50\nshrink = 0.9", "", "speedup: give shrink .the wall clock. or speedup, not both"),
+        ('clock = "speedup"', "", 'speedup: expected with clock = "speedup" and only then'),
+        ('clock = "events"\nspeedup = 5', "", 'speedup: expected with clock = "speedup" and only then'),
+        ("speedup = 0", "", r"speedup: expected a finite number in \(0, 100\]"),
+        ("speedup = 150", "", r"speedup: expected a finite number in \(0, 100\]"),
+        ('clock = "hourly"', "", "clock: expected one of wall, events, speedup"),
+        ('cluster = "local"', "", '"events" needs the local Docker cluster'),
+        ("", "drift = 0.5", r'clock = "events": \[workload\] drift runs on the wall clock only'),
+        ("", 'priority = "size:4"', r'clock = "events": \[workload\] priority runs on the wall clock only'),
+        ("", 'model = "io-aware"', 'clock = "events": model = "io-aware" runs on the wall clock only'),
+    ],
+)
+def test_a_clock_the_cells_cannot_run_on_is_refused_before_any_cell(
+    tmp_path: Path, emulate: str, workload: str, message: str
+) -> None:
+    with pytest.raises(SpecError, match=message):
+        clock_cells(tmp_path, emulate, workload)
