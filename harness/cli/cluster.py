@@ -162,12 +162,16 @@ def status(name: str, as_json: bool) -> None:
 )
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def exec_command(name: str, timeout: float, command: tuple[str, ...]) -> None:
-    """Run COMMAND (e.g. a Slurm client: scancel, squeue, sacct) beside slurmctld; its exit status.
+    """Run COMMAND (e.g. a Slurm client: scancel, squeue, sacct) beside slurmctld, on the
+    cluster's clock; its exit status.
 
     The host's own Slurm client, if any, may not talk to the cluster's Slurm 24.11: this does.
     """
+    from harness.cluster.containers.clock import on_the_clusters_clock
+
+    backend = _docker_cluster(name)
     try:
-        res = _docker_cluster(name).exec(list(command), timeout=timeout)
+        res = backend.exec(on_the_clusters_clock(backend.state, list(command)), timeout=timeout)
     except ClusterError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(res.stdout, nl=False)

@@ -27,8 +27,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from click.testing import CliRunner
 from scipy.stats import kendalltau
 
+from harness.cli import main
 from harness.cluster.base import ClusterError
 from harness.cluster.containers.backend import SUBMIT_USER, DockerCluster
 from harness.emulation.run.experiment import Experiment
@@ -124,6 +126,9 @@ def test_slurmctld_a_slurmd_sigsleep_and_the_replay_read_one_clock(vclock_run) -
         [stamp] = [line for line in sdiag.splitlines() if "sdiag output at" in line]
         assert stamp.endswith(f"({int(held)})"), stamp  # slurmctld's time()
         assert slurmd_time(cluster) == int(held)  # what a slurmd's libfaketime reads
+        # a client run by `harness cluster exec` reads the cluster's clock too (sacct's window)
+        exec_date = CliRunner().invoke(main, ["cluster", "exec", "--name", NAME, "--", "date", "+%s"])
+        assert exec_date.exit_code == 0 and exec_date.output.strip() == str(int(held)), exec_date.output
         # sigsleep on the page: a job of no runtime starts and ends at the held instant
         log = "log/vclock-held.jsonl"
         cluster.exec(["sbatch", "--parsable", "--chdir=/shared/jobs", "--output=/dev/null", "--nodes=1",

@@ -241,3 +241,20 @@ def test_the_default_clock_is_the_event_clock_unless_the_run_needs_the_wall_cloc
         assert not lines and "  shrink " in result.output
     else:
         assert lines and lines[0].startswith(clock_line)
+
+
+def test_a_command_exec_d_on_a_virtual_clock_cluster_reads_the_clusters_clock(tmp_path: Path) -> None:
+    """`harness cluster exec -- sacct` after an event-clock run: sacct's window ends at its own
+    now, which must be the cluster's (ahead of the host's), so it runs under the daemons' preload."""
+    from harness.cluster.containers.clock import on_the_clusters_clock
+    from harness.cluster.containers.state_dir import ClusterState
+    from harness.slurm.config import CLOCK_ENV
+
+    state = ClusterState.for_cluster("vc", root=tmp_path)
+    assert on_the_clusters_clock(state, ["sacct", "-X"]) == ["sacct", "-X"]  # the wall clock
+    state.etc.mkdir(parents=True)
+    (state.etc / CLOCK_ENV).write_text("")
+    argv = on_the_clusters_clock(state, ["sacct", "-X"])
+    assert argv[0] == "env" and argv[-2:] == ["sacct", "-X"]
+    assert f"LD_PRELOAD={clock_module.LIBFAKETIME}" in argv
+    assert "FAKETIME_TIMESTAMP_FILE=/shared/clock/faketime" in argv

@@ -11,8 +11,8 @@ import docker.errors
 
 from harness.cluster.base import ClusterError
 from harness.cluster.containers.state_dir import ClusterState
-from harness.model.clock import VirtualClock, faketime_line, write_faketime
-from harness.model.rundir import CLOCK_PAGE, FAKETIME_FILE
+from harness.model.clock import VirtualClock, faketime_line, preload_env, write_faketime
+from harness.model.rundir import CLOCK_PAGE, FAKETIME_FILE, SHARED
 from harness.slurm.config import CLOCK_ENV
 
 
@@ -35,6 +35,16 @@ def open_clock(state: ClusterState) -> VirtualClock:
 def clock_mode(state: ClusterState) -> str:
     """``virtual`` when the cluster's daemons were started on the virtual clock, else ``wall``."""
     return "virtual" if (state.etc / CLOCK_ENV).exists() else "wall"
+
+
+def on_the_clusters_clock(state: ClusterState, command: list[str]) -> list[str]:
+    """``command`` as run beside slurmctld on the cluster's clock: on the virtual clock a Slurm
+    client (sacct, squeue) then reads the cluster's now, and sacct's default window (up to now)
+    covers the jobs of a run that went ahead of the host's clock."""
+    if clock_mode(state) != "virtual":
+        return command
+    env = preload_env(f"{SHARED}/{FAKETIME_FILE}")
+    return ["env", *(f"{key}={value}" for key, value in env.items()), *command]
 
 
 def running_clock(name: str) -> str | None:
