@@ -48,7 +48,13 @@ def ranked_section(data: ExperimentData, metrics: Sequence[str]) -> Section:
     """The combinations (groups of cells differing only by repetition) ranked on ``metrics``:
     mean and 95 % interval (t-based, over the repetitions) and each one's slurm.conf diff."""
     ranked = rank_groups(data.table, metrics)
-    axes = [a for a in ranked.columns if a in data.table.columns and _varies(ranked, a)]
+    # every cell, the screened-out ones too: an axis the screening narrowed to one value still
+    # names the setting each ranked row ran with
+    grid = pd.DataFrame([cell["axes"] for cell in data.grid])
+    axes = [
+        a for a in ranked.columns
+        if a in data.table.columns and (_varies(ranked, a) or (a in grid.columns and _varies(grid, a)))
+    ]  # fmt: skip
     rows, blocks = [], []
     for row in ranked.to_dict("records"):
         shown = [f"{value_text(m, row[f'{m}_mean'])} {_interval(m, row)}" for m in metrics]

@@ -194,3 +194,22 @@ def test_a_tie_at_the_cut_keeps_every_tied_setting(tmp_path: Path) -> None:
     spec = load_spec(spec_file(tmp_path, screen="[screen]\nkeep = 1"))
     verdicts = screen(spec, expand(spec), lambda cell: 0.5)  # the twin cannot tell them apart
     assert [(v.rank, v.status) for v in verdicts] == [(1, KEPT)] * 4
+
+
+def test_the_ranked_table_names_a_setting_the_screening_narrowed_to_one_value(tmp_path: Path) -> None:
+    """bf_max_job_test was swept (2, 100) but only 100 survived the screening: every ranked row
+    ran with 100, and the table must say so (it varies over the grid, not over the ranked rows)."""
+    from harness.experiments.report_data import ExperimentData
+    from harness.experiments.report_settings import ranked_section
+
+    window, tested = "SchedulerParameters.bf_window", "SchedulerParameters.bf_max_job_test"
+    grid = [{"key": f"{w}-{t}", "axes": {"policy": "slurm-backfill-1", window: w, tested: t, "rep": 0}}
+            for w in (60, 1440) for t in (2, 100)]  # fmt: skip
+    table = pd.DataFrame({
+        "key": ["60-100", "1440-100"], window: [60, 1440], tested: [100, 100],
+        "policy": ["slurm-backfill-1"] * 2, "rep": [0, 0], "metric": ["mean_wait"] * 2, "value": [20.0, 5.0],
+    })  # fmt: skip
+    section = ranked_section(ExperimentData(tmp_path, {}, table, grid, {}), ["mean_wait"])
+    headers, rows = section.blocks[1].headers, section.blocks[1].rows
+    assert headers[:4] == ["rank", window, tested, "policy"]
+    assert [row[:3] for row in rows] == [["1", "1440", "100"], ["2", "60", "100"]]
