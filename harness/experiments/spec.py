@@ -18,9 +18,9 @@ from typing import Any
 
 from harness.experiments.keys import Keys, SpecError
 from harness.experiments.policy_templates import concrete_policies, policy_instances, template_vars
+from harness.experiments.spec_emulate import EmulateSpec, check_virtual_clock, emulate_table
 from harness.experiments.spec_slurm import ScreenSpec, check_slurm, screen_table, slurm_table
 from harness.model import checks
-from harness.model.clock import MAX_SPEEDUP
 from harness.model.io_models import ALLOC_ONLY, IO_AWARE
 from harness.model.io_models import MODELS as DATA_MODELS
 from harness.model.jsonio import json_default
@@ -79,21 +79,6 @@ class SimulateSpec:
     tick: float = 0.0  # the policy only on multiples of this (s); Slurm's pass: 1
     launch_delay: float = 0.0  # from the decision to the start (s)
     staging: str = "inside"  # io-aware: inside the allocation, outside (three phases) or pool
-
-
-@dataclass(frozen=True)
-class EmulateSpec:
-    shrink: tuple[float, ...] = (0.99,)
-    cluster: str = "docker"
-    cluster_name: str = "bbexp"
-    # the cells' clock (as `harness run --clock`/`--speedup`): "wall" (time-shrunk by `shrink`),
-    # "events" (the virtual clock moved by events) or "speedup" (the virtual clock at `speedup`)
-    clock: str = "wall"
-    speedup: float | None = None
-
-    @property
-    def virtual(self) -> bool:
-        return self.clock != "wall"
 
 
 @dataclass(frozen=True)
@@ -179,7 +164,7 @@ def spec_from_dict(data: dict[str, Any], path: Path, text: str = "") -> Experime
         time_limit_s=policies.number("time_limit_s", None, checks.POSITIVE),
         sweep=sweep,
         exclude=_exclude(top.raw("exclude", []), path),
-        emulate=_emulate(top.table("emulate")) if "emulate" in data else None,
+        emulate=emulate_table(top.table("emulate")) if "emulate" in data else None,
         simulate=_simulate(top.table("simulate")),
         slurm=slurm_table(top.table("slurm")),
         screen=screen_table(top.table("screen")) if "screen" in data else None,
@@ -360,34 +345,6 @@ def _exclude(value: Any, path: Path) -> tuple[dict[str, Any], ...]:
     return tuple(value)
 
 
-CLOCKS = ("wall", "events", "speedup")
-
-
-def _emulate(keys: Keys) -> EmulateSpec:
-    """``clock`` defaults to "wall" when the file gives ``shrink`` (as before clocks existed),
-    to "speedup" when it gives ``speedup``, else to "events" (``harness run``'s default)."""
-    has_shrink, has_speedup = "shrink" in keys.data, "speedup" in keys.data
-    if has_shrink and has_speedup:
-        raise SpecError(f"{keys.where('speedup')}: give shrink (the wall clock) or speedup, not both")
-    default = "wall" if has_shrink else "speedup" if has_speedup else "events"
-    clock = keys.string("clock", default, CLOCKS)
-    shrink = keys.numbers("shrink", (0.99,), checks.Range(0.0, 1.0, high_open=True))
-    speedup = keys.number("speedup", None, checks.Range(0.0, MAX_SPEEDUP, low_open=True))
-    if clock != "wall" and has_shrink:
-        raise SpecError(f'{keys.where("shrink")}: clock = "{clock}" replays the trace in its own times: '
-                        "give no shrink")  # fmt: skip
-    if (clock == "speedup") != has_speedup:
-        raise SpecError(f'{keys.where("speedup")}: expected with clock = "speedup" and only then')
-    spec = EmulateSpec((0.0,) if clock != "wall" else shrink, keys.string("cluster", "docker"),
-                       keys.string("cluster_name", "bbexp"), clock, speedup)  # fmt: skip
-    if clock != "wall" and spec.cluster != "docker":
-        raise SpecError(f'{keys.where("clock")}: "{clock}" needs the local Docker cluster '
-                        '(cluster = "docker"): hosts deployed by Ansible have a clock each '
-                        "(docs/virtual-time.md)")  # fmt: skip
-    keys.finish()
-    return spec
-
-
 def _check_policies(spec: ExperimentSpec, keys: Keys) -> None:
     for template in spec.policies:
         missing = [v for v in template_vars(template) if v not in spec.sweep]
@@ -406,22 +363,6 @@ def _check_policies(spec: ExperimentSpec, keys: Keys) -> None:
         )
 
 
-def _check_virtual_clock(spec: ExperimentSpec, path: Path) -> None:
-    """What `harness run` refuses on the virtual clock, refused before any cell runs."""
-    assert spec.emulate is not None
-    clock, w = spec.emulate.clock, spec.workload
-    needs_wall = {
-        "[workload] drift": w.drift != (0.0,),
-        "[workload] priority": w.priority != ("none",),
-        "[workload] preempt": w.preempt != ("none",),
-        'model = "io-aware"': clock == "events" and IO_AWARE in spec.models,
-    }
-    given = next((what for what, on in needs_wall.items() if on), None)
-    if given is not None:  # priority and preemption: what `harness run --clock auto` keeps on the wall clock
-        raise SpecError(f'{path}: [emulate] clock = "{clock}": {given} runs on the wall clock only '
-                        '(clock = "wall" with a shrink; docs/virtual-time.md)')  # fmt: skip
-
-
 def _check_mode(spec: ExperimentSpec, path: Path) -> None:
     if spec.mode == "emulate" and spec.emulate is None:
         raise SpecError(f'{path}: [emulate]: missing (required when mode = "emulate")')
@@ -430,6 +371,12 @@ def _check_mode(spec: ExperimentSpec, path: Path) -> None:
     if spec.mode == "emulate" and spec.simulate != SimulateSpec():
         raise SpecError(f'{path}: [simulate]: only for mode = "simulate" (the emulation has its own pass)')
     if spec.emulate is not None and spec.emulate.virtual:
-        _check_virtual_clock(spec, path)
+        w = spec.workload
+        check_virtual_clock(spec.emulate, path, wall_only={
+            "[workload] drift": w.drift != (0.0,),
+            "[workload] priority": w.priority != ("none",),
+            "[workload] preempt": w.preempt != ("none",),
+            'model = "io-aware"': spec.emulate.clock == "events" and IO_AWARE in spec.models,
+        })  # fmt: skip
     if spec.simulate.staging in OFF_ALLOCATION and set(spec.models) != {IO_AWARE}:
         raise SpecError(f'{path}: [simulate] staging = "{spec.simulate.staging}": needs model = "io-aware"')
