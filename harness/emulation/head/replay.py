@@ -53,6 +53,7 @@ from harness.emulation.head.resubmit import (
     submit_retrying,
 )
 from harness.emulation.head.site_requests import site_partition, site_request_words
+from harness.emulation.head.site_users import submit_as_words
 from harness.emulation.iolive.phases import PLAN_COLUMN
 from harness.model.clock import VirtualClock
 from harness.model.jsonio import read_json, read_jsonl
@@ -83,6 +84,7 @@ class ReplayOptions:
     clock: str | None = None  # the virtual clock's page (harness.model.clock); None: the wall clock
     ahead: bool = False  # each job sent one instant early with sbatch --begin (harness.emulation.head.ahead)
     site_requests: bool = False  # partition, CPUs, memory, GRES from the plan (emulation.head.site_requests)
+    site_users: bool = False  # each job as its plan user and account (emulation.head.site_users); as root
 
 
 @dataclass
@@ -161,8 +163,12 @@ def sbatch_command(job: dict, opts: ReplayOptions, intended: float, begin: float
         cmd.append(f"--begin={slurm_instant(begin)}")
     if opts.site_requests:
         cmd += site_request_words(job)
+    if opts.site_users:
+        cmd += submit_as_words(job)
     cmd += list(opts.extra_sbatch)
-    cmd.append("--wrap=" + "".join(line + "\n" for line in io) + "exec " + shlex.join(sigsleep))
+    # the site's users share one group: each job's log lines go to files another user created
+    shared = ["umask 002"] if opts.site_users else []
+    cmd.append("--wrap=" + "".join(line + "\n" for line in [*shared, *io]) + "exec " + shlex.join(sigsleep))
     return cmd
 
 

@@ -7,7 +7,7 @@ after the last step that completed (:class:`harness.emulation.run.experiment.Exp
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -38,10 +38,18 @@ from harness.emulation.head.faultlog import fault_section
 from harness.emulation.head.launch import HeadRun, leftover_advice
 from harness.emulation.head.progress import RunObserver
 from harness.emulation.head.site_requests import check_site_plan, uses_site_requests
+from harness.emulation.head.site_users import SiteUsers
 from harness.emulation.head.watch import HeadProcessDied
 from harness.emulation.iolive.plugin import LiveIO
 from harness.emulation.plugin import Collected, RunPlugin
 from harness.emulation.run.hostload import LoadSampler, said_load
+from harness.emulation.run.site_run import (
+    NO_USERS,
+    add_site_users,
+    priority_line,
+    users_to_replay,
+    with_site_priority,
+)
 from harness.emulation.run.slurm_time import (
     collected_delays,
     collected_results,
@@ -78,6 +86,8 @@ class RunContext:
     started_at: str
     prepared: Prepared | None = None  # the plan the estimate before the run prepared (used once)
     resumed: bool = False  # taken up again (``harness run --resume``)
+    site_users: SiteUsers | None = None  # the plan's users, when its jobs are submitted as them
+    site: dict[str, Any] = field(default_factory=dict)  # users and priority, as the manifest says
 
     @property
     def uses_agent(self) -> bool:
@@ -131,6 +141,7 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
         manifest = {**manifest, **extra}
     if uses_site_requests(plan.columns, ctx.backend.platform.machine.site):  # (before the cluster)
         check_site_plan(plan, ctx.backend.platform.machine.site)  # type: ignore[arg-type]
+    fit_to_plan(ctx, plan)  # (before the cluster: a plan with users refused here starts nothing)
     if ctx.sched.bandwidth_license:  # each job's PFS drain rate, held as a license
         plan = HerbeinIO().apply(plan, seed=spec.seed)
     model = parse_priority(spec.priority)
@@ -142,9 +153,29 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
     return {"jobs": len(plan), "run_id": ctx.run_id, "options": ctx.opts.as_dict()}
 
 
+def fit_to_plan(ctx: RunContext, plan: pd.DataFrame) -> None:
+    """Whose jobs the run submits (the plan's users, or emu) and, with the users, the site's
+    own priority settings (harness.emulation.run.site_run); said once."""
+    platform = ctx.backend.platform
+    users, why = users_to_replay(plan, ctx.opts.replay.as_emu, ctx.uses_agent, platform, ctx.backend)
+    ctx.site_users = users
+    ctx.sched, priority = with_site_priority(ctx.sched, platform, users)
+    replayed = users.summary() if users is not None else {"why_not": why}
+    ctx.site = {"users": {"replayed": users is not None, **replayed}}
+    if priority:
+        ctx.site["priority"] = priority
+    if users is None and why != NO_USERS:
+        ctx.say(f"every job as emu: {why}")
+    if priority:
+        ctx.say(priority_line(priority))
+
+
 def bring_up_cluster(ctx: RunContext) -> dict[str, Any]:
     ctx.backend.prepare(ctx.sched, progress=ctx.say)
-    return {"backend": ctx.opts.cluster.backend, "name": ctx.backend.name}
+    info = {"backend": ctx.opts.cluster.backend, "name": ctx.backend.name}
+    if ctx.site_users is not None:  # (the backend has them: users_to_replay checked)
+        info["site_users"] = add_site_users(ctx.backend, ctx.site_users, ctx.say)  # type: ignore[arg-type]
+    return info
 
 
 def replay(ctx: RunContext) -> dict[str, Any]:
@@ -164,6 +195,7 @@ def replay(ctx: RunContext) -> dict[str, Any]:
         quiet=ctx.opts.quiet,
         verbose=ctx.opts.verbose,
         backfill=ctx.sched.mode == "backfill",
+        site_users=ctx.site_users is not None,
     )
     path = ctx.run_dir / rundir.REPLAY_PLAN
     plan = plan_on_clock(*ctx.plan(), ctx.scale, ctx.plugins, ctx.backend.platform, path)
@@ -381,6 +413,8 @@ def write_manifest(ctx: RunContext, complete: bool, reason: str) -> None:
             "slurm_version": slurm_version(ctx.backend),
             "cluster": {"backend": ctx.opts.cluster.backend, "name": ctx.backend.name},
             "scheduler": asdict(sched) | {"scheduler_parameters": sched.scheduler_parameters},
+            # the plan's users and accounts (replayed, or why not) and the site's priority applied
+            **({"site": ctx.site} if ctx.site else {}),
             "platform": platform.as_dict(),
             "options": ctx.opts.as_dict(),
             "plan": plan_manifest,

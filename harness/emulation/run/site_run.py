@@ -1,0 +1,134 @@
+"""A site's users, accounts and priority in a run (docs/site-whatif.md, "Users and accounts").
+
+A plan that says who ran each job (``harness workload from-sacct``) is replayed as its users
+and accounts unless ``--as-emu``: the run decides once its plan is made (:func:`fit_to_plan`),
+gives the cluster the users and associations (:func:`add_site_users`) and, on a site whose
+``PriorityType`` is ``priority/multifactor``, renders the site's own priority settings with
+Slurm's own policies, so that fairshare acts as on the real machine.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, Protocol
+
+import pandas as pd
+
+from harness.cluster.base import ClusterError
+from harness.emulation.head.site_users import (
+    SiteUsers,
+    association_commands,
+    has_users,
+    site_users,
+    users_script,
+)
+from harness.model.commands import CommandResult
+from harness.platform import Platform
+from harness.slurm.conf_settings import site_priority
+from harness.slurm.config import SchedulerConfig
+
+NOTHING_NEW = "Nothing new added"  # sacctmgr's answer (rc 1) when the accounts or users exist
+NO_USERS = "the plan does not say who ran its jobs"  # (an SWF trace, a plan of its own)
+
+
+class SiteRunError(ValueError):
+    """A run that cannot replay its plan's users as asked (one line, with the way out)."""
+
+
+class EverywhereCluster(Protocol):
+    def exec(self, cmd: list[str], user: str | None = ..., timeout: float | None = ...) -> CommandResult: ...
+
+    def exec_everywhere(self, script: str) -> dict[str, CommandResult]: ...
+
+
+def users_to_replay(
+    plan: pd.DataFrame, as_emu: bool, agent: bool, platform: Platform, backend: object
+) -> tuple[SiteUsers | None, str]:
+    """(the plan's users to submit as, '') or (None, why every job goes as emu)."""
+    if not has_users(plan.columns):
+        return None, NO_USERS
+    if as_emu:
+        return None, "--as-emu"
+    if agent:
+        return None, (
+            "an agent's policy orders the jobs itself (sched/builtin, every priority weight 0): "
+            "users and accounts would change nothing it decides"
+        )
+    if not platform.deployment.accounting.enabled:
+        raise SiteRunError(
+            "the plan has its users and accounts but the platform has no accounting (--no-accounting): "
+            "associations live in slurmdbd; give --as-emu to replay every job as emu"
+        )
+    if not hasattr(backend, "exec_everywhere"):
+        raise SiteRunError(
+            "replaying the plan's users needs the Docker cluster (--cluster docker), which makes them "
+            "in every container; give --as-emu to replay every job as emu"
+        )
+    return site_users(plan), ""
+
+
+def with_site_priority(
+    sched: SchedulerConfig, platform: Platform, users: SiteUsers | None
+) -> tuple[SchedulerConfig, dict[str, Any]]:
+    """``sched`` with the site's multifactor priority when its users are replayed under Slurm's
+    own policy; an experiment's ``[slurm]`` value of the same key wins. The second value says
+    what was applied, or why nothing was (for the manifest and the report)."""
+    site = platform.machine.site
+    if site is None:
+        return sched, {}
+    priority = site_priority(site.settings)
+    why = _why_not(priority, sched, users)
+    if why:
+        return sched, {"applied": {}, "why_not": why}
+    cell = dict(sched.settings)
+    merged = {**priority, **cell}
+    applied = {key: value for key, value in priority.items() if key not in cell}
+    info = {"applied": applied, "overridden": {key: cell[key] for key in priority if key in cell}}
+    return replace(sched, settings=tuple(merged.items())), info
+
+
+def _why_not(priority: dict[str, Any], sched: SchedulerConfig, users: SiteUsers | None) -> str:
+    if not priority:
+        return "the site's PriorityType is not priority/multifactor"
+    if sched.external_ordering:
+        return "an agent's policy runs sched/builtin with every priority weight 0"
+    if users is None:
+        return "the jobs are replayed as emu: one user has no fairshare to compare"
+    return ""
+
+
+def priority_line(info: dict[str, Any]) -> str:
+    """One line for the run's output: the site's priority settings applied, or why not."""
+    if info.get("applied") or info.get("overridden"):
+        words = [f"{key}={value}" for key, value in info["applied"].items()]
+        words += [f"{key}={value} (the experiment's)" for key, value in info["overridden"].items()]
+        return "site priority applied: " + ", ".join(words)
+    return f"site priority not applied: {info['why_not']}"
+
+
+def add_site_users(
+    backend: EverywhereCluster, users: SiteUsers, say: Callable[[str], None]
+) -> dict[str, Any]:
+    """The plan's users in every container (one exec each), then the accounts and
+    associations in slurmdbd; how long each took."""
+    began = time.monotonic()
+    results = backend.exec_everywhere(users_script(users))
+    failed = {name: res.stderr.strip() or res.stdout.strip() for name, res in results.items() if not res.ok}
+    if failed:
+        name, why = next(iter(failed.items()))
+        raise ClusterError(f"making the site's users in {name}: {why.splitlines()[-1] if why else 'failed'}")
+    made_s = time.monotonic() - began
+    for command in association_commands(users):
+        res = backend.exec(command, timeout=120)
+        if not res.ok and NOTHING_NEW not in res.stdout + res.stderr:
+            raise ClusterError(f"`{' '.join(command[:4])} ...`: {(res.stderr or res.stdout).strip()}")
+    total_s = time.monotonic() - began
+    summary = users.summary()
+    say(
+        f"site users: {summary['users']} users (uids {summary['uids'][0]}..{summary['uids'][1]}) in "
+        f"{len(results)} containers in {made_s:.1f} s, {summary['accounts']} accounts and their "
+        f"associations in {total_s - made_s:.1f} s"
+    )
+    return {**summary, "made_s": round(made_s, 3), "associations_s": round(total_s - made_s, 3)}
