@@ -16,6 +16,7 @@ from harness.emulation.head.site_users import (
     SITE_GID,
     SITE_GROUP,
     association_commands,
+    existing_associations,
     has_users,
     site_users,
     users_script,
@@ -85,27 +86,39 @@ def test_a_name_unix_or_slurm_would_not_take_is_refused_naming_job_and_column(
 
 
 def test_one_script_makes_the_group_and_every_missing_user() -> None:
-    script = users_script(site_users(PLAN))
-    assert script.splitlines() == [
-        "set -e",
-        f"getent group {SITE_GROUP} >/dev/null || groupadd -g {SITE_GID} {SITE_GROUP}",
-        "made=0",
-        "getent passwd u-a >/dev/null || "
-        "{ useradd -M -N -g siteusers -u 20000 -s /bin/sh u-a; made=$((made+1)); }",
-        "getent passwd u-b >/dev/null || "
-        "{ useradd -M -N -g siteusers -u 20001 -s /bin/sh u-b; made=$((made+1)); }",
-        'echo "made $made"',
-    ]  # fmt: skip
+    script = users_script(site_users(PLAN)).splitlines()
+    assert script[1] == f"grep -q '^{SITE_GROUP}:' /etc/group || echo 'siteusers:x:{SITE_GID}:' >> /etc/group"
+    at = script.index("USERS")  # the here-document of every plan user: name, uid, the group's gid
+    assert script[at - 2 : at] == [
+        "u-a:x:20000:19999::/nonexistent:/bin/sh",
+        "u-b:x:20001:19999::/nonexistent:/bin/sh",
+    ]
 
 
-def test_accounts_then_one_add_user_per_set_of_accounts() -> None:
-    plan = pd.DataFrame({"job_id": [1, 2, 3], "user_name": ["u-c", "u-a", "u-b"],
-                         "account_name": ["a-x", "a-x", "a-y"]})  # fmt: skip
-    assert association_commands(site_users(plan)) == [
+def test_accounts_then_one_add_user_per_set_of_missing_accounts() -> None:
+    plan = pd.DataFrame({"job_id": [1, 2, 3, 4], "user_name": ["u-c", "u-a", "u-b", "u-b"],
+                         "account_name": ["a-x", "a-x", "a-y", "a-x"]})  # fmt: skip
+    users = site_users(plan)
+    assert association_commands(users) == [
         ["sacctmgr", "-i", "add", "account", "a-x,a-y"],
+        ["sacctmgr", "-i", "add", "user", "u-a,u-c", "account=a-x"],
+        ["sacctmgr", "-i", "add", "user", "u-b", "account=a-x,a-y"],
+    ]
+    # a cluster kept from an earlier run: a-x and u-b's association in it exist already
+    listing = "root|\nroot|root\nharness|\nharness|emu\na-x|\na-x|u-b\n"
+    have_accounts, have = existing_associations(listing)
+    assert have_accounts == {"root", "harness", "a-x"} and have == {
+        ("root", "root"),
+        ("emu", "harness"),
+        ("u-b", "a-x"),
+    }
+    assert association_commands(users, have_accounts, have) == [
+        ["sacctmgr", "-i", "add", "account", "a-y"],
         ["sacctmgr", "-i", "add", "user", "u-a,u-c", "account=a-x"],
         ["sacctmgr", "-i", "add", "user", "u-b", "account=a-y"],
     ]
+    everything = {(user, account) for user, used in users.accounts.items() for account in used}
+    assert association_commands(users, users.all_accounts, everything) == []
 
 
 def test_the_replay_submits_as_the_user_with_its_account_only_when_told(tmp_path: Path) -> None:

@@ -18,8 +18,10 @@ import pandas as pd
 
 from harness.cluster.base import ClusterError
 from harness.emulation.head.site_users import (
+    LIST_ASSOCIATIONS,
     SiteUsers,
     association_commands,
+    existing_associations,
     has_users,
     site_users,
     users_script,
@@ -29,7 +31,6 @@ from harness.platform import Platform
 from harness.slurm.conf_settings import site_priority
 from harness.slurm.config import SchedulerConfig
 
-NOTHING_NEW = "Nothing new added"  # sacctmgr's answer (rc 1) when the accounts or users exist
 NO_USERS = "the plan does not say who ran its jobs"  # (an SWF trace, a plan of its own)
 
 
@@ -120,15 +121,24 @@ def add_site_users(
         name, why = next(iter(failed.items()))
         raise ClusterError(f"making the site's users in {name}: {why.splitlines()[-1] if why else 'failed'}")
     made_s = time.monotonic() - began
-    for command in association_commands(users):
+    for command in association_commands(users, *_associations(backend)):
         res = backend.exec(command, timeout=120)
-        if not res.ok and NOTHING_NEW not in res.stdout + res.stderr:
+        if not res.ok:
             raise ClusterError(f"`{' '.join(command[:4])} ...`: {(res.stderr or res.stdout).strip()}")
     total_s = time.monotonic() - began
     summary = users.summary()
+    made = {name: int((res.stdout.strip().splitlines() or ["0"])[-1]) for name, res in results.items()}
     say(
         f"site users: {summary['users']} users (uids {summary['uids'][0]}..{summary['uids'][1]}) in "
         f"{len(results)} containers in {made_s:.1f} s, {summary['accounts']} accounts and their "
         f"associations in {total_s - made_s:.1f} s"
     )
-    return {**summary, "made_s": round(made_s, 3), "associations_s": round(total_s - made_s, 3)}
+    return {**summary, "made": made, "made_s": round(made_s, 3), "associations_s": round(total_s - made_s, 3)}
+
+
+def _associations(backend: EverywhereCluster) -> tuple[set[str], set[tuple[str, str]]]:
+    """What slurmdbd has already (a cluster kept from an earlier run of the same plan)."""
+    res = backend.exec(LIST_ASSOCIATIONS, timeout=120)
+    if not res.ok:
+        raise ClusterError(f"`{' '.join(LIST_ASSOCIATIONS)}`: {(res.stderr or res.stdout).strip()}")
+    return existing_associations(res.stdout)
