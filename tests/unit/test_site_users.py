@@ -21,7 +21,16 @@ from harness.emulation.head.site_users import (
     site_users,
     users_script,
 )
-from harness.emulation.run.site_run import SiteRunError, priority_line, users_to_replay, with_site_priority
+from harness.emulation.run.site_run import (
+    AGENT_ORDERS,
+    LIVE_IO,
+    NO_USERS,
+    SiteRunError,
+    as_emu_because,
+    priority_line,
+    users_to_replay,
+    with_site_priority,
+)
 from harness.model.checks import InputError
 from harness.platform import Platform
 from harness.platform.from_slurm import read_site, site_platform
@@ -193,14 +202,17 @@ def test_no_site_priority_for_an_agent_or_without_users(tmp_path: Path) -> None:
 def test_who_the_run_submits_as(tmp_path: Path) -> None:
     platform = site(tmp_path)
     docker = type("Docker", (), {"exec_everywhere": lambda self, script: {}})()
-    users, why = users_to_replay(PLAN, as_emu=False, agent=False, platform=platform, backend=docker)
+    users, why = users_to_replay(PLAN, "", platform, backend=docker)
     assert users is not None and why == "" and set(users.uids) == {"u-a", "u-b"}
-    assert users_to_replay(PLAN, True, False, platform, docker) == (None, "--as-emu")
-    assert users_to_replay(PLAN, False, True, platform, docker)[0] is None
-    assert users_to_replay(PLAN[["job_id"]], False, False, platform, docker)[0] is None
+    assert as_emu_because(as_emu=False, agent=False, live_io=False) == ""
+    for flags, reason in (((True, True, False), "--as-emu"), ((False, True, True), AGENT_ORDERS),
+                          ((False, False, True), LIVE_IO)):  # fmt: skip
+        assert as_emu_because(*flags) == reason
+        assert users_to_replay(PLAN, reason, platform, docker) == (None, reason)
+    assert users_to_replay(PLAN[["job_id"]], "", platform, docker) == (None, NO_USERS)
     with pytest.raises(SiteRunError, match=r"needs the Docker cluster .*--as-emu"):
-        users_to_replay(PLAN, False, False, platform, backend=object())
+        users_to_replay(PLAN, "", platform, backend=object())
     off = replace(platform, deployment=replace(platform.deployment, accounting=replace(
         platform.deployment.accounting, enabled=False)))  # fmt: skip
     with pytest.raises(SiteRunError, match=r"no accounting \(--no-accounting\).*--as-emu"):
-        users_to_replay(PLAN, False, False, off, docker)
+        users_to_replay(PLAN, "", off, docker)

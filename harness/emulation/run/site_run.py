@@ -44,19 +44,28 @@ class EverywhereCluster(Protocol):
     def exec_everywhere(self, script: str) -> dict[str, CommandResult]: ...
 
 
+AGENT_ORDERS = (
+    "an agent's policy orders the jobs itself (sched/builtin, every priority weight 0): "
+    "users and accounts would change nothing it decides"
+)
+LIVE_IO = "live I/O (--model io-aware) waits for emu's stage-outs"
+
+
+def as_emu_because(as_emu: bool, agent: bool, live_io: bool) -> str:
+    """Why a run submits every job as emu whatever its plan says ('' : nothing keeps it)."""
+    reasons = (("--as-emu", as_emu), (AGENT_ORDERS, agent), (LIVE_IO, live_io))
+    return next((reason for reason, on in reasons if on), "")
+
+
 def users_to_replay(
-    plan: pd.DataFrame, as_emu: bool, agent: bool, platform: Platform, backend: object
+    plan: pd.DataFrame, emu_because: str, platform: Platform, backend: object
 ) -> tuple[SiteUsers | None, str]:
-    """(the plan's users to submit as, '') or (None, why every job goes as emu)."""
+    """(the plan's users to submit as, '') or (None, why every job goes as emu): ``emu_because``
+    (:func:`as_emu_because`), or a plan that does not say who ran its jobs."""
     if not has_users(plan.columns):
         return None, NO_USERS
-    if as_emu:
-        return None, "--as-emu"
-    if agent:
-        return None, (
-            "an agent's policy orders the jobs itself (sched/builtin, every priority weight 0): "
-            "users and accounts would change nothing it decides"
-        )
+    if emu_because:
+        return None, emu_because
     if not platform.deployment.accounting.enabled:
         raise SiteRunError(
             "the plan has its users and accounts but the platform has no accounting (--no-accounting): "

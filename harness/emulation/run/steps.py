@@ -46,6 +46,7 @@ from harness.emulation.run.hostload import LoadSampler, said_load
 from harness.emulation.run.site_run import (
     NO_USERS,
     add_site_users,
+    as_emu_because,
     priority_line,
     users_to_replay,
     with_site_priority,
@@ -59,6 +60,7 @@ from harness.emulation.run.slurm_time import (
 from harness.emulation.run.specs import RunOptions, plan_for
 from harness.model import rundir
 from harness.model.atomic import atomic_write_csv, atomic_write_parquet
+from harness.model.io_models import ALLOC_ONLY
 from harness.model.jsonio import append_jsonl, read_json, read_jsonl, write_json
 from harness.model.records import read_job_records, read_submissions
 from harness.model.timescale import TimeScale
@@ -157,7 +159,9 @@ def fit_to_plan(ctx: RunContext, plan: pd.DataFrame) -> None:
     """Whose jobs the run submits (the plan's users, or emu) and, with the users, the site's
     own priority settings (harness.emulation.run.site_run); said once."""
     platform = ctx.backend.platform
-    users, why = users_to_replay(plan, ctx.opts.replay.as_emu, ctx.uses_agent, platform, ctx.backend)
+    live_io = ctx.opts.workload.model != ALLOC_ONLY
+    emu_because = as_emu_because(ctx.opts.replay.as_emu, ctx.uses_agent, live_io)
+    users, why = users_to_replay(plan, emu_because, platform, ctx.backend)
     ctx.site_users = users
     ctx.sched, priority = with_site_priority(ctx.sched, platform, users)
     replayed = users.summary() if users is not None else {"why_not": why}
