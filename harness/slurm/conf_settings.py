@@ -340,3 +340,13 @@ def site_priority(kept: Iterable[tuple[str, str]]) -> dict[str, SettingValue]:
     if known.get("PriorityType") != MULTIFACTOR:
         return {}
     return {key: value for key, value in known.items() if key in PRIORITY_KEYS}
+
+
+def priority_line(info: Mapping[str, Any]) -> str:
+    """One line for the run's output and report: the site's priority settings a run applied
+    (``applied``, and ``overridden`` by the experiment's), or why none (``why_not``)."""
+    if info.get("applied") or info.get("overridden"):
+        words = [f"{key}={value}" for key, value in info["applied"].items()]
+        words += [f"{key}={value} (the experiment's)" for key, value in info["overridden"].items()]
+        return "site priority applied: " + ", ".join(words)
+    return f"site priority not applied: {info['why_not']}"

@@ -27,14 +27,13 @@ from harness.emulation.run.site_run import (
     NO_USERS,
     SiteRunError,
     as_emu_because,
-    priority_line,
     users_to_replay,
     with_site_priority,
 )
 from harness.model.checks import InputError
 from harness.platform import Platform
 from harness.platform.from_slurm import read_site, site_platform
-from harness.slurm.conf_settings import SettingError, setting, site_priority
+from harness.slurm.conf_settings import SettingError, priority_line, setting, site_priority
 from harness.slurm.config import SchedulerConfig, render_slurm_files
 
 SITE_CONF = """\
@@ -216,3 +215,20 @@ def test_who_the_run_submits_as(tmp_path: Path) -> None:
         platform.deployment.accounting, enabled=False)))  # fmt: skip
     with pytest.raises(SiteRunError, match=r"no accounting \(--no-accounting\).*--as-emu"):
         users_to_replay(PLAN, "", off, docker)
+
+
+def test_the_report_says_whose_jobs_and_which_priority() -> None:
+    from harness.analysis.document import _site_rows
+
+    site = {
+        "users": {"replayed": True, "users": 2, "accounts": 2, "uids": [20000, 20001]},
+        "priority": {"applied": {"PriorityType": "priority/multifactor"},
+                     "overridden": {"PriorityWeightAge": 5}},
+    }  # fmt: skip
+    assert _site_rows(site) == [
+        ["Users", "the plan's: 2 users (uids 20000..20001), 2 accounts"],
+        ["Site priority",
+         "applied: PriorityType=priority/multifactor, PriorityWeightAge=5 (the experiment's)"],
+    ]  # fmt: skip
+    emu = {"users": {"replayed": False, "why_not": "--as-emu"}}
+    assert _site_rows(emu) == [["Users", "every job as emu: --as-emu"]] and _site_rows({}) == []

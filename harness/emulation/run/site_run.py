@@ -109,15 +109,6 @@ def _why_not(priority: dict[str, Any], sched: SchedulerConfig, users: SiteUsers 
     return ""
 
 
-def priority_line(info: dict[str, Any]) -> str:
-    """One line for the run's output: the site's priority settings applied, or why not."""
-    if info.get("applied") or info.get("overridden"):
-        words = [f"{key}={value}" for key, value in info["applied"].items()]
-        words += [f"{key}={value} (the experiment's)" for key, value in info["overridden"].items()]
-        return "site priority applied: " + ", ".join(words)
-    return f"site priority not applied: {info['why_not']}"
-
-
 def add_site_users(
     backend: EverywhereCluster, users: SiteUsers, say: Callable[[str], None]
 ) -> dict[str, Any]:

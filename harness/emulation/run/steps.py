@@ -47,7 +47,6 @@ from harness.emulation.run.site_run import (
     NO_USERS,
     add_site_users,
     as_emu_because,
-    priority_line,
     users_to_replay,
     with_site_priority,
 )
@@ -65,6 +64,7 @@ from harness.model.jsonio import append_jsonl, read_json, read_jsonl, write_json
 from harness.model.records import read_job_records, read_submissions
 from harness.model.timescale import TimeScale
 from harness.policies.tunables import parse_assignments
+from harness.slurm.conf_settings import priority_line
 from harness.slurm.config import SchedulerConfig
 from harness.slurm.lost_launches import recheck_lost_launches
 from harness.workload.io import HerbeinIO
