@@ -22,8 +22,8 @@ was made from, gives back every job with its partition, GRES and user mapping
    array's tasks are plan rows and replayed jobs of their own; every replayed job is
    ``emu``'s (``--as-emu``; replaying the users is test_site_fairshare's) and the plan's
    ``user_name`` carries the mapping: one pseudonym per original user, distinct users
-   distinct pseudonyms, each the HMAC of the salt kept beside the plan. The same history as ``sacct -P`` text gives the
-   same plan.
+   distinct pseudonyms, each the HMAC of the salt kept beside the plan. The same history as
+   ``sacct -P`` text gives the same plan.
 
 39 to 41 s (2026-11-27, two runs on 2 shared cores; about 17 s more with an image build when
 the sources changed). ``HARNESS_SACCT_RT_PORTS`` (``CONTROLLER:SLURMD_BASE``) moves the ports.

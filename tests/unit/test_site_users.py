@@ -200,7 +200,7 @@ def test_no_site_priority_for_an_agent_or_without_users(tmp_path: Path) -> None:
 
 def test_who_the_run_submits_as(tmp_path: Path) -> None:
     platform = site(tmp_path)
-    docker = type("Docker", (), {"exec_everywhere": lambda self, script: {}})()
+    docker = type("Docker", (), {"containers": lambda self: []})()
     users, why = users_to_replay(PLAN, "", platform, backend=docker)
     assert users is not None and why == "" and set(users.uids) == {"u-a", "u-b"}
     assert as_emu_because(as_emu=False, agent=False, live_io=False) == ""

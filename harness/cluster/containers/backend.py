@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -144,19 +143,6 @@ class DockerCluster:
                     raise ClusterError(f"`{' '.join(cmd)}`: the Docker engine garbled its output") from None
         out, err = result.output if result.output else (b"", b"")
         return CommandResult(result.exit_code or 0, (out or b"").decode(), (err or b"").decode())
-
-    def exec_everywhere(self, script: str) -> dict[str, CommandResult]:
-        """``sh -c script`` as root in every container of the cluster (controller, node groups,
-        dbd): container name -> its result. One exec per container, in parallel."""
-        running = [c for c in self.containers() if c.status == "running"]
-
-        def one(container: Container) -> CommandResult:
-            result = container.exec_run(["sh", "-c", script], user="root", demux=True)
-            out, err = result.output if result.output else (b"", b"")
-            return CommandResult(result.exit_code or 0, (out or b"").decode(), (err or b"").decode())
-
-        with ThreadPoolExecutor(max(1, len(running))) as pool:
-            return dict(zip([c.name for c in running], pool.map(one, running), strict=True))
 
     def spawn(self, cmd: list[str], user: str | None = None) -> subprocess.Popen:
         """Start ``cmd`` in the controller container without waiting (stdout/stderr piped)."""

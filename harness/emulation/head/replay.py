@@ -53,7 +53,7 @@ from harness.emulation.head.resubmit import (
     submit_retrying,
 )
 from harness.emulation.head.site_requests import site_partition, site_request_words
-from harness.emulation.head.site_users import submit_as_words
+from harness.emulation.head.site_users import SHARED_LOGS_PREAMBLE, submit_as_words
 from harness.emulation.iolive.phases import PLAN_COLUMN
 from harness.model.clock import VirtualClock
 from harness.model.jsonio import read_json, read_jsonl
@@ -161,14 +161,11 @@ def sbatch_command(job: dict, opts: ReplayOptions, intended: float, begin: float
         cmd.append("--licenses=" + ",".join(licenses))
     if begin is not None:
         cmd.append(f"--begin={slurm_instant(begin)}")
-    if opts.site_requests:
-        cmd += site_request_words(job)
-    if opts.site_users:
-        cmd += submit_as_words(job)
+    cmd += site_request_words(job) if opts.site_requests else []
+    cmd += submit_as_words(job) if opts.site_users else []
     cmd += list(opts.extra_sbatch)
-    # the site's users share one group: each job's log lines go to files another user created
-    shared = ["umask 002"] if opts.site_users else []
-    cmd.append("--wrap=" + "".join(line + "\n" for line in [*shared, *io]) + "exec " + shlex.join(sigsleep))
+    preamble = [*(SHARED_LOGS_PREAMBLE if opts.site_users else ()), *io]
+    cmd.append("--wrap=" + "".join(line + "\n" for line in preamble) + "exec " + shlex.join(sigsleep))
     return cmd
 
 

@@ -31,6 +31,9 @@ LAST_UID = 59999  # 40,000 users at most
 UNIX_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 ACCOUNT_NAME = re.compile(r"^[a-z0-9_][a-z0-9_.-]{0,63}$")
 NAMES_PER_COMMAND = 200  # sacctmgr's command line stays short
+# a job's first line: the site's users share one group, and each job appends its log lines to
+# files another user's job created in the shared run directory
+SHARED_LOGS_PREAMBLE = ("umask 002",)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from harness.cluster.base import ClusterBackend, ClusterError
 from harness.emulation.head.watch import HeadProcessDied
+from harness.emulation.run.manifest import write_manifest
 from harness.emulation.run.specs import ClusterSpec, RunOptions, options_from_dict, run_id_for
 from harness.emulation.run.state import mark_process
 from harness.emulation.run.steps import (
@@ -26,7 +27,6 @@ from harness.emulation.run.steps import (
     RunContext,
     fit_to_plan,
     plugins_for,
-    write_manifest,
 )
 from harness.model import rundir
 from harness.model.io_models import ALLOC_ONLY
@@ -167,6 +167,7 @@ class Experiment:
                          None if resume else self.prepared, resumed=resume)  # fmt: skip
         try:
             run_steps(ctx, rundir.done_steps(run_dir) if resume else {})
+            self.sched = ctx.sched  # as the plan made it (a site's priority with its users)
         except BaseException:
             if {p.name for p in run_dir.iterdir()} <= {rundir.PROCESS}:  # e.g. an unreadable trace:
                 (run_dir / rundir.PROCESS).unlink(missing_ok=True)  # leave no empty run directory

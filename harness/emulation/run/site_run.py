@@ -1,7 +1,7 @@
 """A site's users, accounts and priority in a run (docs/site-whatif.md, "Users and accounts").
 
 A plan that says who ran each job (``harness workload from-sacct``) is replayed as its users
-and accounts unless ``--as-emu``: the run decides once its plan is made (:func:`fit_to_plan`),
+and accounts unless ``--as-emu``: the run decides once its plan is made (:func:`site_replay`),
 gives the cluster the users and associations (:func:`add_site_users`) and, on a site whose
 ``PriorityType`` is ``priority/multifactor``, renders the site's own priority settings with
 Slurm's own policies, so that fairshare acts as on the real machine.
@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import pandas as pd
+from docker.models.containers import Container
 
 from harness.cluster.base import ClusterError
+from harness.cluster.containers.everywhere import exec_in_each
 from harness.emulation.head.site_users import (
     LIST_ASSOCIATIONS,
     SiteUsers,
@@ -26,9 +28,11 @@ from harness.emulation.head.site_users import (
     site_users,
     users_script,
 )
+from harness.emulation.run.specs import RunOptions
 from harness.model.commands import CommandResult
+from harness.model.io_models import ALLOC_ONLY
 from harness.platform import Platform
-from harness.slurm.conf_settings import site_priority
+from harness.slurm.conf_settings import priority_line, site_priority
 from harness.slurm.config import SchedulerConfig
 
 NO_USERS = "the plan does not say who ran its jobs"  # (an SWF trace, a plan of its own)
@@ -38,10 +42,43 @@ class SiteRunError(ValueError):
     """A run that cannot replay its plan's users as asked (one line, with the way out)."""
 
 
-class EverywhereCluster(Protocol):
+class ContainersCluster(Protocol):
+    """The Docker backend, as far as the site's users need it."""
+
+    platform: Platform
+
     def exec(self, cmd: list[str], user: str | None = ..., timeout: float | None = ...) -> CommandResult: ...
 
-    def exec_everywhere(self, script: str) -> dict[str, CommandResult]: ...
+    def containers(self) -> list[Container]: ...
+
+
+@dataclass(frozen=True)
+class SiteReplay:
+    """Whose jobs a run submits, the scheduler that goes with them, and the manifest's record."""
+
+    users: SiteUsers | None  # None: every job as emu
+    sched: SchedulerConfig
+    record: dict[str, Any]  # the manifest's ``site``: users (or why not) and priority
+
+
+def site_replay(
+    plan: pd.DataFrame, opts: RunOptions, sched: SchedulerConfig, backend: object, say: Callable[[str], None]
+) -> SiteReplay:
+    """The plan's users (or emu, and why) and, with them, the site's priority; said in a line each."""
+    platform: Platform = backend.platform  # type: ignore[attr-defined]
+    live_io = opts.workload.model != ALLOC_ONLY
+    users, why = users_to_replay(plan, as_emu_because(opts.replay.as_emu, sched.external_ordering, live_io),
+                                 platform, backend)  # fmt: skip
+    sched, priority = with_site_priority(sched, platform, users)
+    record: dict[str, Any] = {
+        "users": {"replayed": True, **users.summary()} if users else {"replayed": False, "why_not": why}
+    }
+    if users is None and why != NO_USERS:
+        say(f"every job as emu: {why}")
+    if priority:
+        record["priority"] = priority
+        say(priority_line(priority))
+    return SiteReplay(users, sched, record)
 
 
 AGENT_ORDERS = (
@@ -71,7 +108,7 @@ def users_to_replay(
             "the plan has its users and accounts but the platform has no accounting (--no-accounting): "
             "associations live in slurmdbd; give --as-emu to replay every job as emu"
         )
-    if not hasattr(backend, "exec_everywhere"):
+    if not hasattr(backend, "containers"):
         raise SiteRunError(
             "replaying the plan's users needs the Docker cluster (--cluster docker), which makes them "
             "in every container; give --as-emu to replay every job as emu"
@@ -110,12 +147,12 @@ def _why_not(priority: dict[str, Any], sched: SchedulerConfig, users: SiteUsers 
 
 
 def add_site_users(
-    backend: EverywhereCluster, users: SiteUsers, say: Callable[[str], None]
+    backend: ContainersCluster, users: SiteUsers, say: Callable[[str], None]
 ) -> dict[str, Any]:
     """The plan's users in every container (one exec each), then the accounts and
     associations in slurmdbd; how long each took."""
     began = time.monotonic()
-    results = backend.exec_everywhere(users_script(users))
+    results = exec_in_each(backend.containers(), ["sh", "-c", users_script(users)])
     failed = {name: res.stderr.strip() or res.stdout.strip() for name, res in results.items() if not res.ok}
     if failed:
         name, why = next(iter(failed.items()))
@@ -136,7 +173,7 @@ def add_site_users(
     return {**summary, "made": made, "made_s": round(made_s, 3), "associations_s": round(total_s - made_s, 3)}
 
 
-def _associations(backend: EverywhereCluster) -> tuple[set[str], set[tuple[str, str]]]:
+def _associations(backend: ContainersCluster) -> tuple[set[str], set[tuple[str, str]]]:
     """What slurmdbd has already (a cluster kept from an earlier run of the same plan)."""
     res = backend.exec(LIST_ASSOCIATIONS, timeout=120)
     if not res.ok:

@@ -7,16 +7,14 @@ after the last step that completed (:class:`harness.emulation.run.experiment.Exp
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from harness import __version__
 from harness.analysis.metrics import summary
-from harness.cluster.base import ClusterBackend, ClusterError
+from harness.cluster.base import ClusterBackend
 from harness.emulation.collect.fidelity import (
     compare_with_both_twins,
     measured_launch_delays,
@@ -38,18 +36,12 @@ from harness.emulation.head.faultlog import fault_section
 from harness.emulation.head.launch import HeadRun, leftover_advice
 from harness.emulation.head.progress import RunObserver
 from harness.emulation.head.site_requests import check_site_plan, uses_site_requests
-from harness.emulation.head.site_users import SiteUsers
 from harness.emulation.head.watch import HeadProcessDied
 from harness.emulation.iolive.plugin import LiveIO
 from harness.emulation.plugin import Collected, RunPlugin
 from harness.emulation.run.hostload import LoadSampler, said_load
-from harness.emulation.run.site_run import (
-    NO_USERS,
-    add_site_users,
-    as_emu_because,
-    users_to_replay,
-    with_site_priority,
-)
+from harness.emulation.run.manifest import write_manifest
+from harness.emulation.run.site_run import SiteReplay, add_site_users, site_replay
 from harness.emulation.run.slurm_time import (
     collected_delays,
     collected_results,
@@ -59,12 +51,10 @@ from harness.emulation.run.slurm_time import (
 from harness.emulation.run.specs import RunOptions, plan_for
 from harness.model import rundir
 from harness.model.atomic import atomic_write_csv, atomic_write_parquet
-from harness.model.io_models import ALLOC_ONLY
 from harness.model.jsonio import append_jsonl, read_json, read_jsonl, write_json
 from harness.model.records import read_job_records, read_submissions
 from harness.model.timescale import TimeScale
 from harness.policies.tunables import parse_assignments
-from harness.slurm.conf_settings import priority_line
 from harness.slurm.config import SchedulerConfig
 from harness.slurm.lost_launches import recheck_lost_launches
 from harness.workload.io import HerbeinIO
@@ -88,8 +78,7 @@ class RunContext:
     started_at: str
     prepared: Prepared | None = None  # the plan the estimate before the run prepared (used once)
     resumed: bool = False  # taken up again (``harness run --resume``)
-    site_users: SiteUsers | None = None  # the plan's users, when its jobs are submitted as them
-    site: dict[str, Any] = field(default_factory=dict)  # users and priority, as the manifest says
+    site: SiteReplay | None = None  # whose jobs they are (the plan's users, or emu), once the plan is made
 
     @property
     def uses_agent(self) -> bool:
@@ -156,29 +145,16 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
 
 
 def fit_to_plan(ctx: RunContext, plan: pd.DataFrame) -> None:
-    """Whose jobs the run submits (the plan's users, or emu) and, with the users, the site's
-    own priority settings (harness.emulation.run.site_run); said once."""
-    platform = ctx.backend.platform
-    live_io = ctx.opts.workload.model != ALLOC_ONLY
-    emu_because = as_emu_because(ctx.opts.replay.as_emu, ctx.uses_agent, live_io)
-    users, why = users_to_replay(plan, emu_because, platform, ctx.backend)
-    ctx.site_users = users
-    ctx.sched, priority = with_site_priority(ctx.sched, platform, users)
-    replayed = users.summary() if users is not None else {"why_not": why}
-    ctx.site = {"users": {"replayed": users is not None, **replayed}}
-    if priority:
-        ctx.site["priority"] = priority
-    if users is None and why != NO_USERS:
-        ctx.say(f"every job as emu: {why}")
-    if priority:
-        ctx.say(priority_line(priority))
+    """Whose jobs the run submits and, with the site's users, its priority (site_run)."""
+    ctx.site = site_replay(plan, ctx.opts, ctx.sched, ctx.backend, ctx.say)
+    ctx.sched = ctx.site.sched
 
 
 def bring_up_cluster(ctx: RunContext) -> dict[str, Any]:
     ctx.backend.prepare(ctx.sched, progress=ctx.say)
-    info = {"backend": ctx.opts.cluster.backend, "name": ctx.backend.name}
-    if ctx.site_users is not None:  # (the backend has them: users_to_replay checked)
-        info["site_users"] = add_site_users(ctx.backend, ctx.site_users, ctx.say)  # type: ignore[arg-type]
+    info: dict[str, Any] = {"backend": ctx.opts.cluster.backend, "name": ctx.backend.name}
+    if ctx.site is not None and ctx.site.users is not None:  # (a Docker cluster: users_to_replay checked)
+        info["site_users"] = add_site_users(ctx.backend, ctx.site.users, ctx.say)  # type: ignore[arg-type]
     return info
 
 
@@ -199,7 +175,7 @@ def replay(ctx: RunContext) -> dict[str, Any]:
         quiet=ctx.opts.quiet,
         verbose=ctx.opts.verbose,
         backfill=ctx.sched.mode == "backfill",
-        site_users=ctx.site_users is not None,
+        site_users=ctx.site is not None and ctx.site.users is not None,
     )
     path = ctx.run_dir / rundir.REPLAY_PLAN
     plan = plan_on_clock(*ctx.plan(), ctx.scale, ctx.plugins, ctx.backend.platform, path)
@@ -390,47 +366,3 @@ STEPS: tuple[tuple[str, Callable[[RunContext], dict[str, Any]]], ...] = (
     ("manifest", manifest),
     ("report", report),
 )
-
-
-def write_manifest(ctx: RunContext, complete: bool, reason: str) -> None:
-    """``manifest.json``: every parameter, versions, the input's checksum, completeness."""
-    spec, sched, platform = ctx.opts.workload, ctx.sched, ctx.backend.platform
-    plan_manifest = ctx.plan()[1] if (ctx.run_dir / rundir.PLAN).exists() else {}
-    write_json(
-        ctx.run_dir / rundir.MANIFEST,
-        {
-            "run_id": ctx.run_id,
-            "policy": ctx.opts.replay.policy,
-            "shrink": spec.shrink,
-            rundir.TIMES: rundir.TRACE_TIME,
-            "clock": sched.clock,
-            "speedup": ctx.opts.replay.speedup or ctx.scale.speedup,
-            "trace": spec.source.name,
-            "trace_path": str(spec.source),
-            "input_sha256": plan_manifest.get("input", {}).get("sha256"),
-            "seed": spec.seed,
-            "complete": complete,
-            "incomplete_reason": reason,
-            "started_at": ctx.started_at,
-            "finished_at": datetime.now().astimezone().isoformat(timespec="seconds"),
-            "harness_version": __version__,
-            "slurm_version": slurm_version(ctx.backend),
-            "cluster": {"backend": ctx.opts.cluster.backend, "name": ctx.backend.name},
-            "scheduler": asdict(sched) | {"scheduler_parameters": sched.scheduler_parameters},
-            # the plan's users and accounts (replayed, or why not) and the site's priority applied
-            **({"site": ctx.site} if ctx.site else {}),
-            "platform": platform.as_dict(),
-            "options": ctx.opts.as_dict(),
-            "plan": plan_manifest,
-            "steps": list(rundir.done_steps(ctx.run_dir)),
-            **({"t0": ctx.found("collect")["t0"]} if ctx.found("collect") else {}),
-        },
-    )
-
-
-def slurm_version(backend: ClusterBackend) -> str:
-    try:
-        res = backend.exec(["sinfo", "--version"], timeout=10)
-    except ClusterError:
-        return "unknown"
-    return res.stdout.strip() or "unknown"
