@@ -14,22 +14,27 @@ job   user   account  submit  runtime
 3     bob    chem     2 s     4 s
 ====  =====  =======  ======  =======
 
-Jobs 2 and 3 wait for the nodes job 1 holds. By hand: job 1 runs from about t = 0.5 s to
-63.5 s; slurmctld's usage pass comes every 60 s, so one falls while it runs (any 60 s of the
-63 s), charges alice (``phys``) the CPU-seconds job 1 has run so far and leaves bob (``chem``)
-at 0. Fair tree ranks the accounts by usage over shares (1 each): ``chem`` at 0 ranks first;
-of the two associations, bob's gets a fairshare factor of 1 and alice's 1/2, so job 3's
-priority is 100000 x 1 = 100000 and job 2's 100000 x 1/2 = 50000 (set at the pass for a job
-already waiting, at submission for a later one). When job 1 ends, job 3 starts first although
-job 2 was submitted a second earlier; under priority/basic (or replayed as emu, one user)
-job 2 would go first.
+Jobs 2 and 3 wait for the nodes job 1 holds. By hand: a new association's fairshare factor is
+0 until slurmctld's first usage pass, so both wait with priority 1 and job 2 (submitted first)
+would go first. Job 1 runs from about t = 0.5 s to 63.5 s; the usage pass comes every 60 s, so
+one falls while it runs (any 60 s of the 63 s), charges alice (``phys``) the CPU-seconds job 1
+has run so far (8 CPUs x its seconds) and leaves bob (``chem``) at 0. Fair tree ranks the
+cluster's four user associations (root's, emu's, bob's, alice's) by usage over shares (1 each):
+the three without usage tie at the top with factor 1, alice's comes last with 1/4. So job 3's
+priority is 100000 x 1 = 100000 and job 2's 100000 x 1/4 = 25000 (set at the pass for a job
+already waiting). When job 1 ends, job 3 starts first although job 2 was submitted a second
+earlier; replayed as emu (one user), job 2 goes first. Checked by hand with ``sprio`` and
+``sshare`` on the same cluster: alice 455 CPU-seconds after the pass, fairshare 0.25 and
+priority 25000; bob 0, 1.0 and 100000.
 
 The plan (``harness workload from-sacct``: pseudonyms ``u-...``, ``a-...``) is replayed by
 ``harness run --policy slurm-fcfs`` on the platform from the site's slurm.conf: the run makes
 the two users in every container and their associations, applies the site's priority
 settings (its manifest says which), submits each job as its user with its account, and its
 own ``sacct`` record of each job has the pseudonyms. Cluster ``fsh``, controller port 7810,
-slurmdbd 7811, slurmd ports 32401-32402; the cluster is brought down at the end.
+slurmdbd 7811, slurmd ports 32401-32402; the cluster is brought down at the end. 102 s on 2
+shared cores at a host load of 3 to 4 (the 63-s job is the floor: a usage pass must fall while
+it runs); an image build after a change of the sources adds about 12 s.
 """
 
 from __future__ import annotations
