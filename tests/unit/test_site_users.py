@@ -232,3 +232,23 @@ def test_the_report_says_whose_jobs_and_which_priority() -> None:
     ]  # fmt: skip
     emu = {"users": {"replayed": False, "why_not": "--as-emu"}}
     assert _site_rows(emu) == [["Users", "every job as emu: --as-emu"]] and _site_rows({}) == []
+
+
+def test_the_manifest_tells_whose_jobs_only_when_the_plan_says(tmp_path: Path) -> None:
+    from harness.emulation.run.site_run import site_replay
+    from harness.emulation.run.specs import ReplaySpec, RunOptions
+
+    platform = site(tmp_path)
+    docker = type("Docker", (), {"containers": lambda self: [], "platform": platform})()
+    said: list[str] = []
+    opts = RunOptions(replay=ReplaySpec(policy="slurm-fcfs", as_emu=True))
+    emu = site_replay(PLAN, opts, SchedulerConfig(mode="builtin"), docker, said.append)
+    assert emu.users is None and emu.record["users"] == {"replayed": False, "why_not": "--as-emu"}
+    assert said == ["every job as emu: --as-emu", priority_line(emu.record["priority"])]
+    swf = site_replay(PLAN[["job_id"]], opts, SchedulerConfig(mode="builtin"), docker, said.append)
+    assert "users" not in swf.record and swf.sched == SchedulerConfig(mode="builtin")
+    users = site_replay(PLAN, RunOptions(), SchedulerConfig(mode="builtin"), docker, said.append)
+    assert (
+        users.record["users"]["uids"] == [20000, 20001]
+        and dict(users.sched.settings)["PriorityCalcPeriod"] == 1
+    )

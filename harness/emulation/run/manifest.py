@@ -65,7 +65,7 @@ def write_manifest(ctx: RunFacts, complete: bool, reason: str) -> None:
             "cluster": {"backend": ctx.opts.cluster.backend, "name": ctx.backend.name},
             "scheduler": asdict(sched) | {"scheduler_parameters": sched.scheduler_parameters},
             # the plan's users and accounts (replayed, or why not) and the site's priority applied
-            **({"site": ctx.site.record} if ctx.site else {}),
+            **({"site": ctx.site.record} if ctx.site and ctx.site.record else {}),
             "platform": platform.as_dict(),
             "options": ctx.opts.as_dict(),
             "plan": plan_manifest,

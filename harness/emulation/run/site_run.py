@@ -70,10 +70,11 @@ def site_replay(
     users, why = users_to_replay(plan, as_emu_because(opts.replay.as_emu, sched.external_ordering, live_io),
                                  platform, backend)  # fmt: skip
     sched, priority = with_site_priority(sched, platform, users)
-    record: dict[str, Any] = {
-        "users": {"replayed": True, **users.summary()} if users else {"replayed": False, "why_not": why}
-    }
-    if users is None and why != NO_USERS:
+    record: dict[str, Any] = {}  # a plan that does not say who ran its jobs: nothing to tell
+    if users is not None:
+        record["users"] = {"replayed": True, **users.summary()}
+    elif why != NO_USERS:
+        record["users"] = {"replayed": False, "why_not": why}
         say(f"every job as emu: {why}")
     if priority:
         record["priority"] = priority
