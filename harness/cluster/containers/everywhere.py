@@ -4,10 +4,12 @@ must hold on every host of the emulated machine alike, e.g. a site's Unix users.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-
-from docker.models.containers import Container
+from typing import TYPE_CHECKING
 
 from harness.model.commands import CommandResult
+
+if TYPE_CHECKING:
+    from docker.models.containers import Container
 
 
 def exec_in_each(containers: list[Container], cmd: list[str]) -> dict[str, CommandResult]:

@@ -12,10 +12,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pandas as pd
-from docker.models.containers import Container
 
 from harness.cluster.base import ClusterError
 from harness.cluster.containers.everywhere import exec_in_each
@@ -34,6 +33,9 @@ from harness.model.io_models import ALLOC_ONLY
 from harness.platform import Platform
 from harness.slurm.conf_settings import priority_line, site_priority
 from harness.slurm.config import SchedulerConfig
+
+if TYPE_CHECKING:  # (docker is imported by the Docker backend only)
+    from docker.models.containers import Container
 
 NO_USERS = "the plan does not say who ran its jobs"  # (an SWF trace, a plan of its own)
 
