@@ -18,6 +18,7 @@ from harness.analysis.plots import PLOT_CAPTIONS
 from harness.analysis.rundata import RunData
 from harness.model.metric_names import metric_spec
 from harness.model.rundir import SIMULATOR
+from harness.slurm.conf_settings import priority_line
 
 # Sections of metrics.json that get their own part of the report, not a table row.
 SECTION_KEYS = (
@@ -66,9 +67,30 @@ def _header_section(run: RunData) -> Section:
     if simulated:  # no Slurm, no start time; the simulator's own settings instead
         rows = [r for r in rows if r[0] not in ("Started at", "Slurm version")]
         rows += [[f"Simulator {key}", plain(value)] for key, value in (m.get("settings") or {}).items()]
+    rows += _site_rows(m.get("site") or {})
     blocks: list[Block] = [banner, Table(["", ""], rows)]
     blocks += [f"Note: {n}." for n in run.notes]
     return Section("Run", blocks)
+
+
+def _site_rows(site: dict) -> list[list[str]]:
+    """Whose jobs a site's history was replayed as, and the site's priority settings applied
+    (the manifest's ``site``: docs/site-whatif.md, "Users and accounts")."""
+    rows = []
+    users = site.get("users") or {}
+    if users.get("replayed"):
+        first, last = users["uids"]
+        rows.append(
+            [
+                "Users",
+                f"the plan's: {users['users']} users (uids {first}..{last}), {users['accounts']} accounts",
+            ]
+        )
+    elif users:
+        rows.append(["Users", f"every job as emu: {users.get('why_not')}"])
+    if site.get("priority"):
+        rows.append(["Site priority", priority_line(site["priority"]).removeprefix("site priority ")])
+    return rows
 
 
 def _speedup(manifest: dict, speedup: float) -> str:

@@ -85,6 +85,11 @@ from harness.slurm.client import SlurmCommandError
     help="Give each job the partition, CPUs, memory and GRES its plan has (a site's sacct history "
     "on the site's own machine: harness.emulation.head.site_requests).",
 )  # fmt: skip
+@click.option(
+    "--site-users", "site_users", is_flag=True,
+    help="Submit each job as its plan user with its account (sbatch --uid, run as root; the users "
+    "and associations exist: harness.emulation.head.site_users).",
+)  # fmt: skip
 @user_errors(OSError, ValueError)
 def replay_command(
     plan: Path,
@@ -100,6 +105,7 @@ def replay_command(
     clock_page: str | None,
     ahead: bool,
     site_requests: bool,
+    site_users: bool,
 ) -> None:
     """Submit PLAN's jobs at their wall-clock instants (run this next to slurmctld)."""
     from harness.emulation.head.replay import DEFAULT_WORKERS, ReplayError, ReplayOptions, replay_plan
@@ -121,6 +127,7 @@ def replay_command(
         clock=clock_page,
         ahead=ahead,
         site_requests=site_requests,
+        site_users=site_users,
     )
     try:
         status = replay_plan(df, opts)

@@ -124,6 +124,11 @@ RUN_POLICY_HELP = (
     "--model", type=click.Choice(MODELS), default=ALLOC_ONLY, show_default=True,
     help="io-aware: jobs stage their data in and out through Slurm's burst_buffer/lua (docs/io-live.md).",
 )  # fmt: skip
+@click.option(
+    "--as-emu", "as_emu", is_flag=True,
+    help="Submit every job as the emulation's one user, emu, even when the plan says who ran it "
+    "(a plan from from-sacct is otherwise replayed as its users and accounts: docs/site-whatif.md).",
+)  # fmt: skip
 @priority_options
 @long_run_options
 @size_options
@@ -184,7 +189,8 @@ def _run_options(trace: Path | None, kw: dict[str, Any]) -> Any:
         replay=ReplaySpec(policy=kw["policy"], policy_seed=kw["policy_seed"], warmup=kw["warmup"],
                           drift=kw["drift"], timeout=kw["timeout"], keep_jobs=kw["keep_jobs"],
                           compare_sim=kw["compare_sim"], preempt=kw["preempt"], speedup=kw["speedup"],
-                          events=kw["clock"] == "events", policy_params=_policy_params(kw)),
+                          events=kw["clock"] == "events", policy_params=_policy_params(kw),
+                          as_emu=kw["as_emu"]),
         runs_dir=kw["output"], quiet=kw["quiet"] or bool(os.environ.get("CI")), verbose=kw["verbose"],
         figure_formats=kw["figure_formats"],
     )  # fmt: skip

@@ -26,7 +26,7 @@ from harness.platform.slurm_conf import slurm_minutes
 
 SCHEDULER_PARAMETERS = "SchedulerParameters"
 PARTITION = "Partition"
-SettingKind = Literal["int", "flag", "choice", "time", "count"]
+SettingKind = Literal["int", "flag", "choice", "choices", "time", "count"]
 SettingValue = int | bool | str
 UINT32_MAX = 2**32 - 1
 UNLIMITED = ("UNLIMITED", "INFINITE")
@@ -41,7 +41,8 @@ class SlurmSetting:
     """One settable key: its kind and the values Slurm accepts.
 
     ``int``: a whole number in ``low..high``; ``flag``: true (the option is written) or false
-    (left out); ``choice``: one of ``choices``; ``time``: minutes, or a Slurm time string
+    (left out); ``choice``: one of ``choices``; ``choices``: a comma-separated list of them
+    (``PriorityFlags``); ``time``: minutes, or a Slurm time string
     (``2-00:00:00``, ``UNLIMITED``); ``count``: a whole number >= ``low`` or ``UNLIMITED``.
     """
 
@@ -59,6 +60,8 @@ class SlurmSetting:
             return "true or false"
         if self.kind == "choice":
             return "one of " + ", ".join(self.choices)
+        if self.kind == "choices":
+            return "a comma-separated list of " + ", ".join(self.choices)
         if self.kind == "time":
             return "minutes >= 0 or a Slurm time (D-HH:MM:SS, UNLIMITED)"
         if self.kind == "count":
@@ -74,6 +77,8 @@ class SlurmSetting:
             return None
         if self.kind == "choice":
             return value if value in self.choices else None
+        if self.kind == "choices":
+            return value if isinstance(value, str) and _all_in(value, self.choices) else None
         if self.kind == "time":
             return _time(value)
         if self.kind == "count" and isinstance(value, str):
@@ -83,6 +88,11 @@ class SlurmSetting:
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
             return None
         return value
+
+
+def _all_in(text: str, choices: tuple[str, ...]) -> bool:
+    words = text.split(",")
+    return all(word.upper() in choices for word in words) and "" not in words
 
 
 def _time(value: Any) -> SettingValue | None:
@@ -139,6 +149,12 @@ SCHEDULER_OPTIONS: dict[str, SlurmSetting] = {
     "defer": _FLAG,
     "pack_serial_at_end": _FLAG,
 }
+# PriorityFlags of Slurm 24.11 (slurm.conf(5))
+PRIORITY_FLAGS = (
+    "ACCRUE_ALWAYS", "CALCULATE_RUNNING", "DEPTH_OBLIVIOUS", "NO_FAIR_TREE", "INCR_ONLY", "MAX_TRES",
+    "MAX_TRES_GRES", "NO_NORMAL_ALL", "NO_NORMAL_ASSOC", "NO_NORMAL_PART", "NO_NORMAL_QOS",
+    "NO_NORMAL_TRES", "SMALL_RELATIVE_TO_TIME",
+)  # fmt: skip
 # Top-level keys: the multifactor priority and a few scheduling limits.
 TOP_LEVEL: dict[str, SlurmSetting] = {
     "PriorityType": SlurmSetting("choice", choices=("priority/basic", "priority/multifactor")),
@@ -153,8 +169,11 @@ TOP_LEVEL: dict[str, SlurmSetting] = {
     "PriorityUsageResetPeriod": SlurmSetting(
         "choice", choices=("NONE", "NOW", "DAILY", "WEEKLY", "MONTHLY", "QUARTERLY", "YEARLY")
     ),
+    "PriorityFlags": SlurmSetting("choices", choices=PRIORITY_FLAGS),
     "OverTimeLimit": _int(0, 65533, "minutes"),
 }
+# the keys of the multifactor priority: a site's own are applied when its users are replayed
+PRIORITY_KEYS = tuple(key for key in TOP_LEVEL if key.startswith("Priority"))
 OVERSUBSCRIBE = ("EXCLUSIVE", "NO", "YES", "FORCE", "FORCE:1", "FORCE:2", "FORCE:4", "YES:2", "YES:4")
 PARTITION_KEYS: dict[str, SlurmSetting] = {
     "MaxTime": SlurmSetting("time"),
@@ -311,3 +330,23 @@ def check_policy_fit(values: Mapping[str, tuple[Any, ...]], backfill: bool) -> s
     if weights and (not types or any(t != MULTIFACTOR for t in types)):
         return f'{weights[0]}: only priority/multifactor reads it: set PriorityType = "{MULTIFACTOR}" too'
     return None
+
+
+def site_priority(kept: Iterable[tuple[str, str]]) -> dict[str, SettingValue]:
+    """A site's own multifactor priority (its ``PRIORITY_KEYS`` among the kept settings this
+    table knows), when its ``PriorityType`` is ``priority/multifactor``; else {} (priority/basic
+    orders by submission alone: there is nothing of the site's to apply)."""
+    known = site_settings(kept)
+    if known.get("PriorityType") != MULTIFACTOR:
+        return {}
+    return {key: value for key, value in known.items() if key in PRIORITY_KEYS}
+
+
+def priority_line(info: Mapping[str, Any]) -> str:
+    """One line for the run's output and report: the site's priority settings a run applied
+    (``applied``, and ``overridden`` by the experiment's), or why none (``why_not``)."""
+    if info.get("applied") or info.get("overridden"):
+        words = [f"{key}={value}" for key, value in info["applied"].items()]
+        words += [f"{key}={value} (the experiment's)" for key, value in info["overridden"].items()]
+        return "site priority applied: " + ", ".join(words)
+    return f"site priority not applied: {info['why_not']}"

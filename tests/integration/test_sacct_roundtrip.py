@@ -20,10 +20,10 @@ was made from, gives back every job with its partition, GRES and user mapping
 4. Job by job, through the plan's job ids (the history's Slurm ids): the replay's own sacct
    record has the original's partition, GRES (Slurm's TRES, the job's), nodes and CPUs; the
    array's tasks are plan rows and replayed jobs of their own; every replayed job is
-   ``emu``'s (the replay submits as one user) and the plan's ``user_name`` carries the
-   mapping: one pseudonym per original user, distinct users distinct pseudonyms, each the
-   HMAC of the salt kept beside the plan. The same history as ``sacct -P`` text gives the
-   same plan.
+   ``emu``'s (``--as-emu``; replaying the users is test_site_fairshare's) and the plan's
+   ``user_name`` carries the mapping: one pseudonym per original user, distinct users
+   distinct pseudonyms, each the HMAC of the salt kept beside the plan. The same history as
+   ``sacct -P`` text gives the same plan.
 
 39 to 41 s (2026-11-27, two runs on 2 shared cores; about 17 s more with an image build when
 the sources changed). ``HARNESS_SACCT_RT_PORTS`` (``CONTROLLER:SLURMD_BASE``) moves the ports.
@@ -202,7 +202,7 @@ def roundtrip(site_platform: Path, tmp_path_factory: pytest.TempPathFactory) -> 
         ran = runner.invoke(
             main,
             ["run", str(tmp / "plan.parquet"), "--platform", str(site_platform), "--name", NAME,
-             "--shrink", "0", "--timeout", "300", "--yes", "-o", str(tmp / "runs")],
+             "--shrink", "0", "--as-emu", "--timeout", "300", "--yes", "-o", str(tmp / "runs")],
         )  # fmt: skip
         assert ran.exit_code == 0, ran.output
         (run_dir,) = (tmp / "runs").iterdir()  # the one run
@@ -285,8 +285,8 @@ def test_array_tasks_became_jobs_of_their_own(roundtrip: RoundTrip) -> None:
 
 
 def test_user_pseudonyms_are_consistent_and_the_replay_is_one_user(roundtrip: RoundTrip) -> None:
-    """The replay submits every job as emu (no associations are carried): the mapping is the
-    plan's user_name (and account_name), one pseudonym per original name."""
+    """With --as-emu the replay submits every job as emu: the mapping is the plan's user_name
+    (and account_name), one pseudonym per original name."""
     assert {record["user"] for record in roundtrip.replayed.values()} == {SUBMIT_USER}
     original = {record["job_id"]: record for record in roundtrip.history}
     plan = roundtrip.plan.set_index("job_id")

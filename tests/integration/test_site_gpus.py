@@ -126,7 +126,7 @@ def test_a_sites_own_jobs_get_their_partition_cpus_memory_and_gpus(
     ran = runner.invoke(
         main,
         ["run", str(tmp_path / "plan.parquet"), "--platform", str(site_platform), "--name", NAME,
-         "--shrink", "0", "--yes", "-o", str(tmp_path / "runs")],
+         "--shrink", "0", "--as-emu", "--yes", "-o", str(tmp_path / "runs")],
     )  # fmt: skip
     assert ran.exit_code == 0, ran.output
     shown = json.loads(site_cluster.exec(["scontrol", "show", "job", "--json"], timeout=30).stdout)

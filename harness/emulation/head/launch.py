@@ -65,14 +65,17 @@ class HeadRun:
     def __init__(
         self, backend: ClusterBackend, run_id: str, spec: ReplaySpec, seed: int, uses_agent: bool,
         say: Callable[[str], None], quiet: bool = False, verbose: bool = False, backfill: bool = True,
+        site_users: bool = False,
     ) -> None:  # fmt: skip
-        """``backfill``: slurmctld runs sched/backfill (its passes are among the event clock's signals)."""
+        """``backfill``: slurmctld runs sched/backfill (its passes are among the event clock's signals);
+        ``site_users``: each job is submitted as its plan user (the replay runs as root)."""
         self.backend = backend
         self.run_id = run_id
         self.spec = spec
         self.seed = seed
         self.uses_agent = uses_agent
         self.backfill = backfill
+        self.site_users = site_users
         self.say = say
         self.quiet = quiet
         self.verbose = verbose
@@ -105,7 +108,8 @@ class HeadRun:
             self.monitor.events.append({"at": round(self.clock.now(), 3), "event": "replay resumed"})
         self.site_requests = uses_site_requests(plan.columns, self.backend.platform.machine.site)
         agent = self.backend.spawn(self.agent_command()) if self.uses_agent else None
-        proc = self.backend.spawn(self.replay_command(), user=SUBMIT_USER)
+        # only root may submit as another user (sbatch --uid)
+        proc = self.backend.spawn(self.replay_command(), user=None if self.site_users else SUBMIT_USER)
         driver = self._event_driver(plan)
         complete, reason, died = False, "", None
         try:
@@ -185,7 +189,7 @@ class HeadRun:
 
     def _look(self) -> tuple[list[str] | None, SlurmActivity | None]:
         """squeue's rows of the run's jobs (None: no answer) and slurmctld's activity (sdiag)."""
-        cmd = ["squeue", "--noheader", f"--user={SUBMIT_USER}", "--format=%T %j %S"]
+        cmd = ["squeue", "--noheader", *self.users_filter(), "--format=%T %j %S"]
         if self.shell is not None:
             return split_look(self.shell.run(look_script(cmd)) or "")
         res = self.backend.exec(cmd, timeout=30)
@@ -220,7 +224,13 @@ class HeadRun:
             # with the agent, which would see (and start) a held job before its instant
             *(["--submit-ahead"] if self.spec.events and not self.uses_agent else []),
             *(["--site-requests"] if self.site_requests else []),
+            *(["--site-users"] if self.site_users else []),
         ]  # fmt: skip
+
+    def users_filter(self) -> list[str]:
+        """squeue's words for the run's jobs: the submit user's, or every user's when the jobs
+        are the site's users' (the cluster runs one run at a time)."""
+        return [] if self.site_users else [f"--user={SUBMIT_USER}"]
 
     def agent_command(self) -> list[str]:
         return [
@@ -298,7 +308,7 @@ class HeadRun:
     def ended_early(self, slurm_ids: set[int]) -> int:
         """How many of ``slurm_ids`` Slurm ended without their own record (fault or cancel)."""
         res = self.backend.exec(
-            ["squeue", "--noheader", "--states=all", f"--user={SUBMIT_USER}", "--format=%i|%T"], timeout=30
+            ["squeue", "--noheader", "--states=all", *self.users_filter(), "--format=%i|%T"], timeout=30
         )
         if not res.ok:
             return 0
@@ -308,7 +318,7 @@ class HeadRun:
     def queue_counts(self) -> tuple[int, int] | None:
         """(pending, running) jobs of the submit user, from squeue; None if squeue failed
         (a busy slurmctld times out): that says nothing about the queue."""
-        cmd = ["squeue", "--noheader", f"--user={SUBMIT_USER}", "--format=%T %j %S"]
+        cmd = ["squeue", "--noheader", *self.users_filter(), "--format=%T %j %S"]
         res = self.backend.exec(cmd, timeout=30)
         if not res.ok:
             return None

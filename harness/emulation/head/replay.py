@@ -53,6 +53,7 @@ from harness.emulation.head.resubmit import (
     submit_retrying,
 )
 from harness.emulation.head.site_requests import site_partition, site_request_words
+from harness.emulation.head.site_users import SHARED_LOGS_PREAMBLE, submit_as_words
 from harness.emulation.iolive.phases import PLAN_COLUMN
 from harness.model.clock import VirtualClock
 from harness.model.jsonio import read_json, read_jsonl
@@ -83,6 +84,7 @@ class ReplayOptions:
     clock: str | None = None  # the virtual clock's page (harness.model.clock); None: the wall clock
     ahead: bool = False  # each job sent one instant early with sbatch --begin (harness.emulation.head.ahead)
     site_requests: bool = False  # partition, CPUs, memory, GRES from the plan (emulation.head.site_requests)
+    site_users: bool = False  # each job as its plan user and account (emulation.head.site_users); as root
 
 
 @dataclass
@@ -159,10 +161,11 @@ def sbatch_command(job: dict, opts: ReplayOptions, intended: float, begin: float
         cmd.append("--licenses=" + ",".join(licenses))
     if begin is not None:
         cmd.append(f"--begin={slurm_instant(begin)}")
-    if opts.site_requests:
-        cmd += site_request_words(job)
+    cmd += site_request_words(job) if opts.site_requests else []
+    cmd += submit_as_words(job) if opts.site_users else []
     cmd += list(opts.extra_sbatch)
-    cmd.append("--wrap=" + "".join(line + "\n" for line in io) + "exec " + shlex.join(sigsleep))
+    preamble = [*(SHARED_LOGS_PREAMBLE if opts.site_users else ()), *io]
+    cmd.append("--wrap=" + "".join(line + "\n" for line in preamble) + "exec " + shlex.join(sigsleep))
     return cmd
 
 

@@ -17,9 +17,17 @@ from pathlib import Path
 
 from harness.cluster.base import ClusterBackend, ClusterError
 from harness.emulation.head.watch import HeadProcessDied
+from harness.emulation.run.manifest import write_manifest
 from harness.emulation.run.specs import ClusterSpec, RunOptions, options_from_dict, run_id_for
 from harness.emulation.run.state import mark_process
-from harness.emulation.run.steps import STEPS, Prepared, Progress, RunContext, plugins_for, write_manifest
+from harness.emulation.run.steps import (
+    STEPS,
+    Prepared,
+    Progress,
+    RunContext,
+    fit_to_plan,
+    plugins_for,
+)
 from harness.model import rundir
 from harness.model.io_models import ALLOC_ONLY
 from harness.platform import load_platform
@@ -159,6 +167,7 @@ class Experiment:
                          None if resume else self.prepared, resumed=resume)  # fmt: skip
         try:
             run_steps(ctx, rundir.done_steps(run_dir) if resume else {})
+            self.sched = ctx.sched  # as the plan made it (a site's priority with its users)
         except BaseException:
             if {p.name for p in run_dir.iterdir()} <= {rundir.PROCESS}:  # e.g. an unreadable trace:
                 (run_dir / rundir.PROCESS).unlink(missing_ok=True)  # leave no empty run directory
@@ -177,6 +186,8 @@ def resume_options(run_dir: Path) -> RunOptions:
 
 def run_steps(ctx: RunContext, done: dict[str, dict]) -> None:
     """Every step of :data:`STEPS` not in ``done``, each recorded in ``steps.json`` once over."""
+    if "plan" in done:  # the plan step decided whose jobs they are: the same again
+        fit_to_plan(ctx, ctx.plan()[0])
     for name, step in STEPS:
         if name in done:
             continue

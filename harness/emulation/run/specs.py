@@ -79,6 +79,8 @@ class ReplaySpec:
     # slurm.conf settings of Slurm's own policy, checked (harness.slurm.conf_settings): an
     # experiment cell's [slurm] values
     slurm_settings: tuple[tuple[str, Any], ...] = ()
+    # every job as emu, even when the plan has its users and accounts (harness.emulation.head.site_users)
+    as_emu: bool = False
 
     def __post_init__(self) -> None:
         if self.preempt not in PREEMPT_MODES:

@@ -7,16 +7,14 @@ after the last step that completed (:class:`harness.emulation.run.experiment.Exp
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from datetime import datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from harness import __version__
 from harness.analysis.metrics import summary
-from harness.cluster.base import ClusterBackend, ClusterError
+from harness.cluster.base import ClusterBackend
 from harness.emulation.collect.fidelity import (
     compare_with_both_twins,
     measured_launch_delays,
@@ -42,6 +40,8 @@ from harness.emulation.head.watch import HeadProcessDied
 from harness.emulation.iolive.plugin import LiveIO
 from harness.emulation.plugin import Collected, RunPlugin
 from harness.emulation.run.hostload import LoadSampler, said_load
+from harness.emulation.run.manifest import write_manifest
+from harness.emulation.run.site_run import SiteReplay, add_site_users, site_replay
 from harness.emulation.run.slurm_time import (
     collected_delays,
     collected_results,
@@ -78,6 +78,7 @@ class RunContext:
     started_at: str
     prepared: Prepared | None = None  # the plan the estimate before the run prepared (used once)
     resumed: bool = False  # taken up again (``harness run --resume``)
+    site: SiteReplay | None = None  # whose jobs they are (the plan's users, or emu), once the plan is made
 
     @property
     def uses_agent(self) -> bool:
@@ -131,6 +132,7 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
         manifest = {**manifest, **extra}
     if uses_site_requests(plan.columns, ctx.backend.platform.machine.site):  # (before the cluster)
         check_site_plan(plan, ctx.backend.platform.machine.site)  # type: ignore[arg-type]
+    fit_to_plan(ctx, plan)  # (before the cluster: a plan with users refused here starts nothing)
     if ctx.sched.bandwidth_license:  # each job's PFS drain rate, held as a license
         plan = HerbeinIO().apply(plan, seed=spec.seed)
     model = parse_priority(spec.priority)
@@ -142,9 +144,18 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
     return {"jobs": len(plan), "run_id": ctx.run_id, "options": ctx.opts.as_dict()}
 
 
+def fit_to_plan(ctx: RunContext, plan: pd.DataFrame) -> None:
+    """Whose jobs the run submits and, with the site's users, its priority (site_run)."""
+    ctx.site = site_replay(plan, ctx.opts, ctx.sched, ctx.backend, ctx.say)
+    ctx.sched = ctx.site.sched
+
+
 def bring_up_cluster(ctx: RunContext) -> dict[str, Any]:
     ctx.backend.prepare(ctx.sched, progress=ctx.say)
-    return {"backend": ctx.opts.cluster.backend, "name": ctx.backend.name}
+    info: dict[str, Any] = {"backend": ctx.opts.cluster.backend, "name": ctx.backend.name}
+    if ctx.site is not None and ctx.site.users is not None:  # (a Docker cluster: users_to_replay checked)
+        info["site_users"] = add_site_users(ctx.backend, ctx.site.users, ctx.say)  # type: ignore[arg-type]
+    return info
 
 
 def replay(ctx: RunContext) -> dict[str, Any]:
@@ -164,6 +175,7 @@ def replay(ctx: RunContext) -> dict[str, Any]:
         quiet=ctx.opts.quiet,
         verbose=ctx.opts.verbose,
         backfill=ctx.sched.mode == "backfill",
+        site_users=ctx.site is not None and ctx.site.users is not None,
     )
     path = ctx.run_dir / rundir.REPLAY_PLAN
     plan = plan_on_clock(*ctx.plan(), ctx.scale, ctx.plugins, ctx.backend.platform, path)
@@ -354,45 +366,3 @@ STEPS: tuple[tuple[str, Callable[[RunContext], dict[str, Any]]], ...] = (
     ("manifest", manifest),
     ("report", report),
 )
-
-
-def write_manifest(ctx: RunContext, complete: bool, reason: str) -> None:
-    """``manifest.json``: every parameter, versions, the input's checksum, completeness."""
-    spec, sched, platform = ctx.opts.workload, ctx.sched, ctx.backend.platform
-    plan_manifest = ctx.plan()[1] if (ctx.run_dir / rundir.PLAN).exists() else {}
-    write_json(
-        ctx.run_dir / rundir.MANIFEST,
-        {
-            "run_id": ctx.run_id,
-            "policy": ctx.opts.replay.policy,
-            "shrink": spec.shrink,
-            rundir.TIMES: rundir.TRACE_TIME,
-            "clock": sched.clock,
-            "speedup": ctx.opts.replay.speedup or ctx.scale.speedup,
-            "trace": spec.source.name,
-            "trace_path": str(spec.source),
-            "input_sha256": plan_manifest.get("input", {}).get("sha256"),
-            "seed": spec.seed,
-            "complete": complete,
-            "incomplete_reason": reason,
-            "started_at": ctx.started_at,
-            "finished_at": datetime.now().astimezone().isoformat(timespec="seconds"),
-            "harness_version": __version__,
-            "slurm_version": slurm_version(ctx.backend),
-            "cluster": {"backend": ctx.opts.cluster.backend, "name": ctx.backend.name},
-            "scheduler": asdict(sched) | {"scheduler_parameters": sched.scheduler_parameters},
-            "platform": platform.as_dict(),
-            "options": ctx.opts.as_dict(),
-            "plan": plan_manifest,
-            "steps": list(rundir.done_steps(ctx.run_dir)),
-            **({"t0": ctx.found("collect")["t0"]} if ctx.found("collect") else {}),
-        },
-    )
-
-
-def slurm_version(backend: ClusterBackend) -> str:
-    try:
-        res = backend.exec(["sinfo", "--version"], timeout=10)
-    except ClusterError:
-        return "unknown"
-    return res.stdout.strip() or "unknown"
