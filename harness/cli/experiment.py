@@ -15,7 +15,9 @@ from harness.experiments.keys import SpecError
 from harness.model.outputs import EXPERIMENT_DIR, check_output_folder
 
 if TYPE_CHECKING:
+    from harness.experiments.emulate_slots import Slot
     from harness.experiments.executors import Executor
+    from harness.experiments.spec import ExperimentSpec
 
 T = TypeVar("T")
 
@@ -124,13 +126,18 @@ def run_command(
         left = sum(c.key not in done for c in cells)
         click.echo(f"{describe(spec, cells)}; {len(cells) - left} done, {left} to run in {exp_dir}")
         return
-    from harness.experiments.emulate_cell import check_executor
+    from harness.experiments.emulate_cell import check_executor, sigterm_stops_the_run
+    from harness.experiments.emulate_slots import left_up_line, slotted_executor
 
-    _or_fail(check_executor, spec.mode, executor, jobs)  # emulated cells share one cluster
+    _or_fail(check_executor, spec.mode, executor)  # emulated cells replay on this machine's clusters
     slurm = SlurmSettings(partition, cell_time, cells_per_task, _parse_options(slurm_options))
-    make = _executor_factory(executor, jobs, slurm)
+    slots = _emulate_slots(spec, exp_dir, jobs)
+    make = slotted_executor(slots) if slots else _executor_factory(executor, jobs, slurm)
     say = {"say": lambda _: None} if quiet else {}
-    summary = _or_fail(run_experiment, spec, exp_dir, make, executor_name=executor, **say)
+    with sigterm_stops_the_run():  # as Ctrl-C: the running cells stop their replays and cancel their jobs
+        summary = _or_fail(run_experiment, spec, exp_dir, make, executor_name=executor, **say)
+    if slots and not quiet and spec.emulate is not None and spec.emulate.cluster == "docker":
+        click.echo(left_up_line(slots), err=True)
     if summary.interrupted:
         raise SystemExit(130)
     if report and summary.complete:
@@ -190,6 +197,16 @@ class SlurmSettings:
     minutes: int  # per cell
     cells_per_task: int
     options: dict[str, str]
+
+
+def _emulate_slots(spec: ExperimentSpec, exp_dir: Path, jobs: int) -> list[Slot]:
+    """An emulate-mode experiment's clusters, one per worker (none in simulate mode); refused
+    before anything runs when the host cannot hold them."""
+    if spec.mode != "emulate":
+        return []
+    from harness.experiments.emulate_slots import plan_slots
+
+    return _or_fail(plan_slots, spec, exp_dir, jobs)
 
 
 def _executor_factory(kind: str, jobs: int, slurm: SlurmSettings) -> Callable[[Path], Executor]:

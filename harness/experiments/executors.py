@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import multiprocessing
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from harness.experiments.cells import CellResult, run_cell
 from harness.experiments.grid import Cell
@@ -52,11 +53,18 @@ class LocalExecutor:
     two, measured).
     """
 
-    def __init__(self, exp_dir: Path, jobs: int = 1) -> None:
+    def __init__(
+        self,
+        exp_dir: Path,
+        jobs: int = 1,
+        initializer: Callable[..., None] | None = None,
+        initargs: tuple[Any, ...] = (),
+    ) -> None:
         if jobs < 1:
             raise ValueError(f"-j/--jobs must be >= 1, got {jobs}")
         self.exp_dir = str(exp_dir)
         self.jobs = self.slots = jobs
+        self.initializer, self.initargs = initializer, initargs  # run once in each worker
         self.waiting: deque[Cell] = deque()
         self.running: dict[Future[CellResult], Cell] = {}
         self.pool = self._new_pool()
@@ -64,7 +72,9 @@ class LocalExecutor:
     def _new_pool(self) -> ProcessPoolExecutor:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(PRELOAD)
-        return ProcessPoolExecutor(max_workers=self.jobs, mp_context=context)
+        return ProcessPoolExecutor(
+            max_workers=self.jobs, mp_context=context, initializer=self.initializer, initargs=self.initargs
+        )
 
     def submit(self, cells: list[Cell]) -> None:
         self.waiting.extend(cells)

@@ -13,7 +13,7 @@ from harness.cli import main
 from harness.experiments.cells import JOBS_FILE, RESULT_FILE, cell_dir, run_cell
 from harness.experiments.emulate_cell import (
     EmulateModeError,
-    _sigterm_stops_the_run,
+    sigterm_stops_the_run,
     check_executor,
     run_options,
 )
@@ -109,7 +109,7 @@ def test_the_command_refuses_parallel_emulation(tmp_path: Path) -> None:
 
 def test_sigterm_during_an_emulated_cell_stops_the_run_as_ctrl_c_does() -> None:
     before = signal.getsignal(signal.SIGTERM)
-    with pytest.raises(Terminated, match=r"^stopped by SIGTERM$"), _sigterm_stops_the_run():
+    with pytest.raises(Terminated, match=r"^stopped by SIGTERM$"), sigterm_stops_the_run():
         os.kill(os.getpid(), signal.SIGTERM)
     assert signal.getsignal(signal.SIGTERM) is before
 
