@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from harness.cluster.base import ClusterError
+from harness.cluster.base import ClusterError, port_in_use
 from harness.experiments.spec import ExperimentSpec
 
 if TYPE_CHECKING:
     from harness.cluster.containers.capacity import HostLimits
     from harness.experiments.executors import LocalExecutor
+    from harness.platform import Platform
 
 SLOTS_DIR = ".slots"  # in the experiment directory: the slots' platforms and locks
 SLOT_WAIT_S = 60.0  # a worker of a replaced pool waits this long for its predecessor's slot
@@ -47,41 +48,64 @@ def slot_name(cluster_name: str, index: int) -> str:
 
 
 def plan_slots(
-    spec: ExperimentSpec, exp_dir: Path, jobs: int, limits: HostLimits | None = None
+    spec: ExperimentSpec,
+    exp_dir: Path,
+    jobs: int,
+    limits: HostLimits | None = None,
+    is_running: Callable[[str], bool] | None = None,
+    in_use: Callable[[int], bool] = port_in_use,
 ) -> list[Slot]:
-    """The ``jobs`` slots of an emulate-mode experiment, or SlotError naming ``-j`` and the limit."""
-    from harness.cluster.containers.capacity import clusters_that_fit
-    from harness.cluster.containers.ports import take_slot_ports
-    from harness.cluster.containers.state_dir import ClusterState
+    """The ``jobs`` slots of an emulate-mode experiment, or SlotError naming ``-j`` and the limit
+    (``limits``: the host's, read from /proc by default; ``is_running``: whether a cluster has
+    containers, asked of Docker by default; ``in_use``: whether a port is taken, by a bind)."""
     from harness.platform import load_platform
-    from harness.platform.writing import save_platform
 
     assert spec.emulate is not None
-    name, base = spec.emulate.cluster_name, spec.platform
-    slots = [Slot(0, name, base)]
+    names = [slot_name(spec.emulate.cluster_name, k) for k in range(jobs)]
     if jobs == 1:
-        return slots
+        return [Slot(0, names[0], spec.platform)]
     if spec.emulate.cluster != "docker":
         raise SlotError(f'-j {jobs}: [emulate] cluster = "{spec.emulate.cluster}" is one Slurm; only '
                         'cluster = "docker" runs cells side by side; use -j 1')  # fmt: skip
-    platform = load_platform(base)
-    names = [slot_name(name, k) for k in range(jobs)]
-    starting = [n for n in names if not _has_containers(n)]
+    platform = load_platform(spec.platform)
+    try:
+        _check_room(platform, names, limits, is_running or _has_containers)
+        shifted = _take_ports(platform, names[1:], in_use)
+    except (SlotError, ClusterError) as exc:
+        raise SlotError(f"-j {jobs}: {exc}") from None
+    return [Slot(0, names[0], spec.platform), *_saved(shifted, names[1:], exp_dir / SLOTS_DIR)]
+
+
+def _check_room(
+    platform: Platform, names: list[str], limits: HostLimits | None, is_running: Callable[[str], bool]
+) -> None:
+    """The clusters to start (those up already hold their memory) against what the host holds."""
+    from harness.cluster.containers.capacity import clusters_that_fit
+
+    starting = [n for n in names if not is_running(n)]
     fit, limit = clusters_that_fit(platform, limits)
     if len(starting) > fit:
-        raise SlotError(f"-j {jobs}: {len(starting)} clusters of {platform.node_count} nodes to start, this "
-                        f"host holds {fit}: {limit}")  # fmt: skip
-    roots = [ClusterState.for_cluster(n).root for n in names[1:]]
-    try:
-        shifted = take_slot_ports(platform, roots)
-    except ClusterError as exc:
-        raise SlotError(f"-j {jobs}: {exc}") from None
-    folder = exp_dir / SLOTS_DIR
+        raise SlotError(f"{len(starting)} clusters of {platform.node_count} nodes to start, this host holds "
+                        f"{fit}: {limit}")  # fmt: skip
+
+
+def _take_ports(platform: Platform, names: list[str], in_use: Callable[[int], bool]) -> list[Platform]:
+    from harness.cluster.containers.ports import take_slot_ports
+    from harness.cluster.containers.state_dir import ClusterState
+
+    return take_slot_ports(platform, [ClusterState.for_cluster(n).root for n in names], in_use)
+
+
+def _saved(platforms: list[Platform], names: list[str], folder: Path) -> list[Slot]:
+    """Slots 1, 2, ... on their platforms, written where the workers read them."""
+    from harness.platform.writing import save_platform
+
     folder.mkdir(parents=True, exist_ok=True)
-    for k, slot_platform in enumerate(shifted, start=1):
-        path = folder / f"{names[k]}.toml"
-        save_platform(slot_platform, path, f"slot {k} of the experiment: {names[k]}")
-        slots.append(Slot(k, names[k], str(path)))
+    slots = []
+    for k, (name, platform) in enumerate(zip(names, platforms, strict=True), start=1):
+        path = folder / f"{name}.toml"
+        save_platform(platform, path, f"slot {k} of the experiment: cluster {name}")
+        slots.append(Slot(k, name, str(path)))
     return slots
 
 

@@ -164,27 +164,27 @@ def take_slot_ports(
     cluster recorded, else on the first shift s = 1, 2, ... of base's controller port (+ s) and
     slurmd range (+ s x node count) whose ports all end below the host's ephemeral range, are
     clear of base's, of earlier shifts' and of those any cluster records, and are free (a bind
-    succeeds); recorded at once, under the lock of :func:`take_dbd_port`. slurmdbd's port is
+    succeeds); recorded once all are found, under the lock of :func:`take_dbd_port`. slurmdbd's port is
     left open: each cluster takes its own when it starts."""
     ephemeral = ephemeral or ephemeral_ports()
     clusters_root = state_roots[0].parent
     with _ports_lock(clusters_root):
         taken = set(listen_ports(base)).union(*(_recorded_slot_ports(d) for d in clusters_root.iterdir()))
-        platforms, shift = [], 0
+        records, shift = [], 0
         for root in state_roots:
-            recorded = _read_slot_record(root)
-            if recorded is None or recorded[2] != base.node_count:
+            record = _read_slot_record(root)
+            if record is None or record[2] != base.node_count:
                 shift = _free_shift(base, shift + 1, taken, in_use, ephemeral)
-                recorded = _shifted_ports(base, shift)
-                root.mkdir(parents=True, exist_ok=True)
-                atomic_write_text(root / SLOT_PORTS_FILE, " ".join(map(str, recorded)) + "\n")
-            controller, slurmd_base, _ = recorded
-            platform = _with_port(base, None).redeployed(
-                controller_port=controller, slurmd_base_port=slurmd_base
-            )
-            taken.update(listen_ports(platform))
-            platforms.append(platform)
-    return platforms
+                record = _shifted_ports(base, shift)
+            taken |= _ports_of(record)
+            records.append(record)
+        for root, record in zip(state_roots, records, strict=True):  # all found: none recorded in vain
+            root.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(root / SLOT_PORTS_FILE, " ".join(map(str, record)) + "\n")
+    return [
+        _with_port(base, None).redeployed(controller_port=controller, slurmd_base_port=slurmd_base)
+        for controller, slurmd_base, _ in records
+    ]
 
 
 def _shifted_ports(base: Platform, shift: int) -> tuple[int, int, int]:
