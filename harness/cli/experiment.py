@@ -127,7 +127,8 @@ def run_command(
         click.echo(f"{describe(spec, cells)}; {len(cells) - left} done, {left} to run in {exp_dir}")
         return
     from harness.experiments.emulate_cell import check_executor, sigterm_stops_the_run
-    from harness.experiments.emulate_slots import left_up_line, slotted_executor
+    from harness.experiments.emulate_slots import left_up_line
+    from harness.experiments.executors import slotted_executor
 
     _or_fail(check_executor, spec.mode, executor)  # emulated cells replay on this machine's clusters
     slurm = SlurmSettings(partition, cell_time, cells_per_task, _parse_options(slurm_options))

@@ -24,7 +24,6 @@ from harness.experiments.spec import ExperimentSpec
 
 if TYPE_CHECKING:
     from harness.cluster.containers.capacity import HostLimits
-    from harness.experiments.executors import LocalExecutor
     from harness.platform import Platform
 
 SLOTS_DIR = ".slots"  # in the experiment directory: the slots' platforms and locks
@@ -107,13 +106,6 @@ def _saved(platforms: list[Platform], names: list[str], folder: Path) -> list[Sl
         save_platform(platform, path, f"slot {k} of the experiment: cluster {name}")
         slots.append(Slot(k, name, str(path)))
     return slots
-
-
-def slotted_executor(slots: list[Slot]) -> Callable[[Path], LocalExecutor]:
-    """The local pool of one worker per slot, each holding its slot (:func:`hold_a_slot`)."""
-    from harness.experiments.executors import LocalExecutor
-
-    return lambda exp_dir: LocalExecutor(exp_dir, len(slots), hold_a_slot, (slots, str(exp_dir / SLOTS_DIR)))
 
 
 def left_up_line(slots: list[Slot]) -> str:

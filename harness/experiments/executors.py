@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness.experiments.cells import CellResult, run_cell
+from harness.experiments.emulate_slots import SLOTS_DIR, Slot, hold_a_slot
 from harness.experiments.grid import Cell
 
 Finished = list[tuple[Cell, CellResult]]
@@ -111,6 +112,12 @@ class LocalExecutor:
             for process in list(getattr(self.pool, "_processes", {}).values()):
                 process.terminate()  # a cell can run for minutes: do not wait for it
         self.pool.shutdown(wait=not cancel, cancel_futures=True)
+
+
+def slotted_executor(slots: list[Slot]) -> Callable[[Path], LocalExecutor]:
+    """An emulate-mode experiment's pool: one worker per slot, each holding its slot (and so its
+    cluster) for its whole life (:func:`harness.experiments.emulate_slots.hold_a_slot`)."""
+    return lambda exp_dir: LocalExecutor(exp_dir, len(slots), hold_a_slot, (slots, str(exp_dir / SLOTS_DIR)))
 
 
 def _outcome(cell: Cell, future: Future[CellResult]) -> CellResult:

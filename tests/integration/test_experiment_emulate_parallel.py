@@ -12,7 +12,8 @@ import pytest
 
 from harness.cluster.containers.backend import DockerCluster
 from harness.experiments.emulate_cell import RUN_DIR
-from harness.experiments.emulate_slots import plan_slots, slotted_executor
+from harness.experiments.emulate_slots import plan_slots
+from harness.experiments.executors import slotted_executor
 from harness.experiments.results import load_table
 from harness.experiments.runner import run_experiment
 from harness.experiments.spec import load_spec
