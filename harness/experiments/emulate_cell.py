@@ -135,7 +135,9 @@ def write_settings_record(run_dir: Path, platform: Any, sched: Any) -> None:
 @contextmanager
 def sigterm_stops_the_run() -> Iterator[None]:
     """SIGTERM raises :class:`Terminated` (a KeyboardInterrupt), as under ``harness run``: the
-    run stops its replay and cancels its jobs instead of leaving them in Slurm."""
+    run stops its replay and cancels its jobs instead of leaving them in Slurm. SIGINT raises
+    KeyboardInterrupt even in a process started with it ignored (a background job of a
+    non-interactive shell), as ``harness run`` does."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -144,7 +146,9 @@ def sigterm_stops_the_run() -> Iterator[None]:
         raise Terminated(stop_signal_reason(signum))
 
     previous = signal.signal(signal.SIGTERM, stop)
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)

@@ -12,7 +12,7 @@ cluster replays one cell at a time and a worker's cells all go to the same clust
 from __future__ import annotations
 
 import fcntl
-import signal
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -128,11 +128,12 @@ _held: tuple[Slot, IO[str]] | None = None  # this worker's slot and its lock (op
 def hold_a_slot(slots: list[Slot], lock_dir: str) -> None:
     """The pool's initializer: take the first slot no other worker holds, for this worker's life.
 
-    Ctrl-C reaches every process of the terminal's group: the worker ignores it and the runner
-    stops it with one SIGTERM (the cell then stops its replay and cancels its jobs, and a second
-    signal cannot cut that short)."""
+    The worker leaves the terminal's process group: Ctrl-C would otherwise reach it and its
+    ``docker exec`` children (the replay's connection) at once, and the runner's SIGTERM then cut
+    short the cell's cleanup. The runner alone stops it, with one SIGTERM: the cell stops its
+    replay and cancels its jobs (``emulate_cell.sigterm_stops_the_run``)."""
     global _held
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.setpgrp()
     deadline = time.monotonic() + SLOT_WAIT_S
     while _held is None:
         _held = _try_slots(slots, Path(lock_dir))
