@@ -105,15 +105,13 @@ def clusters_that_fit(platform: Platform, limits: HostLimits | None = None) -> t
     host = limits or HostLimits.read()
     n = platform.node_count
     each_mb, threads, files = cluster_mb(platform), n * THREADS_PER_SLURMD, n * FILES_PER_SLURMD
+    memory = f"{host.available_mb:,.0f} MB available ({RESERVE_MB} MB kept for the host)"
+    pids = f"{host.threads_now:,} threads run against pid_max {host.pid_max:,} ({RESERVE_THREADS:,} kept)"
+    open_files = f"{host.files_now:,} files open against fs.file-max {host.file_max:,}"
     room = {
-        f"{host.available_mb:,.0f} MB available ({RESERVE_MB} MB kept for the host), about "
-        f"{each_mb:,.0f} MB a cluster": (host.available_mb - RESERVE_MB) / each_mb,
-        f"{host.threads_now:,} threads run against pid_max {host.pid_max:,} ({RESERVE_THREADS:,} kept), "
-        f"about {threads:,} a cluster": (host.pid_max - host.threads_now - RESERVE_THREADS) / threads,
-        f"{host.files_now:,} files open against fs.file-max {host.file_max:,}, about {files:,} a cluster": (
-            host.file_max - host.files_now
-        )
-        / files,
+        f"{memory}, about {each_mb:,.0f} MB a cluster": (host.available_mb - RESERVE_MB) / each_mb,
+        f"{pids}, about {threads:,} a cluster": (host.pid_max - host.threads_now - RESERVE_THREADS) / threads,
+        f"{open_files}, about {files:,} a cluster": (host.file_max - host.files_now) / files,
     }
     limit = min(room, key=lambda k: room[k])
     return max(int(room[limit]), 0), limit
