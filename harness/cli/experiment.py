@@ -127,14 +127,16 @@ def run_command(
         click.echo(f"{describe(spec, cells)}; {len(cells) - left} done, {left} to run in {exp_dir}")
         return
     from harness.experiments.emulate_cell import check_executor, sigterm_stops_the_run
-    from harness.experiments.emulate_slots import left_up_line
+    from harness.experiments.emulate_slots import build_image_once, left_up_line
     from harness.experiments.executors import slotted_executor
 
     _or_fail(check_executor, spec.mode, executor)  # emulated cells replay on this machine's clusters
     slurm = SlurmSettings(partition, cell_time, cells_per_task, _parse_options(slurm_options))
     slots = _emulate_slots(spec, exp_dir, jobs)
-    make = slotted_executor(slots) if slots else _executor_factory(executor, jobs, slurm)
     say = {"say": lambda _: None} if quiet else {}
+    if spec.emulate is not None and spec.emulate.cluster == "docker":
+        _or_fail(build_image_once, slots, say.get("say", lambda m: click.echo(m, err=True)))
+    make = slotted_executor(slots) if slots else _executor_factory(executor, jobs, slurm)
     with sigterm_stops_the_run():  # as Ctrl-C: the running cells stop their replays and cancel their jobs
         summary = _or_fail(run_experiment, spec, exp_dir, make, executor_name=executor, **say)
     if slots and not quiet and spec.emulate is not None and spec.emulate.cluster == "docker":

@@ -108,6 +108,15 @@ def _saved(platforms: list[Platform], names: list[str], folder: Path) -> list[Sl
     return slots
 
 
+def build_image_once(slots: list[Slot], say: Callable[[str], None]) -> None:
+    """The cluster image of the current sources, built here when missing: the slots' clusters
+    start side by side and would each build it at the same time."""
+    from harness.cluster.containers.backend import DockerCluster
+
+    if len(slots) > 1:
+        DockerCluster(name=slots[0].cluster_name).ensure_image(say)
+
+
 def left_up_line(slots: list[Slot]) -> str:
     """What the summary says of the clusters, left up as after ``harness run``."""
     names = [s.cluster_name for s in slots]

@@ -12,7 +12,7 @@ import pytest
 
 from harness.cluster.containers.backend import DockerCluster
 from harness.experiments.emulate_cell import RUN_DIR
-from harness.experiments.emulate_slots import plan_slots
+from harness.experiments.emulate_slots import build_image_once, plan_slots
 from harness.experiments.executors import slotted_executor
 from harness.experiments.results import load_table
 from harness.experiments.runner import run_experiment
@@ -40,6 +40,7 @@ def test_two_workers_replay_a_grid_on_two_clusters_at_once(tmp_path: Path) -> No
         spec = load_spec(tmp_path / "exp.toml")
         slots = plan_slots(spec, out, 2)
         assert [s.cluster_name for s in slots] == list(CLUSTERS)
+        build_image_once(slots, print)
         summary = run_experiment(spec, out, slotted_executor(slots), say=print)
         assert (summary.cells, summary.finished, summary.failed) == (4, 4, 0)
     finally:
