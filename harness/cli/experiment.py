@@ -133,14 +133,13 @@ def run_command(
     _or_fail(check_executor, spec.mode, executor)  # emulated cells replay on this machine's clusters
     slurm = SlurmSettings(partition, cell_time, cells_per_task, _parse_options(slurm_options))
     slots = _emulate_slots(spec, exp_dir, jobs)
-    say = {"say": lambda _: None} if quiet else {}
-    if spec.emulate is not None and spec.emulate.cluster == "docker":
-        _or_fail(build_image_once, slots, say.get("say", lambda m: click.echo(m, err=True)))
+    say = _quiet if quiet else _to_stderr
+    _or_fail(build_image_once, slots, say)
     make = slotted_executor(slots) if slots else _executor_factory(executor, jobs, slurm)
     with sigterm_stops_the_run():  # as Ctrl-C: the running cells stop their replays and cancel their jobs
-        summary = _or_fail(run_experiment, spec, exp_dir, make, executor_name=executor, **say)
-    if slots and not quiet and spec.emulate is not None and spec.emulate.cluster == "docker":
-        click.echo(left_up_line(slots), err=True)
+        summary = _or_fail(run_experiment, spec, exp_dir, make, say=say, executor_name=executor)
+    if spec.emulate is not None and spec.emulate.cluster == "docker":
+        say(left_up_line(slots))
     if summary.interrupted:
         raise SystemExit(130)
     if report and summary.complete:
@@ -200,6 +199,14 @@ class SlurmSettings:
     minutes: int  # per cell
     cells_per_task: int
     options: dict[str, str]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def _to_stderr(message: str) -> None:
+    click.echo(message, err=True)
 
 
 def _emulate_slots(spec: ExperimentSpec, exp_dir: Path, jobs: int) -> list[Slot]:

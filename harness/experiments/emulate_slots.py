@@ -114,7 +114,10 @@ def build_image_once(slots: list[Slot], say: Callable[[str], None]) -> None:
     from harness.cluster.containers.backend import DockerCluster
 
     if len(slots) > 1:
-        DockerCluster(name=slots[0].cluster_name).ensure_image(say)
+        try:
+            DockerCluster(name=slots[0].cluster_name).ensure_image(say)
+        except ClusterError as exc:  # no Docker engine: one line, as the runs would say it
+            raise SlotError(str(exc)) from None
 
 
 def left_up_line(slots: list[Slot]) -> str:
