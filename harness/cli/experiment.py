@@ -113,7 +113,6 @@ def run_command(
 ) -> None:
     """Run the cells of EXP.toml that have not run yet; the last line is the experiment directory."""
     from harness.experiments.grid import check_periods, describe, expand
-    from harness.experiments.results import ResultTable
     from harness.experiments.runner import run_experiment
     from harness.experiments.spec import load_spec
 
@@ -122,8 +121,7 @@ def run_command(
     exp_dir = check_output_folder(output or DEFAULT_ROOT / spec.name, EXPERIMENT_DIR, force=force)
     if dry_run:
         cells = _or_fail(expand, spec)
-        done = ResultTable(exp_dir).done_keys() if exp_dir.exists() else set()
-        left = sum(c.key not in done for c in cells)
+        left = _cells_left(spec, exp_dir)
         click.echo(f"{describe(spec, cells)}; {len(cells) - left} done, {left} to run in {exp_dir}")
         return
     from harness.experiments.emulate_cell import check_executor, sigterm_stops_the_run
@@ -138,7 +136,8 @@ def run_command(
     make = slotted_executor(slots) if slots else _executor_factory(executor, jobs, slurm)
     with sigterm_stops_the_run():  # as Ctrl-C: the running cells stop their replays and cancel their jobs
         summary = _or_fail(run_experiment, spec, exp_dir, make, say=say, executor_name=executor)
-    if spec.emulate is not None and spec.emulate.cluster == "docker":
+    ran = summary.finished or summary.failed or summary.interrupted
+    if ran and spec.emulate is not None and spec.emulate.cluster == "docker":
         say(left_up_line(slots))
     if summary.interrupted:
         raise SystemExit(130)
@@ -216,7 +215,16 @@ def _emulate_slots(spec: ExperimentSpec, exp_dir: Path, jobs: int) -> list[Slot]
         return []
     from harness.experiments.emulate_slots import plan_slots
 
-    return _or_fail(plan_slots, spec, exp_dir, jobs)
+    return _or_fail(plan_slots, spec, exp_dir, max(1, min(jobs, _cells_left(spec, exp_dir))))
+
+
+def _cells_left(spec: ExperimentSpec, exp_dir: Path) -> int:
+    """Cells not in the table yet: no more clusters than that are started."""
+    from harness.experiments.grid import expand
+    from harness.experiments.results import ResultTable
+
+    done = ResultTable(exp_dir).done_keys() if exp_dir.exists() else set()
+    return sum(c.key not in done for c in _or_fail(expand, spec))
 
 
 def _executor_factory(kind: str, jobs: int, slurm: SlurmSettings) -> Callable[[Path], Executor]:
