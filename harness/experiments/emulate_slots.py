@@ -66,33 +66,42 @@ def plan_slots(
     if spec.emulate.cluster != "docker":
         raise SlotError(f'-j {jobs}: [emulate] cluster = "{spec.emulate.cluster}" is one Slurm; only '
                         'cluster = "docker" runs cells side by side; use -j 1')  # fmt: skip
-    platform = load_platform(spec.platform)
+    platform, folder = load_platform(spec.platform), exp_dir / SLOTS_DIR
     try:
-        _check_room(platform, names, limits, is_running or _has_containers)
-        shifted = _take_ports(platform, names[1:], in_use)
+        running = {n for n in names if (is_running or _has_containers)(n)}
+        _check_room(platform, len(names) - len(running), limits)
+        shifted = _take_ports(platform, names[1:], running, folder, in_use)
     except (SlotError, ClusterError) as exc:
         raise SlotError(f"-j {jobs}: {exc}") from None
-    return [Slot(0, names[0], spec.platform), *_saved(shifted, names[1:], exp_dir / SLOTS_DIR)]
+    return [Slot(0, names[0], spec.platform), *_saved(shifted, names[1:], folder)]
 
 
-def _check_room(
-    platform: Platform, names: list[str], limits: HostLimits | None, is_running: Callable[[str], bool]
-) -> None:
+def _check_room(platform: Platform, starting: int, limits: HostLimits | None) -> None:
     """The clusters to start (those up already hold their memory) against what the host holds."""
     from harness.cluster.containers.capacity import clusters_that_fit
 
-    starting = [n for n in names if not is_running(n)]
     fit, limit = clusters_that_fit(platform, limits)
-    if len(starting) > fit:
-        raise SlotError(f"{len(starting)} clusters of {platform.node_count} nodes to start, this host holds "
+    if starting > fit:
+        raise SlotError(f"{starting} clusters of {platform.node_count} nodes to start, this host holds "
                         f"{fit}: {limit}")  # fmt: skip
 
 
-def _take_ports(platform: Platform, names: list[str], in_use: Callable[[int], bool]) -> list[Platform]:
-    from harness.cluster.containers.ports import take_slot_ports
+def _take_ports(
+    platform: Platform, names: list[str], running: set[str], folder: Path, in_use: Callable[[int], bool]
+) -> list[Platform]:
+    """The slots' platforms. A slot cluster that a run recreated (its image older than the
+    sources, or on the other clock) lost the record with its state directory but runs on the
+    platform this experiment wrote for it: recorded again first, so it keeps its ports."""
+    from harness.cluster.containers.ports import record_slot_ports, take_slot_ports
     from harness.cluster.containers.state_dir import ClusterState
+    from harness.platform import load_platform
 
-    return take_slot_ports(platform, [ClusterState.for_cluster(n).root for n in names], in_use)
+    roots = [ClusterState.for_cluster(n).root for n in names]
+    for name, root in zip(names, roots, strict=True):
+        written = folder / f"{name}.toml"
+        if name in running and written.exists():
+            record_slot_ports(load_platform(written), root)
+    return take_slot_ports(platform, roots, in_use)
 
 
 def _saved(platforms: list[Platform], names: list[str], folder: Path) -> list[Slot]:

@@ -166,3 +166,17 @@ def test_each_worker_holds_one_slot_for_its_life(tmp_path: Path) -> None:
         by_worker.setdefault(pid, set()).add(name)
         assert own_group  # out of the terminal's group: Ctrl-C reaches the runner only
     assert sorted(by_worker.values(), key=sorted) == [{"emuj"}, {"emuj-1"}]
+
+
+def test_a_slot_cluster_recreated_by_a_run_keeps_its_ports(tmp_path: Path, monkeypatch) -> None:
+    """A run that recreates its cluster (stale image, other clock) removes the state directory
+    and the record with it; the cluster still runs on the platform the experiment wrote."""
+    monkeypatch.setenv("HARNESS_STATE_DIR", str(tmp_path / "state"))
+    up = {"emujunit", "emujunit-1"}.__contains__
+    plan_slots(spec(tmp_path), tmp_path / "out", 2, HOST, up, in_use=lambda port: False)  # 7801, 32110
+    (tmp_path / "state" / "emujunit-1" / SLOT_PORTS_FILE).unlink()
+    # its own ports are bound now (by itself): without the record it would move to shift 2, 7802
+    itself = {7801, *range(32110, 32119)}.__contains__
+    again = plan_slots(spec(tmp_path), tmp_path / "out", 2, HOST, up, in_use=itself)
+    assert load_platform(again[1].platform).deployment.controller_port == 7801
+    assert (tmp_path / "state" / "emujunit-1" / SLOT_PORTS_FILE).read_text() == "7801 32110 9\n"

@@ -179,12 +179,25 @@ def take_slot_ports(
             taken |= _ports_of(record)
             records.append(record)
         for root, record in zip(state_roots, records, strict=True):  # all found: none recorded in vain
-            root.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(root / SLOT_PORTS_FILE, " ".join(map(str, record)) + "\n")
+            _write_slot_record(root, record)
     return [
         _with_port(base, None).redeployed(controller_port=controller, slurmd_base_port=slurmd_base)
         for controller, slurmd_base, _ in records
     ]
+
+
+def record_slot_ports(platform: Platform, state_root: Path) -> None:
+    """Record the ports of a running cluster of ``platform`` that has no record (a run recreated
+    it, and its state directory went with it), as :func:`take_slot_ports` would have."""
+    with _ports_lock(state_root.parent):
+        if _read_slot_record(state_root) is None:
+            d = platform.deployment
+            _write_slot_record(state_root, (d.controller_port, d.slurmd_base_port, platform.node_count))
+
+
+def _write_slot_record(state_root: Path, record: tuple[int, int, int]) -> None:
+    state_root.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(state_root / SLOT_PORTS_FILE, " ".join(map(str, record)) + "\n")
 
 
 def _shifted_ports(base: Platform, shift: int) -> tuple[int, int, int]:
