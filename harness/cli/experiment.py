@@ -56,7 +56,9 @@ def experiment() -> None:
     type=WORKERS,
     default=1,
     show_default=True,
-    help="Cells run at once (local: worker processes; slurm: array tasks at once).",
+    help="Cells run at once (local: worker processes; slurm: array tasks at once). Emulate mode: N Docker "
+    "clusters side by side, <cluster_name> and <cluster_name>-1 ... on shifted ports, refused when the host "
+    "cannot hold them.",
 )
 @click.option(
     "--executor",
