@@ -15,7 +15,9 @@ from harness.experiments.keys import SpecError
 from harness.model.outputs import EXPERIMENT_DIR, check_output_folder
 
 if TYPE_CHECKING:
+    from harness.experiments.emulate_slots import Slot
     from harness.experiments.executors import Executor
+    from harness.experiments.spec import ExperimentSpec
 
 T = TypeVar("T")
 
@@ -54,7 +56,9 @@ def experiment() -> None:
     type=WORKERS,
     default=1,
     show_default=True,
-    help="Cells run at once (local: worker processes; slurm: array tasks at once).",
+    help="Cells run at once (local: worker processes; slurm: array tasks at once). Emulate mode: N Docker "
+    "clusters side by side, <cluster_name> and <cluster_name>-1 ... on shifted ports, refused when the host "
+    "cannot hold them.",
 )
 @click.option(
     "--executor",
@@ -111,7 +115,6 @@ def run_command(
 ) -> None:
     """Run the cells of EXP.toml that have not run yet; the last line is the experiment directory."""
     from harness.experiments.grid import check_periods, describe, expand
-    from harness.experiments.results import ResultTable
     from harness.experiments.runner import run_experiment
     from harness.experiments.spec import load_spec
 
@@ -120,17 +123,24 @@ def run_command(
     exp_dir = check_output_folder(output or DEFAULT_ROOT / spec.name, EXPERIMENT_DIR, force=force)
     if dry_run:
         cells = _or_fail(expand, spec)
-        done = ResultTable(exp_dir).done_keys() if exp_dir.exists() else set()
-        left = sum(c.key not in done for c in cells)
+        left = _cells_left(spec, exp_dir)
         click.echo(f"{describe(spec, cells)}; {len(cells) - left} done, {left} to run in {exp_dir}")
         return
-    from harness.experiments.emulate_cell import check_executor
+    from harness.experiments.emulate_cell import check_executor, sigterm_stops_the_run
+    from harness.experiments.emulate_slots import build_image_once, left_up_line
+    from harness.experiments.executors import slotted_executor
 
-    _or_fail(check_executor, spec.mode, executor, jobs)  # emulated cells share one cluster
+    _or_fail(check_executor, spec.mode, executor)  # emulated cells replay on this machine's clusters
     slurm = SlurmSettings(partition, cell_time, cells_per_task, _parse_options(slurm_options))
-    make = _executor_factory(executor, jobs, slurm)
-    say = {"say": lambda _: None} if quiet else {}
-    summary = _or_fail(run_experiment, spec, exp_dir, make, executor_name=executor, **say)
+    slots = _emulate_slots(spec, exp_dir, jobs)
+    say = _quiet if quiet else _to_stderr
+    _or_fail(build_image_once, slots, say)
+    make = slotted_executor(slots) if slots else _executor_factory(executor, jobs, slurm)
+    with sigterm_stops_the_run():  # as Ctrl-C: the running cells stop their replays and cancel their jobs
+        summary = _or_fail(run_experiment, spec, exp_dir, make, say=say, executor_name=executor)
+    ran = summary.finished or summary.failed or summary.interrupted
+    if ran and spec.emulate is not None and spec.emulate.cluster == "docker":
+        say(left_up_line(slots))
     if summary.interrupted:
         raise SystemExit(130)
     if report and summary.complete:
@@ -190,6 +200,33 @@ class SlurmSettings:
     minutes: int  # per cell
     cells_per_task: int
     options: dict[str, str]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def _to_stderr(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def _emulate_slots(spec: ExperimentSpec, exp_dir: Path, jobs: int) -> list[Slot]:
+    """An emulate-mode experiment's clusters, one per worker (none in simulate mode); refused
+    before anything runs when the host cannot hold them."""
+    if spec.mode != "emulate":
+        return []
+    from harness.experiments.emulate_slots import plan_slots
+
+    return _or_fail(plan_slots, spec, exp_dir, max(1, min(jobs, _cells_left(spec, exp_dir))))
+
+
+def _cells_left(spec: ExperimentSpec, exp_dir: Path) -> int:
+    """Cells not in the table yet: no more clusters than that are started."""
+    from harness.experiments.grid import expand
+    from harness.experiments.results import ResultTable
+
+    done = ResultTable(exp_dir).done_keys() if exp_dir.exists() else set()
+    return sum(c.key not in done for c in _or_fail(expand, spec))
 
 
 def _executor_factory(kind: str, jobs: int, slurm: SlurmSettings) -> Callable[[Path], Executor]:

@@ -6,7 +6,7 @@ the run directory is ``cells/<key>/run/``.
 The cell's job table is the run's ``results.parquet`` and its metrics are the run's
 ``metrics.json``, the summary recomputed with the cell's ``tau`` (both in the trace's time).
 
-Emulated cells share one cluster, so they run one at a time (:func:`check_executor`).
+With ``-j N`` the cells run on N clusters side by side, one per worker (``emulate_slots``).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness.experiments.emulate_slots import Slot, worker_slot
 from harness.experiments.grid import Cell
 from harness.model.exitcodes import Terminated, stop_signal_reason
 from harness.model.expdir import RUN_DIR
@@ -35,24 +36,18 @@ class EmulateModeError(ValueError):
     """An emulate-mode experiment asked to run in a way it cannot."""
 
 
-def check_executor(mode: str, executor: str, jobs: int) -> None:
-    """Emulated cells share one cluster: one at a time, on this machine."""
-    if mode != "emulate":
-        return
-    if executor != "local":
+def check_executor(mode: str, executor: str) -> None:
+    """Emulated cells replay on clusters of this machine: the local executor only."""
+    if mode == "emulate" and executor != "local":
         raise EmulateModeError(
             f'--executor {executor}: an experiment with mode = "emulate" replays on its own '
-            "cluster ([emulate] cluster); run it with --executor local"
-        )
-    if jobs > 1:
-        raise EmulateModeError(
-            f'-j {jobs}: the cells of an experiment with mode = "emulate" share one cluster and '
-            "run one at a time; use -j 1"
+            "clusters on this machine ([emulate] cluster); run it with --executor local"
         )
 
 
-def run_options(cell: Cell, folder: Path) -> Any:
-    """The options of ``harness run`` that replay this cell (its run directory under ``folder``)."""
+def run_options(cell: Cell, folder: Path, slot: Slot | None = None) -> Any:
+    """The options of ``harness run`` that replay this cell (its run directory under ``folder``),
+    on ``slot``'s cluster (by default the experiment's own)."""
     from harness.emulation.run.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
     from harness.workload.plan import Sampling
 
@@ -67,9 +62,8 @@ def run_options(cell: Cell, folder: Path) -> Any:
         sampling=Sampling(**sampling) if sampling else None, prepare=prepare,
         model=p.get("model", ALLOC_ONLY), priority=p.get("priority", "none"),
     )  # fmt: skip
-    cluster = ClusterSpec(
-        backend=p["cluster"], name=cell.inputs["cluster_name"], platform=cell.inputs["platform"]
-    )
+    slot = slot or Slot(0, cell.inputs["cluster_name"], cell.inputs["platform"])
+    cluster = ClusterSpec(backend=p["cluster"], name=slot.cluster_name, platform=slot.platform)
     replay = ReplaySpec(policy=p["policy"], policy_seed=p["policy_seed"], drift=p.get("drift", 0.0),
                         preempt=p.get("preempt", "none"), slurm_settings=tuple(p.get("slurm", {}).items()),
                         events=p.get("clock") == "events", speedup=p.get("speedup"))  # fmt: skip
@@ -90,10 +84,10 @@ def emulate(cell: Cell, folder: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     run_dir = folder / RUN_DIR
     if run_dir.exists():  # a failed or interrupted attempt: a cell is a pure function, start over
         shutil.rmtree(run_dir)
-    opts = run_options(cell, folder)
+    opts = run_options(cell, folder, worker_slot())
     _on_the_cells_clock(opts)
     experiment = Experiment(opts, progress=lambda _: None)
-    with _sigterm_stops_the_run():  # the runner's cancel (SIGTERM) stops and cancels the replay
+    with sigterm_stops_the_run():  # the runner's cancel (SIGTERM) stops and cancels the replay
         try:
             experiment.execute()
         except RunToResume:  # a cell is started over, never resumed: its jobs must not outlive it
@@ -139,9 +133,11 @@ def write_settings_record(run_dir: Path, platform: Any, sched: Any) -> None:
 
 
 @contextmanager
-def _sigterm_stops_the_run() -> Iterator[None]:
+def sigterm_stops_the_run() -> Iterator[None]:
     """SIGTERM raises :class:`Terminated` (a KeyboardInterrupt), as under ``harness run``: the
-    run stops its replay and cancels its jobs instead of leaving them in Slurm."""
+    run stops its replay and cancels its jobs instead of leaving them in Slurm. SIGINT raises
+    KeyboardInterrupt even in a process started with it ignored (a background job of a
+    non-interactive shell), as ``harness run`` does."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -150,7 +146,9 @@ def _sigterm_stops_the_run() -> Iterator[None]:
         raise Terminated(stop_signal_reason(signum))
 
     previous = signal.signal(signal.SIGTERM, stop)
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import multiprocessing
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from harness.experiments.cells import CellResult, run_cell
+from harness.experiments.emulate_slots import SLOTS_DIR, Slot, hold_a_slot
 from harness.experiments.grid import Cell
 
 Finished = list[tuple[Cell, CellResult]]
@@ -52,11 +54,18 @@ class LocalExecutor:
     two, measured).
     """
 
-    def __init__(self, exp_dir: Path, jobs: int = 1) -> None:
+    def __init__(
+        self,
+        exp_dir: Path,
+        jobs: int = 1,
+        initializer: Callable[..., None] | None = None,
+        initargs: tuple[Any, ...] = (),
+    ) -> None:
         if jobs < 1:
             raise ValueError(f"-j/--jobs must be >= 1, got {jobs}")
         self.exp_dir = str(exp_dir)
         self.jobs = self.slots = jobs
+        self.initializer, self.initargs = initializer, initargs  # run once in each worker
         self.waiting: deque[Cell] = deque()
         self.running: dict[Future[CellResult], Cell] = {}
         self.pool = self._new_pool()
@@ -64,7 +73,9 @@ class LocalExecutor:
     def _new_pool(self) -> ProcessPoolExecutor:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(PRELOAD)
-        return ProcessPoolExecutor(max_workers=self.jobs, mp_context=context)
+        return ProcessPoolExecutor(
+            max_workers=self.jobs, mp_context=context, initializer=self.initializer, initargs=self.initargs
+        )
 
     def submit(self, cells: list[Cell]) -> None:
         self.waiting.extend(cells)
@@ -101,6 +112,12 @@ class LocalExecutor:
             for process in list(getattr(self.pool, "_processes", {}).values()):
                 process.terminate()  # a cell can run for minutes: do not wait for it
         self.pool.shutdown(wait=not cancel, cancel_futures=True)
+
+
+def slotted_executor(slots: list[Slot]) -> Callable[[Path], LocalExecutor]:
+    """An emulate-mode experiment's pool: one worker per slot, each holding its slot (and so its
+    cluster) for its whole life (:func:`harness.experiments.emulate_slots.hold_a_slot`)."""
+    return lambda exp_dir: LocalExecutor(exp_dir, len(slots), hold_a_slot, (slots, str(exp_dir / SLOTS_DIR)))
 
 
 def _outcome(cell: Cell, future: Future[CellResult]) -> CellResult:

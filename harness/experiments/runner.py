@@ -8,6 +8,7 @@ The experiment directory::
     <dir>/results.parquet   one row per finished cell and metric
     <dir>/failed.json       cells whose last attempt failed (retried next time)
     <dir>/cells/<key>/      each cell's job table and result (see harness.experiments.cells)
+    <dir>/.slots/           emulate mode with -j N: the slots' platforms and locks (emulate_slots)
 
 Running again resumes: finished cells (in the table, or with a result in their folder
 because they finished after the runner died) are not run again, so a crash or Ctrl-C

@@ -1,4 +1,4 @@
-"""Emulate-mode cells: the run options they replay with, one at a time, and never simulated."""
+"""Emulate-mode cells: the run options they replay with, on this machine only, and never simulated."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from harness.cli import main
 from harness.experiments.cells import JOBS_FILE, RESULT_FILE, cell_dir, run_cell
 from harness.experiments.emulate_cell import (
     EmulateModeError,
-    _sigterm_stops_the_run,
     check_executor,
     run_options,
+    sigterm_stops_the_run,
 )
 from harness.experiments.grid import expand
 from harness.experiments.keys import SpecError
@@ -89,27 +89,30 @@ def test_an_emulated_cell_that_cannot_reach_slurm_fails_instead_of_simulating(tm
     assert not (folder / JOBS_FILE).exists() and not (folder / RESULT_FILE).exists()
 
 
-def test_emulated_cells_run_one_at_a_time_on_this_machine() -> None:
-    check_executor("emulate", "local", 1)
-    check_executor("simulate", "slurm", 4)
-    with pytest.raises(EmulateModeError, match=r"^-j 2: .* share one cluster .*use -j 1$"):
-        check_executor("emulate", "local", 2)
+def test_emulated_cells_run_on_this_machine_only() -> None:
+    check_executor("emulate", "local")
+    check_executor("simulate", "slurm")
     with pytest.raises(EmulateModeError, match=r"^--executor slurm: .*run it with --executor local$"):
-        check_executor("emulate", "slurm", 1)
+        check_executor("emulate", "slurm")
 
 
-def test_the_command_refuses_parallel_emulation(tmp_path: Path) -> None:
+def test_the_command_refuses_emulation_on_slurm_and_side_by_side_on_one_slurm(tmp_path: Path) -> None:
     path = tmp_path / "exp.toml"
     path.write_text(SPEC.format(cluster="docker"))
-    ran = CliRunner().invoke(main, ["experiment", "run", str(path), "-j", "2", "-o", str(tmp_path / "o")])
+    command = ["experiment", "run", str(path), "-o", str(tmp_path / "o")]
+    ran = CliRunner().invoke(main, [*command, "--executor", "slurm"])
     assert ran.exit_code == 1
-    assert '-j 2: the cells of an experiment with mode = "emulate" share one cluster' in ran.output
+    assert '--executor slurm: an experiment with mode = "emulate" replays on its own clusters' in ran.output
+    path.write_text(SPEC.format(cluster="local"))
+    ran = CliRunner().invoke(main, [*command, "-j", "2"])
+    assert ran.exit_code == 1
+    assert 'Error: -j 2: [emulate] cluster = "local" is one Slurm; only cluster = "docker"' in ran.output
     assert not (tmp_path / "o").exists()
 
 
 def test_sigterm_during_an_emulated_cell_stops_the_run_as_ctrl_c_does() -> None:
     before = signal.getsignal(signal.SIGTERM)
-    with pytest.raises(Terminated, match=r"^stopped by SIGTERM$"), _sigterm_stops_the_run():
+    with pytest.raises(Terminated, match=r"^stopped by SIGTERM$"), sigterm_stops_the_run():
         os.kill(os.getpid(), signal.SIGTERM)
     assert signal.getsignal(signal.SIGTERM) is before
 

@@ -27,6 +27,7 @@ FIXED_MB = 400  # slurmctld, munged, the supervisors, Docker's container process
 HEADROOM = 1.25  # start-up peaks above the idle footprint
 RESERVE_MB = 1_024  # left to the host (the Docker engine, the harness itself)
 RESERVE_THREADS = 2_000
+ACCOUNTING_MB = 104  # measured: PSS of the dbd container, MariaDB + slurmdbd (docs/accounting.md)
 
 
 @dataclass(frozen=True)
@@ -90,3 +91,27 @@ def check_capacity(platform: Platform, limits: HostLimits | None = None) -> None
             f"{where}: needs about {files:,} open files, {host.files_now:,} are open against the kernel's "
             f"fs.file-max of {host.file_max:,}: raise it (sysctl -w fs.file-max={raised})"
         )
+
+
+def cluster_mb(platform: Platform) -> float:
+    """:func:`memory_mb` plus slurmdbd and MariaDB when accounting is on (MB)."""
+    accounting = ACCOUNTING_MB * HEADROOM if platform.deployment.accounting.enabled else 0.0
+    return memory_mb(platform) + accounting
+
+
+def clusters_that_fit(platform: Platform, limits: HostLimits | None = None) -> tuple[int, str]:
+    """How many more clusters of ``platform`` this host holds side by side, and the limit that
+    says so (memory, threads against ``pid_max``, open files), counted as :func:`check_capacity` does."""
+    host = limits or HostLimits.read()
+    n = platform.node_count
+    each_mb, threads, files = cluster_mb(platform), n * THREADS_PER_SLURMD, n * FILES_PER_SLURMD
+    memory = f"{host.available_mb:,.0f} MB available ({RESERVE_MB} MB kept for the host)"
+    pids = f"{host.threads_now:,} threads run against pid_max {host.pid_max:,} ({RESERVE_THREADS:,} kept)"
+    open_files = f"{host.files_now:,} files open against fs.file-max {host.file_max:,}"
+    room = {
+        f"{memory}, about {each_mb:,.0f} MB a cluster": (host.available_mb - RESERVE_MB) / each_mb,
+        f"{pids}, about {threads:,} a cluster": (host.pid_max - host.threads_now - RESERVE_THREADS) / threads,
+        f"{open_files}, about {files:,} a cluster": (host.file_max - host.files_now) / files,
+    }
+    limit = min(room, key=lambda k: room[k])
+    return max(int(room[limit]), 0), limit

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from harness.cluster.base import ClusterError, port_in_use
@@ -22,7 +23,8 @@ from harness.platform.deployment import MAX_PORT
 
 DBD_BAND = 500  # ports a cluster that leaves slurmdbd's open may take (dbd_ports)
 DBD_PORT_FILE = "dbd-port"  # in a cluster's state directory: the slurmdbd port it took
-DBD_LOCK_FILE = ".dbd-ports.lock"  # beside the clusters' state directories
+PORTS_LOCK_FILE = ".dbd-ports.lock"  # beside the clusters' state directories: held while ports are taken
+SLOT_PORTS_FILE = "slot-ports"  # in a slot cluster's state directory: "controller slurmd_base nodes"
 EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 DEFAULT_EPHEMERAL = range(32768, 61000)
 
@@ -109,13 +111,21 @@ def take_dbd_port(
     if not _port_left_open(platform):
         return platform
     state_root.mkdir(parents=True, exist_ok=True)
-    with open(state_root.parent / DBD_LOCK_FILE, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _ports_lock(state_root.parent):
         port = recorded_dbd_port(state_root)
         if port is None:
             port = _free_dbd_port(platform, state_root, in_use, ephemeral or ephemeral_ports())
             atomic_write_text(state_root / DBD_PORT_FILE, f"{port}\n")
     return _with_port(platform, port)
+
+
+@contextmanager
+def _ports_lock(clusters_root: Path) -> Iterator[None]:
+    """Held while a cluster takes ports, so that clusters started side by side take different ones."""
+    clusters_root.mkdir(parents=True, exist_ok=True)
+    with open(clusters_root / PORTS_LOCK_FILE, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _free_dbd_port(
@@ -141,3 +151,90 @@ def _port_left_open(platform: Platform) -> bool:
 def _with_port(platform: Platform, port: int | None) -> Platform:
     """``platform`` with slurmdbd on ``port`` (None: left open again)."""
     return platform.redeployed(accounting=dataclasses.replace(platform.deployment.accounting, dbd_port=port))
+
+
+def take_slot_ports(
+    base: Platform,
+    state_roots: list[Path],
+    in_use: Callable[[int], bool] = port_in_use,
+    ephemeral: range | None = None,
+) -> list[Platform]:
+    """``base`` redeployed for each cluster of ``state_roots`` (clusters that run beside the one
+    of ``base``, e.g. an experiment's parallel slots; all under one state root): on the ports the
+    cluster recorded, else on the first shift s = 1, 2, ... of base's controller port (+ s) and
+    slurmd range (+ s x node count) whose ports all end below the host's ephemeral range, are
+    clear of base's, of earlier shifts' and of those any cluster records, and are free (a bind
+    succeeds); recorded once all are found, under the lock of :func:`take_dbd_port`. slurmdbd's port is
+    left open: each cluster takes its own when it starts."""
+    ephemeral = ephemeral or ephemeral_ports()
+    clusters_root = state_roots[0].parent
+    with _ports_lock(clusters_root):
+        taken = set(listen_ports(base)).union(*(_recorded_slot_ports(d) for d in clusters_root.iterdir()))
+        records, shift = [], 0
+        for root in state_roots:
+            record = _read_slot_record(root)
+            if record is None or record[2] != base.node_count:
+                shift = _free_shift(base, shift + 1, taken, in_use, ephemeral)
+                record = _shifted_ports(base, shift)
+            taken |= _ports_of(record)
+            records.append(record)
+        for root, record in zip(state_roots, records, strict=True):  # all found: none recorded in vain
+            _write_slot_record(root, record)
+    return [
+        _with_port(base, None).redeployed(controller_port=controller, slurmd_base_port=slurmd_base)
+        for controller, slurmd_base, _ in records
+    ]
+
+
+def record_slot_ports(platform: Platform, state_root: Path) -> None:
+    """Record the ports of a running cluster of ``platform`` that has no record (a run recreated
+    it, and its state directory went with it), as :func:`take_slot_ports` would have."""
+    with _ports_lock(state_root.parent):
+        if _read_slot_record(state_root) is None:
+            d = platform.deployment
+            _write_slot_record(state_root, (d.controller_port, d.slurmd_base_port, platform.node_count))
+
+
+def _write_slot_record(state_root: Path, record: tuple[int, int, int]) -> None:
+    state_root.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(state_root / SLOT_PORTS_FILE, " ".join(map(str, record)) + "\n")
+
+
+def _shifted_ports(base: Platform, shift: int) -> tuple[int, int, int]:
+    d = base.deployment
+    return d.controller_port + shift, d.slurmd_base_port + shift * base.node_count, base.node_count
+
+
+def _ports_of(record: tuple[int, int, int]) -> set[int]:
+    controller, slurmd_base, nodes = record
+    return {controller, *range(slurmd_base, slurmd_base + nodes)}
+
+
+def _free_shift(
+    base: Platform, shift: int, taken: set[int], in_use: Callable[[int], bool], ephemeral: range
+) -> int:
+    """The first shift from ``shift`` on whose ports are all free, or ClusterError."""
+    while True:
+        ports = _ports_of(_shifted_ports(base, shift))
+        if max(ports) >= min(ephemeral.start, MAX_PORT + 1):
+            raise ClusterError(
+                f"no free ports for another cluster of {base.source} below the host's ephemeral range "
+                f"{ephemeral.start}-{ephemeral.stop - 1} ({EPHEMERAL_RANGE_FILE}): the next would take "
+                f"up to {max(ports)}; lower [deployment] slurmd_base_port/controller_port"
+            )
+        if not ports & taken and not any(in_use(p) for p in sorted(ports)):
+            return shift
+        shift += 1
+
+
+def _read_slot_record(state_root: Path) -> tuple[int, int, int] | None:
+    try:
+        controller, slurmd_base, nodes = (int(x) for x in (state_root / SLOT_PORTS_FILE).read_text().split())
+    except (OSError, ValueError):
+        return None
+    return controller, slurmd_base, nodes
+
+
+def _recorded_slot_ports(state_root: Path) -> set[int]:
+    record = _read_slot_record(state_root)
+    return set() if record is None else _ports_of(record)
