@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import secrets
 import shlex
 import signal
 import subprocess
@@ -370,7 +371,10 @@ class Replayer:
         # a heartbeat, on the wall clock whatever clock paces the replay
         self.status.updated = now if self.opts.clock is None else time.time()
         path = self.opts.run_dir / STATUS
-        tmp = path.with_suffix(".tmp")
+        # a name of its own per write: a shared "replay.tmp" renamed away by another writer
+        # ended a replay with ENOENT once (2026-11-27, not explained); no fsync, it is rewritten
+        # every half second
+        tmp = path.with_name(f".{STATUS}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         tmp.write_text(json.dumps(asdict(self.status)) + "\n")
         os.replace(tmp, path)
 
