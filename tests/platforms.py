@@ -153,3 +153,21 @@ def invoke_on_small_cluster(
         assert ran.exit_code == 0, ran.output
     finally:
         backend.down()
+
+
+def platform_from_slurm_conf(folder: Path, conf: str, deployment: dict[str, int]) -> Path:
+    """``harness platform from-slurm`` of ``conf`` (a site's slurm.conf, written in ``folder``),
+    with the deployment keys of ``deployment`` (ports, node containers) set in the file."""
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    conf_file, platform = folder / "slurm.conf", folder / "site.toml"
+    conf_file.write_text(conf)
+    made = CliRunner().invoke(main, ["platform", "from-slurm", str(conf_file), "-o", str(platform)])
+    assert made.exit_code == 0, made.output
+    lines = platform.read_text().splitlines()
+    for key, value in deployment.items():
+        lines = [f"{key} = {value}" if line.startswith(f"{key} =") else line for line in lines]
+    platform.write_text("\n".join(lines) + "\n")
+    return platform

@@ -47,6 +47,7 @@ from harness.cli import main
 from harness.cluster.containers.backend import SUBMIT_USER, DockerCluster
 from harness.platform import load_platform
 from harness.workload.pseudonyms import SALT_FILE, pseudonym
+from tests.platforms import platform_from_slurm_conf
 
 pytestmark = pytest.mark.integration
 
@@ -103,16 +104,8 @@ JOBS = len(HISTORY) - 1 + ARRAY_TASKS  # Slurm jobs: the array's tasks are jobs 
 
 @pytest.fixture(scope="module")
 def site_platform(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("rtsite")
-    (tmp / "slurm.conf").write_text(SITE_CONF)
-    platform = tmp / "site.toml"
-    made = CliRunner().invoke(main, ["platform", "from-slurm", str(tmp / "slurm.conf"), "-o", str(platform)])
-    assert made.exit_code == 0, made.output
     moved = {"controller_port": CONTROLLER_PORT, "slurmd_base_port": SLURMD_BASE_PORT, "node_containers": 2}
-    lines = platform.read_text().splitlines()
-    for key, value in moved.items():
-        lines = [f"{key} = {value}" if line.startswith(f"{key} =") else line for line in lines]
-    platform.write_text("\n".join(lines) + "\n")
+    platform = platform_from_slurm_conf(tmp_path_factory.mktemp("rtsite"), SITE_CONF, moved)
     assert load_platform(str(platform)).deployment.accounting.enabled  # the default: on
     return platform
 

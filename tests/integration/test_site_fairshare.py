@@ -51,6 +51,7 @@ from harness.cli import main
 from harness.cluster.containers.backend import DockerCluster
 from harness.platform import load_platform
 from harness.workload.pseudonyms import SALT_FILE, pseudonym
+from tests.platforms import platform_from_slurm_conf
 
 pytestmark = pytest.mark.integration
 
@@ -92,15 +93,7 @@ def _sacct_text() -> str:
 
 @pytest.fixture(scope="module")
 def site_platform(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("fshsite")
-    (tmp / "slurm.conf").write_text(SITE_CONF)
-    platform = tmp / "site.toml"
-    made = CliRunner().invoke(main, ["platform", "from-slurm", str(tmp / "slurm.conf"), "-o", str(platform)])
-    assert made.exit_code == 0, made.output
-    lines = platform.read_text().splitlines()
-    for key, value in PORTS.items():
-        lines = [f"{key} = {value}" if line.startswith(f"{key} =") else line for line in lines]
-    platform.write_text("\n".join(lines) + "\n")
+    platform = platform_from_slurm_conf(tmp_path_factory.mktemp("fshsite"), SITE_CONF, PORTS)
     return platform
 
 
