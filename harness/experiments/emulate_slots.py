@@ -119,14 +119,16 @@ def _saved(platforms: list[Platform], names: list[str], folder: Path) -> list[Sl
 
 def build_image_once(slots: list[Slot], say: Callable[[str], None]) -> None:
     """The cluster image of the current sources, built here when missing: the slots' clusters
-    start side by side and would each build it at the same time."""
+    start side by side and would each build it at the same time. Nothing to do for one slot
+    or none: the runner of a simulated grid may run where there is no Docker (a Slurm job)."""
+    if len(slots) <= 1:
+        return
     from harness.cluster.containers.backend import DockerCluster
 
-    if len(slots) > 1:
-        try:
-            DockerCluster(name=slots[0].cluster_name).ensure_image(say)
-        except ClusterError as exc:  # no Docker engine: one line, as the runs would say it
-            raise SlotError(str(exc)) from None
+    try:
+        DockerCluster(name=slots[0].cluster_name).ensure_image(say)
+    except ClusterError as exc:  # no Docker engine: one line, as the runs would say it
+        raise SlotError(str(exc)) from None
 
 
 def left_up_line(slots: list[Slot]) -> str:
