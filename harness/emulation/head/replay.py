@@ -1,17 +1,15 @@
 """Replay a job plan on the head node: submit every job at t0 + its (shrunk) submit time.
 
-Runs beside slurmctld (inside the controller container, on the local host or over SSH),
-so that submission lag is not inflated by remote round trips. Pacing follows Barberato's
-``runWorkload`` (Algorithm 3.2): every submission instant is computed from the wall clock
-of the replay's start, never relative to the previous submission, so the time sbatch takes
-does not accumulate; an optional constant ``drift`` per job (Section 4.2.4) stretches the
-instants to compensate for Slurm's per-job launch delay; a warm-up period precedes t0.
+Runs beside slurmctld (in the controller container, locally or over SSH): no remote round
+trip inflates the submission lag. Pacing follows Barberato's ``runWorkload`` (Algorithm
+3.2): every instant is computed from the replay's start, never from the previous submission,
+so sbatch's time does not accumulate; an optional ``drift`` per job (Section 4.2.4) stretches
+the instants against Slurm's per-job launch delay; a warm-up period precedes t0.
 
-Each sbatch is started at its job's instant by a small pool of submitter threads, so a
-slow sbatch (slurmctld busy starting jobs) never delays the next submission; jobs due at
-the same instant go out concurrently. Slurm's FCFS order is its order of arrival, so two
-submissions in flight at once may swap: the submissions file records every job's start and
-return, and ``order_inversions`` counts the swaps. ``workers=1`` submits strictly in order.
+A small pool of submitter threads starts each sbatch at its job's instant: a slow sbatch
+(slurmctld busy) never delays the next, and jobs of one instant go out concurrently, so two
+in flight may swap Slurm's FCFS order (``order_inversions`` counts the swaps from the
+submissions file's starts and returns). ``workers=1`` submits strictly in order.
 
 A submission that fails while slurmctld does not answer (restarted, crashed) is retried
 with backoff, never twice (:mod:`harness.emulation.head.resubmit`). A replay killed mid-run is
@@ -371,9 +369,7 @@ class Replayer:
         # a heartbeat, on the wall clock whatever clock paces the replay
         self.status.updated = now if self.opts.clock is None else time.time()
         path = self.opts.run_dir / STATUS
-        # a name of its own per write: a shared "replay.tmp" renamed away by another writer
-        # ended a replay with ENOENT once (2026-11-27, not explained); no fsync, it is rewritten
-        # every half second
+        # a name per write: a shared "replay.tmp" renamed away ended a replay with ENOENT once
         tmp = path.with_name(f".{STATUS}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         tmp.write_text(json.dumps(asdict(self.status)) + "\n")
         os.replace(tmp, path)
