@@ -108,29 +108,49 @@ def write_figures(data: ExperimentData, formats: Sequence[str] = DEFAULT_FIGURE_
     return figures
 
 
+def job_groups(data: ExperimentData) -> dict[str, list[str]]:
+    """The cells whose jobs a figure pools, by label: one group per policy or, with Slurm
+    settings swept, per policy and combination of settings (the ranked table's rows)."""
+    axes = [a for a in data.settings.get("slurm_axes", []) if a in data.table.columns]
+    if not axes:
+        return {p: data.keys(policy=p) for p in data.policies}
+    groups: dict[str, list[str]] = {}
+    several = data.table["policy"].nunique() > 1
+    for values, rows in data.table.groupby(["policy", *axes], sort=False):
+        named = [f"{a.split('.')[-1]}={v}" for a, v in zip(axes, values[1:], strict=True)]
+        groups["\n".join([values[0], *named] if several else named)] = list(dict.fromkeys(rows["key"]))
+    return groups
+
+
+def _grouped_by(data: ExperimentData) -> str:
+    return "per setting" if data.settings.get("slurm_axes") else "per policy"
+
+
 def _boxen_figures(data: ExperimentData, out: Path, formats: Sequence[str]) -> list[Path]:
     paths = []
+    groups = job_groups(data)
     for column in data.settings.get("job_metrics", []):
         values = {}
-        for policy in data.policies:
-            jobs = data.jobs(data.keys(policy=policy))
+        for label, keys in groups.items():
+            jobs = data.jobs(keys)
             if len(jobs):
-                values[policy] = jobs[column].to_numpy()
+                values[label] = jobs[column].to_numpy()
         if values:
             label = JOB_LABELS.get(column, column)
-            title = f"{label.split(' (')[0].capitalize()} of every job, per policy (jobs of all its cells)"
+            name = label.split(" (")[0].capitalize()
+            title = f"{name} of every job, {_grouped_by(data)} (all its cells)"
             paths.append(plots.plot_boxen(values, label, out / f"boxen-{column}", title, formats=formats))
     return paths
 
 
 def _tail_figures(data: ExperimentData, out: Path, formats: Sequence[str]) -> list[Path]:
-    """Waits and bounded slowdowns of every job, one curve per policy (its cells' jobs pooled)."""
-    per_policy = {p: data.jobs(data.keys(policy=p)) for p in data.policies}
-    per_policy = {p: jobs for p, jobs in per_policy.items() if len(jobs)}
-    if not per_policy:
+    """Waits and bounded slowdowns of every job, one curve per group (its cells' jobs pooled)."""
+    per_group = {label: data.jobs(keys) for label, keys in job_groups(data).items()}
+    per_group = {label: jobs for label, jobs in per_group.items() if len(jobs)}
+    if not per_group:
         return []
-    title = "Tails of waits and bounded slowdowns, per policy (jobs of all its cells)"
-    return [plot_tails(per_policy, out / "tails", title, formats)]
+    title = f"Tails of waits and bounded slowdowns, {_grouped_by(data)} (all its cells)"
+    return [plot_tails(per_group, out / "tails", title, formats)]
 
 
 def _ratio_figures(data: ExperimentData, out: Path, formats: Sequence[str]) -> list[Path]:

@@ -213,3 +213,19 @@ def test_the_ranked_table_names_a_setting_the_screening_narrowed_to_one_value(tm
     headers, rows = section.blocks[1].headers, section.blocks[1].rows
     assert headers[:4] == ["rank", window, tested, "policy"]
     assert [row[:3] for row in rows] == [["1", "1440", "100"], ["2", "60", "100"]]
+
+
+def test_the_reports_figures_pool_jobs_per_setting_when_settings_are_swept(tmp_path: Path) -> None:
+    """One policy and two bf_window values: one box per setting, not one for the policy."""
+    from harness.experiments.report import job_groups
+    from harness.experiments.report_data import ExperimentData
+
+    window = "SchedulerParameters.bf_window"
+    table = pd.DataFrame({"key": ["a0", "a1", "b0"], "policy": ["slurm-backfill-1"] * 3,
+                          window: [60, 60, 1440], "rep": [0, 1, 0], "metric": ["mean_wait"] * 3,
+                          "value": [1.0, 2.0, 3.0]})  # fmt: skip
+    grid = [{"key": k, "axes": {"policy": "slurm-backfill-1"}} for k in ("a0", "a1", "b0")]
+    swept = ExperimentData(tmp_path, {"report": {"slurm_axes": [window]}}, table, grid, {})
+    assert job_groups(swept) == {"bf_window=60": ["a0", "a1"], "bf_window=1440": ["b0"]}
+    plain = ExperimentData(tmp_path, {"report": {}}, table, grid, {})
+    assert job_groups(plain) == {"slurm-backfill-1": ["a0", "a1", "b0"]}
