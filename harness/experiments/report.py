@@ -111,7 +111,7 @@ def write_figures(data: ExperimentData, formats: Sequence[str] = DEFAULT_FIGURE_
 def job_groups(data: ExperimentData) -> dict[str, list[str]]:
     """The cells whose jobs a figure pools, by label: one group per policy or, with Slurm
     settings swept, per policy and combination of settings (the ranked table's rows)."""
-    axes = [a for a in data.settings.get("slurm_axes", []) if a in data.table.columns]
+    axes = _setting_axes(data)
     if not axes:
         return {p: data.keys(policy=p) for p in data.policies}
     groups: dict[str, list[str]] = {}
@@ -122,8 +122,13 @@ def job_groups(data: ExperimentData) -> dict[str, list[str]]:
     return groups
 
 
+def _setting_axes(data: ExperimentData) -> list[str]:
+    """The swept Slurm settings the results hold (what job_groups and the titles go by)."""
+    return [a for a in data.settings.get("slurm_axes", []) if a in data.table.columns]
+
+
 def _grouped_by(data: ExperimentData) -> str:
-    return "per setting" if data.settings.get("slurm_axes") else "per policy"
+    return "per setting" if _setting_axes(data) else "per policy"
 
 
 def _boxen_figures(data: ExperimentData, out: Path, formats: Sequence[str]) -> list[Path]:
