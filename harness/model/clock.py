@@ -45,6 +45,10 @@ TICK_S = 0.01  # how often the faketime file follows the page while the clock ru
 HELD_WAIT_MS = 50  # every timed condvar wait of slurmctld returns after this many real ms
 WRITING_WAIT_S = 0.0002  # a reader's pause while the controller moves the clock
 NODES_WAIT_MS = 1000  # ... of slurmd and slurmstepd (a kill of a step takes less)
+# how far a nudge moves the daemons within a held instant: Slurm's main cycle runs again once
+# gettimeofday has passed sched_min_interval (2 us) since the last one, while time() still
+# reads the instant (whole seconds), so a job started then is stamped the same second
+NUDGE_S = 0.001
 MAX_SPEEDUP = 100.0  # the highest speed-up measured to keep Slurm healthy (docs/virtual-time.md)
 
 
@@ -174,8 +178,9 @@ class VirtualClock:
         return self.reading().daemons_at(time.time())
 
     def daemons_caught_up(self) -> bool:
-        """Whether the daemons read the page's instant (no lead of a held clock's page)."""
-        return self.reading().daemons_lag == 0
+        """Whether the daemons read the page's instant (no lead of a held clock's page; a nudge
+        puts them a millisecond past it)."""
+        return self.reading().daemons_lag <= 0
 
     @property
     def rate(self) -> float:
@@ -242,8 +247,21 @@ class VirtualClock:
 
     def jump(self, instant: float, daemons_lag: float = 0.0) -> None:
         """Move a held clock forward to ``instant`` (it stays held), the daemons to ``instant -
-        daemons_lag``."""
+        daemons_lag``, or where they are if a nudge put them past that within its second."""
+        daemons = self.daemons_now()
+        if math.floor(daemons + 1e-6) == instant - daemons_lag < daemons:
+            daemons_lag = instant - daemons  # (the nudged daemons stay: never backwards)
         self.set(instant, 0.0, HELD_POLL_S, daemons_lag)
+
+    def nudge(self) -> float:
+        """Move a held clock's daemons ``NUDGE_S`` on within their second, the page not at all:
+        slurmctld's main cycle, which runs once per instant on a held clock, may run again at
+        the same second (the event clock's driver, after the ordering agent released jobs).
+        Returns the daemons' new instant."""
+        reading = self.reading()
+        here = reading.at(time.time())
+        self.set(here, 0.0, HELD_POLL_S, reading.daemons_lag - NUDGE_S)
+        return here - reading.daemons_lag + NUDGE_S
 
     def close(self) -> None:
         self._page.close()

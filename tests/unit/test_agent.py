@@ -235,7 +235,7 @@ def test_on_a_virtual_clock_each_look_says_when_it_began(tmp_path: Path) -> None
     before = time.time()
     agent.run(poll=0.01, should_stop=two_looks)
     said = json.loads(status.read_text())
-    assert before <= said["looked"] <= time.time() and said["calls"] == 1
+    assert before <= said["released"] <= said["looked"] <= time.time() and said["calls"] == 1  # (two looks)
     assert slurm.jobs[1]["state"] == "RUNNING"  # enforced before it said so
 
 

@@ -258,3 +258,24 @@ def test_a_command_exec_d_on_a_virtual_clock_cluster_reads_the_clusters_clock(tm
     assert argv[0] == "env" and argv[-2:] == ["sacct", "-X"]
     assert f"LD_PRELOAD={clock_module.LIBFAKETIME}" in argv
     assert "FAKETIME_TIMESTAMP_FILE=/shared/clock/faketime" in argv
+
+
+def test_a_nudge_moves_the_daemons_within_their_second_and_the_next_lead_keeps_them_there(
+    tmp_path: Path,
+) -> None:
+    """After the agent's release the driver nudges the daemons 1 ms on (Slurm's main cycle may
+    run again, time() still reads the instant); the page stays. A later lead whose daemons'
+    instant is that same second leaves them where the nudges put them; the page moves."""
+    faketime = tmp_path / "faketime"
+    VirtualClock.create(tmp_path / "page", start=V0, rate=0.0).close()
+    clock = VirtualClock(tmp_path / "page", writable=True, faketime=faketime)
+    reader = VirtualClock(tmp_path / "page")
+    assert clock.nudge() == pytest.approx(V0 + 0.001)
+    clock.nudge()
+    assert reader.now() == V0 and reader.daemons_now() == pytest.approx(V0 + 0.002)
+    assert faketime.read_text() == f"{V0 + 0.002:.6f} x1\n" and reader.daemons_caught_up()
+    clock.jump(V0 + 1.0, daemons_lag=1.0)  # an end at V0 + 1: the daemons would lead to V0
+    assert reader.now() == V0 + 1.0 and reader.daemons_now() == pytest.approx(V0 + 0.002)
+    assert not reader.daemons_caught_up()
+    clock.jump(V0 + 1.0)
+    assert reader.daemons_now() == V0 + 1.0 and reader.daemons_caught_up()

@@ -10,6 +10,7 @@ import time
 import pandas as pd
 import pytest
 
+from harness.emulation.head.ahead import next_begin, submissions_ahead_due, submissions_due
 from harness.emulation.head.events import (
     SETTLE_S,
     EventDriver,
@@ -17,12 +18,9 @@ from harness.emulation.head.events import (
     as_at,
     ends_due,
     job_durations,
-    next_begin,
     next_event,
     quiescent,
     slurm_settled,
-    submissions_ahead_due,
-    submissions_due,
 )
 from harness.emulation.head.quiescence import (
     END,
@@ -370,3 +368,47 @@ def test_the_event_clocks_estimate_goes_by_jobs_not_by_the_traces_span() -> None
     # per run: 60 s of set-up and collection + 1.15 s for each of 1,000 jobs; two policies
     assert est.per_run_s == pytest.approx(1210.0)
     assert est.wall_s == pytest.approx(2420.0)
+
+
+def test_after_the_agents_release_a_main_cycle_runs_at_the_same_second_before_the_clock_moves() -> None:
+    """The agent released job 1 at 1000 after Slurm's main cycle of 1000 had run (it runs once
+    per instant on a held clock). The driver nudges the daemons within 1000, pokes slurmctld
+    once, and does not move the clock until the cycle came (0.2 s later: job 1 starts at 1000)."""
+    plan = pd.DataFrame({"job_id": [1], "submit": [0.0], "runtime": [100.0], "walltime": [200.0]})
+    began = time.time()
+    pokes: list[float] = []
+    nudged: list[float] = []
+
+    moved_at: list[float] = []
+
+    class Nudged(HeldClock):
+        def jump(self, instant: float, daemons_lag: float = 0.0) -> None:
+            moved_at.append(time.time())
+            super().jump(instant, daemons_lag)
+
+        def nudge(self) -> float:
+            self.lag -= 0.001
+            nudged.append(self.daemons_now())
+            return self.daemons_now()
+
+    clock = Nudged(1000.0)
+
+    def observe() -> Observation:
+        cycled = bool(pokes) and time.time() - pokes[0] >= 0.2
+        queue = (("RUNNING", "t1", "x"),) if cycled else (("PENDING", "t1", ""),)
+        counters = (1, int(cycled), 0, 7 + int(cycled), 9)
+        return Observation(1000.0, 1, queue, True, activity(counters), 0, time.time() - 0.01, began)
+
+    driver = EventDriver(
+        clock, plan, observe, lambda obs: {1: 1000.0} if obs.queue[0][0] == "RUNNING" else {},  # type: ignore[index]
+        agent=True, backfill=False, poke=lambda: pokes.append(time.time()),
+    )  # type: ignore[arg-type]  # fmt: skip
+    start = time.time()
+    driver.start()
+    while not clock.moves and time.time() - start < 5:
+        time.sleep(0.01)
+    driver.stop()
+    assert nudged == [pytest.approx(1000.001)] and len(pokes) == 1
+    assert moved_at[0] >= pokes[0] + 0.2  # not before the cycle
+    assert clock.moves and clock.moves[0][0] == 1001.0 and clock.moves[0][1] == pytest.approx(1001.0)
+    assert driver.moves["release"] == 1 and driver.moves["unpoked"] == 0

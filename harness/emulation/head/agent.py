@@ -73,6 +73,7 @@ class Agent:
         self.memo: dict[str, Any] = {}
         self._signature: tuple[frozenset[int], ...] | None = None
         self.calls = 0
+        self.released_at: float | None = None  # when the last release of jobs went through (wall clock)
         self.comments: dict[int, dict[str, str]] = {}
         self.io: dict[int, JobIo] = {}
         self.tier_rates = TierRates.of_platform(platform)  # as the simulator's SAS (sim.pool_tiers)
@@ -185,7 +186,8 @@ class Agent:
             self.started[start.job_id] = RunningJob(
                 start.job_id, now, now + q.walltime, q.bb_per_node_mb, start.allocation
             )
-        self._try(lambda: self.client.release(released))
+        if released and self._try(lambda: self.client.release(released)):
+            self.released_at = time.time()
         return released
 
     def _to_slow_tier(self, job_id: int) -> None:
@@ -238,9 +240,11 @@ class Agent:
             time.sleep(poll)
 
     def _write_status(self, looked: float) -> None:
-        """After a look that went through: when it began and how many calls so far."""
+        """After a look that went through: when it began, how many calls so far and when jobs
+        were last released (the event clock then has Slurm's main cycle run at that instant)."""
         if self.status_path is not None:
-            atomic_write_text(self.status_path, json.dumps({"looked": looked, "calls": self.calls}) + "\n")
+            status = {"looked": looked, "calls": self.calls, "released": self.released_at}
+            atomic_write_text(self.status_path, json.dumps(status) + "\n")
 
 
 def _managed(job: SlurmJob) -> bool:

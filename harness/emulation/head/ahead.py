@@ -35,3 +35,34 @@ def release_instants(eligible: Sequence[float]) -> list[float]:
             previous, current = current, instant
         released.append(previous)
     return released
+
+
+def submissions_due(now: float, t0: float | None, instants: Sequence[float]) -> int:
+    if t0 is None:
+        return 0
+    return int(np.searchsorted(np.asarray(instants) + t0, now + 1e-9, side="right"))
+
+
+def eligible_at(t0: float, instants: Sequence[float]) -> np.ndarray:
+    """The whole seconds at which jobs submitted ahead become eligible, sorted as ``instants``."""
+    return np.asarray(eligible_instants(np.asarray(instants, dtype=float) + t0))
+
+
+def next_begin(now: float, t0: float | None, instants: Sequence[float]) -> float | None:
+    """The first eligible instant after ``now`` (None: none left, or the replay not started)."""
+    if t0 is None:
+        return None
+    later = eligible_at(t0, instants)
+    later = later[later > now + 1e-9]
+    return float(later[0]) if later.size else None
+
+
+def submissions_ahead_due(now: float, t0: float | None, instants: Sequence[float]) -> int:
+    """Submitting ahead: the jobs the replay must have submitted before the clock leaves ``now``,
+    those eligible up to the next eligible instant (all of them once none is left)."""
+    if t0 is None:
+        return 0
+    upcoming = next_begin(now, t0, instants)
+    if upcoming is None:
+        return len(instants)
+    return int(np.searchsorted(eligible_at(t0, instants), upcoming + 1e-9, side="right"))

@@ -40,7 +40,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from harness.emulation.head.ahead import eligible_instant, eligible_instants
+from harness.emulation.head.ahead import (
+    eligible_at,
+    eligible_instant,
+    next_begin,
+    submissions_ahead_due,
+    submissions_due,
+)
 from harness.emulation.head.quiescence import SlurmActivity
 from harness.model.clock import VirtualClock
 
@@ -52,6 +58,9 @@ DAEMONS_LEAD_S = 1.0
 HARD_WAIT_S = 10.0  # longest wait for a job's start marker or end before the clock moves anyway
 POKE_WAIT_S = 1.0  # longest wait for the main cycle a poke asked for (counted when it never came)
 POLL_S = 0.03  # real seconds between two looks
+# the most a held instant's daemons are nudged on (NUDGE_S at a time) for main cycles after the
+# agent's releases: far from the next second, which time() would read
+MAX_NUDGED_S = 0.5
 BUSY_STATES = ("COMPLETING", "CONFIGURING")
 
 
@@ -68,6 +77,8 @@ class Observation:
     # the ordering agent: when its last look began (wall clock; None: no look yet). It looks
     # every 0.1 s: not a change of the cluster
     agent_looked: float | None = field(default=None, compare=False)
+    # ... and when it last released jobs (wall clock; None: never)
+    agent_released: float | None = field(default=None, compare=False)
 
     @property
     def jobs(self) -> tuple:
@@ -98,37 +109,6 @@ def next_event(
     if not due:
         return now + 1.0
     return max(now + 1.0, float(math.ceil(min(due) - 1e-9)))
-
-
-def submissions_due(now: float, t0: float | None, instants: Sequence[float]) -> int:
-    if t0 is None:
-        return 0
-    return int(np.searchsorted(np.asarray(instants) + t0, now + 1e-9, side="right"))
-
-
-def eligible_at(t0: float, instants: Sequence[float]) -> np.ndarray:
-    """The whole seconds at which jobs submitted ahead become eligible, sorted as ``instants``."""
-    return np.asarray(eligible_instants(np.asarray(instants, dtype=float) + t0))
-
-
-def next_begin(now: float, t0: float | None, instants: Sequence[float]) -> float | None:
-    """The first eligible instant after ``now`` (None: none left, or the replay not started)."""
-    if t0 is None:
-        return None
-    later = eligible_at(t0, instants)
-    later = later[later > now + 1e-9]
-    return float(later[0]) if later.size else None
-
-
-def submissions_ahead_due(now: float, t0: float | None, instants: Sequence[float]) -> int:
-    """Submitting ahead: the jobs the replay must have submitted before the clock leaves ``now``,
-    those eligible up to the next eligible instant (all of them once none is left)."""
-    if t0 is None:
-        return 0
-    upcoming = next_begin(now, t0, instants)
-    if upcoming is None:
-        return len(instants)
-    return int(np.searchsorted(eligible_at(t0, instants), upcoming + 1e-9, side="right"))
 
 
 def quiescent(obs: Observation, now: float, instants: Sequence[float], ahead: bool = False) -> bool:
@@ -222,10 +202,15 @@ class EventDriver:
             "approach": 0,
             "poke": 0,
             "unpoked": 0,
+            "release": 0,
             "fallback": 0,
             "forced": 0,
         }
         self._main: tuple[int, float] = (-1, -1.0)  # the main cycles counted, the instant they last moved at
+        self._release_handled = 0.0  # the agent's last release that a main cycle has followed
+        # the release being handled: when it was made, the main cycles counted before the poke,
+        # when the poke went (monotonic)
+        self._release_poke: tuple[float, int, float] | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="event-clock", daemon=True)
 
@@ -246,6 +231,8 @@ class EventDriver:
         while not self._stop.wait(POLL_S):
             obs = self.observe()
             self._note_main_cycle(obs)
+            if not self._release_scheduled(obs):
+                continue
             now = self.clock.now()
             view = as_at(obs, now, self.submit_of, self.instants) if self.ahead else obs
             if seen is None or obs != seen or view.jobs != seen_jobs:
@@ -339,7 +326,8 @@ class EventDriver:
             or not (leading or self._agent_caught_up(obs))
         ):
             return "forced" if still >= HARD_WAIT_S else None
-        slurm_now = self.clock.daemons_now()  # Slurm's passes are at the daemons' instant
+        # Slurm's passes are at the daemons' instant (its whole second: a nudge is within it)
+        slurm_now = math.floor(self.clock.daemons_now() + 1e-6)
         if still >= SETTLE_S and slurm_settled(
             obs, moved, slurm_now, self._main[1] >= slurm_now, self.backfill
         ):
@@ -352,6 +340,37 @@ class EventDriver:
         if not self.agent:
             return True
         return obs.agent_looked is not None and obs.agent_looked > self._changed_wall
+
+    def _release_scheduled(self, obs: Observation) -> bool:
+        """Whether a main scheduling cycle has run since the agent last released jobs; if not,
+        nudge the daemons within their second and poke slurmctld for one, and say no until it
+        ran (or ``POKE_WAIT_S`` passed). On a held clock the main cycle runs once per instant:
+        a release after it would start its jobs at the next instant the clock reaches, or at
+        this one, as the host's speed decides (docs/virtual-time.md). The nudge lets the cycle
+        run again at the same second, so the released jobs start where the agent decided, as
+        in the simulator."""
+        released = obs.agent_released
+        if released is None or released <= self._release_handled or obs.activity is None or self.poke is None:
+            return True
+        pending = self._release_poke
+        if pending is None or pending[0] != released:
+            now, daemons = self.clock.now(), self.clock.daemons_now()
+            if daemons < now - 1e-6 or daemons - now >= MAX_NUDGED_S:  # a lead (its end runs the cycle)
+                self._release_handled = released
+                return True
+            self.clock.nudge()
+            self.poke()
+            self._release_poke = (released, obs.activity.main_cycles, time.monotonic())
+            self.moves["release"] += 1
+            return False
+        if obs.activity.main_cycles > pending[1]:
+            self._release_handled = released
+            return True
+        if time.monotonic() - pending[2] < POKE_WAIT_S:
+            return False
+        self.moves["unpoked"] += 1
+        self._release_handled = released
+        return True
 
     def _note_main_cycle(self, obs: Observation) -> None:
         """The instant of the daemons when a main scheduling cycle was last seen to run."""

@@ -145,7 +145,7 @@ class HeadRun:
         self.say(
             f"event clock: {moves['jump']} jumps, {moves['creep']} one-second steps, "
             f"{moves['approach']} approaches, {moves['poke']} main cycles asked for "
-            f"({moves['unpoked']} never came); "
+            f"({moves['unpoked']} never came), {moves['release']} after the agent's releases; "
             f"{moves['fallback']} moved on the settle time alone, {moves['forced']} forced"
         )
 
@@ -163,6 +163,9 @@ class HeadRun:
 
     def _observe(self) -> Observation:
         status = self._status()
+        # the agent's status before Slurm's: a release it reports then went through before
+        # this look's counters (the driver waits for a main cycle after them)
+        looked, released = self._agent_status() if self.uses_agent else (None, None)
         lines, activity = self._look()
         rows = tuple(_queue_row(line.split()) for line in lines) if lines is not None else None
         t0 = float(status["t0"]) if status.get("t0") else None
@@ -171,7 +174,7 @@ class HeadRun:
         running = {int(r[1][1:]) for r in rows or () if r[0] == "RUNNING" and r[1][1:].isdigit()}
         return Observation(
             t0, submitted, rows, bool(status.get("done")), activity, len(running - self.started.keys()),
-            self._agent_looked() if self.uses_agent else None,
+            looked, released,
         )  # fmt: skip
 
     def _poke(self) -> None:
@@ -179,13 +182,15 @@ class HeadRun:
         assert self.shell is not None
         self.shell.run(poke_script(self.backend.platform.compute.partition))
 
-    def _agent_looked(self) -> float | None:
-        """When the agent's last look began (wall clock), from its status; None: not yet."""
+    def _agent_status(self) -> tuple[float | None, float | None]:
+        """When the agent's last look began and when it last released jobs (wall clock), from
+        its status; None: not yet."""
         data = self.backend.read_from(f"{self.shared}/{rundir.AGENT_STATUS}", 0)
         try:
-            return float(json.loads(data or b"{}")["looked"])
-        except (ValueError, KeyError, TypeError):
-            return None
+            status = json.loads(data or b"{}")
+        except ValueError:
+            return None, None
+        return _number(status.get("looked")), _number(status.get("released"))
 
     def _look(self) -> tuple[list[str] | None, SlurmActivity | None]:
         """squeue's rows of the run's jobs (None: no answer) and slurmctld's activity (sdiag)."""
@@ -377,3 +382,10 @@ def leftover_advice(backend: str, name: str) -> str:
             f"`harness cluster exec --name {name} -- scancel --user {SUBMIT_USER}`"
         )
     return f"cancel them on the head node with `scancel --user {SUBMIT_USER}`"
+
+
+def _number(value: object) -> float | None:
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
