@@ -412,3 +412,29 @@ def test_after_the_agents_release_a_main_cycle_runs_at_the_same_second_before_th
     assert moved_at[0] >= pokes[0] + 0.2  # not before the cycle
     assert clock.moves and clock.moves[0][0] == 1001.0 and clock.moves[0][1] == pytest.approx(1001.0)
     assert driver.moves["release"] == 1 and driver.moves["unpoked"] == 0
+
+
+def test_with_the_agent_an_end_is_led_to_without_approaching_the_second_before() -> None:
+    """Job 1 ends at 1100 while job 2 is held for the agent: Slurm can start nothing at 1099,
+    so the page leads straight to 1100 (daemons at 1099), then the daemons follow."""
+    plan = pd.DataFrame({"job_id": [1, 2], "submit": [0.0, 0.0], "runtime": [100.0, 50.0],
+                         "walltime": [200.0, 200.0]})  # fmt: skip
+    clock = HeldClock(1000.0)
+
+    def observe() -> Observation:
+        queue = (("RUNNING", "t1", "x"),) if clock.at < 1100.0 else ()
+        counters = (2, 1, 0 if clock.at < 1100.0 else 1, 7, 9)
+        return Observation(1000.0, 2, (*queue, ("PENDING", "t2", "")), True, activity(counters), 0,
+                           time.time())  # fmt: skip
+
+    def running(obs: Observation) -> dict[int, float]:
+        return {1: 1000.0} if obs.queue and obs.queue[0][0] == "RUNNING" else {}
+
+    driver = EventDriver(clock, plan, observe, running, agent=True, backfill=False)  # type: ignore[arg-type]
+    began = time.monotonic()
+    driver.start()
+    while len(clock.moves) < 3 and time.monotonic() - began < 5:
+        time.sleep(0.01)
+    driver.stop()
+    assert clock.moves[:3] == [(1001.0, 1001.0), (1100.0, 1099.0), (1100.0, 1100.0)]
+    assert driver.moves["approach"] == 0

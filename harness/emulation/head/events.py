@@ -269,10 +269,12 @@ class EventDriver:
         """Where the clock goes now and whether the page leads the daemons there; None: not
         yet. With jobs pending and some ending at the target, Slurm's passes of the second
         before come first: the clock *approaches* (both to that second, and Slurm settles
-        there), then a main cycle at it (poked for if none ran), then the lead."""
+        there), then a main cycle at it (poked for if none ran), then the lead. Not with the
+        agent: its jobs are held until it releases them, at an instant it has seen whole, so
+        Slurm's passes of the second before have nothing to start."""
         target, move = self._target(obs, now, dirty)
         leading = self._lead_needed(obs, target)
-        if leading and _pending(view):
+        if leading and _pending(view) and not self.agent:
             if target - DAEMONS_LEAD_S > now + 1e-6:
                 target, move, leading = target - DAEMONS_LEAD_S, "approach", False
             elif not self._main_cycle_ran(now):
