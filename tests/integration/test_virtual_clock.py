@@ -273,7 +273,8 @@ def agent_event_run(event_runs: list[Path], tmp_path_factory: pytest.TempPathFac
 def test_the_ordering_agent_decides_on_the_event_clock(agent_event_run: Path) -> None:
     """The agent reads the virtual clock and the clock waits for its look after each change:
     every job runs, Slurm agrees with sigsleep, and the schedule is the agent's policy's (its
-    twin)."""
+    twin): its jobs start at the twin's second, Slurm's main cycle being run again after each
+    release (before that fix 17 of the slice's 200 jobs did, the others 1-4 s later)."""
     manifest = read_json(agent_event_run / rundir.MANIFEST)
     assert manifest["complete"] is True, manifest.get("incomplete_reason")
     results = pd.read_parquet(agent_event_run / rundir.RESULTS)
@@ -284,5 +285,8 @@ def test_the_ordering_agent_decides_on_the_event_clock(agent_event_run: Path) ->
     assert agent["started"] == JOBS and agent["errors"] == 0 and agent["decisions"] >= 5, agent
     fidelity = metrics["fidelity"]
     wait = fidelity["metrics"]["mean_wait"]
-    assert abs(wait["emulated"] - wait["simulated"]) <= 0.10 * wait["simulated"] + 10.0, wait
+    assert abs(wait["emulated"] - wait["simulated"]) <= 0.01 * wait["simulated"] + 1.0, wait
     assert fidelity["start_order"]["kendall_tau"] >= 0.9
+    twin = pd.read_parquet(agent_event_run / rundir.SIMULATION_DIR / rundir.RESULTS).set_index("job_id")
+    apart = (results.set_index("job_id")["start"] - twin["start"]).abs()
+    assert (apart < 0.5).sum() >= 0.9 * JOBS, apart.to_dict()
