@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from pathlib import Path
@@ -209,6 +210,7 @@ def agent_command(
         clock=clock.now if clock else time.time,
         in_step=clock.daemons_caught_up if clock else lambda: True,
         status_path=run_dir / AGENT_STATUS if clock_page and run_dir else None,
+        origin=functools.partial(agent_mod.replay_t0, run_dir) if clock_page and run_dir else None,
     )
     stop_file = run_dir / STOP_FILE if run_dir else None
     runner.run(poll=poll, should_stop=lambda: bool(stop_file and stop_file.exists()))

@@ -24,9 +24,11 @@ class ScriptedSlurm:
         self.calls: list[list[str]] = []
 
     def submit(
-        self, job_id: int, nodes: int, walltime: float, bb_per_node: int, managed: bool = True
-    ) -> None:
-        comment = f"trace_id={job_id} walltime={walltime} bb_per_node={bb_per_node}" if managed else "(null)"
+        self, job_id: int, nodes: int, walltime: float, bb_per_node: int, managed: bool = True,
+        trace_id: int | None = None,
+    ) -> None:  # fmt: skip
+        trace = job_id if trace_id is None else trace_id
+        comment = f"trace_id={trace} walltime={walltime} bb_per_node={bb_per_node}" if managed else "(null)"
         self.jobs[job_id] = {"state": "PENDING", "reason": "JobHeldUser", "nodes": nodes,
                              "nodelist": "", "comment": comment}  # fmt: skip
 
@@ -257,3 +259,47 @@ def test_the_agent_does_not_look_while_the_event_clocks_page_leads_the_daemons(t
     agent.run(poll=0.0, should_stop=lambda: next(polls, 4) >= 4)
     assert looked_while == [False, False]
     assert json.loads((tmp_path / "agent.json").read_text())["calls"] == 0
+
+
+class Recording:
+    """A policy that says what it was shown, then decides as ``inner``."""
+
+    def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
+        self.inner, self.shown = inner, []
+
+    def decide(self, state, queue, now):  # type: ignore[no-untyped-def]
+        self.shown.append((now, [int(j) for j in queue.job_id], sorted(r.job_id for r in state.running)))
+        return self.inner.decide(state, queue, now)
+
+
+def test_the_policy_sees_trace_ids_and_trace_time_and_its_starts_reach_the_slurm_jobs(tmp_path: Path) -> None:
+    """As its simulator twin does, the policy knows the jobs by their trace ids and counts time
+    from the replay's t0 (900 here; the clock reads 1000): a plan-based policy seeds its search
+    with both. Its starts are released as the Slurm jobs they name."""
+    slurm = ScriptedSlurm()
+    policy = Recording(get_policy("fcfs"))
+    agent = Agent(policy, load_platform(), SlurmClient(runner=slurm), tmp_path / "d.jsonl",  # type: ignore[arg-type]
+                  clock=lambda: 1000.0, origin=lambda: 900.0)  # fmt: skip
+    slurm.submit(7, 90, 50.0, 10, trace_id=19169)
+    slurm.submit(8, 10, 50.0, 10, trace_id=19170)
+    agent.step()
+    assert policy.shown == [(100.0, [19169, 19170], [])]
+    assert slurm.jobs[7]["state"] == "RUNNING" and slurm.jobs[8]["state"] == "PENDING"
+    slurm.submit(9, 1, 50.0, 10, trace_id=19171)
+    agent.step()
+    assert policy.shown[1] == (100.0, [19170, 19171], [19169])  # the running job by its trace id
+    assert slurm.jobs[9]["state"] == "PENDING"  # fcfs: behind job 8
+    slurm.finish(7)
+    agent.step()
+    assert slurm.jobs[8]["state"] == "RUNNING" and slurm.jobs[9]["state"] == "RUNNING"
+    assert agent.policy_id == {8: 19170, 9: 19171}  # job 7 forgotten
+
+
+def test_the_replays_t0_is_read_from_its_status_once_it_has_one(tmp_path: Path) -> None:
+    from harness.emulation.head.agent import replay_t0
+
+    assert replay_t0(tmp_path) is None  # no status yet
+    (tmp_path / "replay.json").write_text('{"submitted": 0}')
+    assert replay_t0(tmp_path) is None
+    (tmp_path / "replay.json").write_text('{"t0": 1795890766.0, "submitted": 3}')
+    assert replay_t0(tmp_path) == 1795890766.0

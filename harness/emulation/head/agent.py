@@ -23,12 +23,15 @@ import json
 import signal
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from harness.emulation.iolive.tiers import move_to_slow_tier
 from harness.model.atomic import atomic_write_text
 from harness.model.hostlist import compress_hostlist, expand_hostlist
+from harness.model.jsonio import JsonFileError, read_json
+from harness.model.rundir import STATUS
 from harness.model.timescale import TimeScale
 from harness.platform import Machine
 from harness.policies import kernels
@@ -51,8 +54,11 @@ class Agent:
         clock: Callable[[], float] = time.time,
         status_path: Path | None = None,
         in_step: Callable[[], bool] = lambda: True,
+        origin: Callable[[], float | None] | None = None,
     ) -> None:
-        """``clock``: the run's clock (a virtual clock's ``now`` on one); ``status_path``: where
+        """``clock``: the run's clock (a virtual clock's ``now`` on one); ``origin``: on a virtual
+        clock, the replay's t0 once it is known (the policy then decides in the trace's own
+        seconds, as its twin does); ``status_path``: where
         to say, after each look, when it began (the event clock moves only once the agent has
         looked at, and acted on, the cluster's latest state); ``in_step``: whether Slurm is at
         the clock's instant (not while an event clock's page leads the daemons: the instant's
@@ -66,6 +72,11 @@ class Agent:
         self.log_path = log_path
         self.clock = clock
         self.t0 = clock()
+        self.origin = origin
+        # Slurm job id <-> the id the policy knows the job by: its trace id (as in the simulator,
+        # whose plan-based policies seed their search with it), else minus its Slurm id
+        self.policy_id: dict[int, int] = {}
+        self.slurm_id: dict[int, int] = {}
         self.node_index = {name: i for i, name in enumerate(platform.compute_nodes())}
         self.started: dict[int, RunningJob] = {}  # released (or adopted) and still in the queue
         self.staging_out: frozenset[int] = frozenset()  # of these, the jobs in STAGE_OUT
@@ -82,10 +93,12 @@ class Agent:
     def step(self) -> Decision | None:
         """Look at Slurm once; call the policy if anything changed; enforce its decision."""
         jobs = self.client.jobs()
+        self._take_origin()
         now = self.clock() - self.t0
         self.comments = {j.job_id: j.comment for j in jobs}
         self.io = {j.job_id: _job_io(j) for j in jobs}
         self._forget_finished({j.job_id for j in jobs})
+        self._name_for_policy(jobs)
         self.staging_out = frozenset(j.job_id for j in jobs if j.stages_out)
         for job in jobs:
             if (job.holds_nodes or job.stages_out) and job.job_id not in self.started:
@@ -102,9 +115,22 @@ class Agent:
         self._signature = (signature[0] - starts, frozenset(self.started), self.staging_out)
         return decision
 
+    def _take_origin(self) -> None:
+        """On a virtual clock: count time from the replay's t0 once it has one (no job is
+        queued before it)."""
+        if self.origin is not None and (t0 := self.origin()) is not None:
+            self.t0, self.origin = t0, None
+
+    def _name_for_policy(self, jobs: list[SlurmJob]) -> None:
+        for job in jobs:
+            if job.job_id not in self.policy_id:
+                trace = job.spec.trace_id
+                named = trace if trace is not None and trace not in self.slurm_id else -job.job_id
+                self.policy_id[job.job_id], self.slurm_id[named] = named, job.job_id
+
     def _trace_ids(self, queue: list[QueuedJob]) -> dict[int, int]:
-        """The trace's job id of each queued Slurm job (its comment's ``trace_id``)."""
-        ids = {q.job_id: self.comments.get(q.job_id, {}).get("trace_id", "") for q in queue}
+        """The trace's job id of each queued job, by its policy id (its comment's ``trace_id``)."""
+        ids = {self.policy_id[q.job_id]: self.comments.get(q.job_id, {}).get("trace_id", "") for q in queue}
         return {job: int(trace) for job, trace in ids.items() if trace.isdigit()}
 
     def _decide(self, queue: list[QueuedJob], now: float) -> Decision:
@@ -112,13 +138,17 @@ class Agent:
         began = time.perf_counter()
         policy = self.policy
         if getattr(policy, "tiered", False):  # SAS: the tier choice needs each job's I/O and the rates
-            io = {q.job_id: self.io.get(q.job_id, JobIo()) for q in queue}
+            io = {self.policy_id[q.job_id]: self.io.get(q.job_id, JobIo()) for q in queue}
             # it plans in Slurm's seconds (the comments' walltimes): MB per Slurm second
             speedup = max(_time_scale(self.comments.get(q.job_id, {})) for q in queue)
             rates = self.tier_rates.on_clock(TimeScale.of_speedup(speedup))
             traced = self._trace_ids(queue)
             policy = policy.with_io(io, rates, traced)  # type: ignore[attr-defined]
-        decision = policy.decide(state, JobQueue.of(queue), now)
+        named = [replace(q, job_id=self.policy_id[q.job_id]) for q in queue]
+        decision = policy.decide(state, JobQueue.of(named), now)
+        decision = replace(
+            decision, starts=tuple(replace(s, job_id=self.slurm_id[s.job_id]) for s in decision.starts)
+        )
         latency = time.perf_counter() - began
         if decision.memo is not None:
             self.memo = dict(decision.memo)
@@ -134,11 +164,16 @@ class Agent:
     # -- bookkeeping --------------------------------------------------------------------
     def state(self, memo: dict[str, Any] | None = None) -> ClusterState:
         """What the policy sees: the jobs in STAGE_OUT hold their BB shares, none of their nodes."""
-        running = [j for i, j in self.started.items() if i not in self.staging_out]
-        holding = [j for i, j in self.started.items() if i in self.staging_out]
+        running = [self._named(j) for i, j in self.started.items() if i not in self.staging_out]
+        holding = [self._named(j) for i, j in self.started.items() if i in self.staging_out]
         return ClusterState.from_running(self.topology, running, memo, holding)
 
+    def _named(self, job: RunningJob) -> RunningJob:
+        return replace(job, job_id=self.policy_id.get(job.job_id, job.job_id))
+
     def _forget_finished(self, active: set[int]) -> None:
+        for job_id in [j for j in self.policy_id if j not in active]:
+            del self.slurm_id[self.policy_id.pop(job_id)]
         for job_id in [j for j in self.started if j not in active]:
             del self.started[job_id]
         for job_id in [j for j in self.first_seen if j not in active]:
@@ -274,6 +309,15 @@ def _time_scale(words: dict[str, str]) -> float:
     except ValueError:
         return 1.0
     return scale if scale > 0 else 1.0
+
+
+def replay_t0(run_dir: Path) -> float | None:
+    """The replay's t0 (its status in the run directory), None before it has one."""
+    try:
+        t0 = read_json(run_dir / STATUS).get("t0")
+    except JsonFileError:  # (being replaced right now: the next look reads it)
+        return None
+    return float(t0) if t0 else None
 
 
 def release_all(client: SlurmClient) -> int:
