@@ -117,6 +117,7 @@ def test_slurm_plans_with_whole_minutes() -> None:
     ticked = found["tick_aware"]
     assert ticked["minute_limits"] is True
     assert ticked["slurm_will_run"] is True  # Slurm's reservations: 60 s, job 1's end, alone in its window
+    assert ticked["slurm_node_reservation"] is True  # and its nodes, as cons_tres picks them
     assert ticked["metrics"]["mean_wait"]["simulated"] == pytest.approx((0.0 + 9.5 + 14.0) / 3)
 
 
