@@ -95,7 +95,11 @@ def test_report_shows_both_twins() -> None:
     assert table.headers[-2:] == ["tick-aware twin", "relative difference (tick-aware)"]
     assert len(table.rows[0]) == 6
     assert "every 2.000 s and a launch delay of 0.500 s after it" in str(section.blocks[0])
-    assert "rounded up to Slurm's whole minutes" in str(section.blocks[0])
+    assert "rounded up to Slurm's whole minutes." in str(section.blocks[0])
+    ticked.update(slurm_will_run=True, slurm_node_reservation=True)
+    assert "minutes; reservations at Slurm's will-run windows on the nodes cons_tres picks." in str(
+        _fidelity_section(fidelity).blocks[0]
+    )
 
 
 def test_slurm_plans_with_whole_minutes() -> None:
