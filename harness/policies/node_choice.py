@@ -8,8 +8,8 @@ equal ones) whole, and again for the rest. Checked on the emulated node lists of
 `slurm-backfill-1` runs (docs/virtual-time.md): it gives the nodes of 195 of 200 starts of
 the bundled slice and 1,736 of 1,766 of a whole KTH period; most of the others are jobs kept
 off a reservation's nodes. Backfill's reservation for the blocked top job is the same choice
-among the nodes free at its start, and a later job that would run past that start may not use
-them (:class:`NodeReservation`).
+among the nodes free at its start, and a later job that would run until that start or past it
+may not use them (:class:`NodeReservation`).
 """
 
 from __future__ import annotations
@@ -58,13 +58,15 @@ class NodeReservation:
     nodes: frozenset[int]
 
     def blocks(self, begin: float, end: float) -> bool:
-        """Whether a job over ``[begin, end)`` overlaps the reservation's window."""
-        return begin < self.end and end > self.start
+        """Whether a job from ``begin`` to ``end`` overlaps the reservation's window: as in
+        Slurm's backfill (``node_space[j].begin_time <= end_time``), a job ending just as the
+        reservation begins does."""
+        return begin < self.end and end >= self.start
 
 
 def usable_nodes(free: Iterable[int], held: Sequence[NodeReservation], begin: float, end: float) -> list[int]:
-    """The nodes of ``free`` that a job over ``[begin, end)`` may take (none of a reservation it
-    overlaps), ascending."""
+    """The nodes of ``free`` that a job from ``begin`` to ``end`` may take (none of a reservation
+    it overlaps), ascending."""
     blocked: set[int] = set()
     for reservation in held:
         if reservation.blocks(begin, end):

@@ -50,7 +50,8 @@ class Workspace:
         """
         if job.nodes > self.free_count:
             return False
-        cmin, bb_min = self.profile.window_from_now(job.walltime)
+        # Slurm's backfill counts a job ending just as a reservation begins as overlapping it
+        cmin, bb_min = self.profile.window_from_now(job.walltime, closed=self.slurm_nodes)
         if cmin < job.nodes:
             return False
         free_by_chassis = self.free_by_chassis
@@ -122,7 +123,8 @@ class Workspace:
         idx = order[pos:]
         nodes = queue.nodes[idx]
         prof = self.profile
-        last = np.searchsorted(prof.times, self.now + queue.walltime[idx], side="left") - 1
+        side = "right" if self.slurm_nodes else "left"  # Slurm's closed window, as in try_start
+        last = np.searchsorted(prof.times, self.now + queue.walltime[idx], side=side) - 1
         np.maximum(last, 0, out=last)
         low = prof.prefix_minima()
         cand = np.flatnonzero(low[last, 0] >= nodes)

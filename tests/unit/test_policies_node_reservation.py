@@ -23,8 +23,8 @@ def running(job_id: int, nodes: tuple[int, ...], end: float) -> RunningJob:
     return RunningJob(job_id, 0.0, end, 0, Allocation(nodes, (0,) * len(nodes)))
 
 
-def queued(job_id: int, nodes: int, walltime: float) -> QueuedJob:
-    return QueuedJob(job_id, 0.0, walltime, nodes, 0)
+def queued(job_id: int, nodes: int, walltime: float, share_mb: int = 0) -> QueuedJob:
+    return QueuedJob(job_id, 0.0, walltime, nodes, share_mb)
 
 
 def started(policy: str, state: ClusterState, queue: list[QueuedJob]) -> dict[int, tuple[int, ...]]:
@@ -53,7 +53,8 @@ def test_best_fit_takes_the_tightest_run_that_holds_the_job_from_its_start() -> 
 
 def test_a_reservation_blocks_a_job_only_if_the_job_runs_into_it() -> None:
     held = [NodeReservation(100.0, 600.0, frozenset({0, 1, 2}))]
-    assert usable_nodes([1, 2, 5], held, 0.0, 100.0) == [1, 2, 5]  # ends as it begins
+    assert usable_nodes([1, 2, 5], held, 0.0, 99.0) == [1, 2, 5]  # ends before it begins
+    assert usable_nodes([1, 2, 5], held, 0.0, 100.0) == [5]  # ends as it begins: Slurm's <=
     assert usable_nodes([1, 2, 5], held, 0.0, 101.0) == [5]
     assert usable_nodes([1, 2, 5], held, 600.0, 900.0) == [1, 2, 5]  # after it
 
@@ -82,9 +83,11 @@ def test_the_counted_twin_backfills_a_job_that_the_concrete_reservation_refuses(
     assert started(CONCRETE, state, queue) == {}
     policy = get_policy(CONCRETE)
     assert policy.decide(state, queue, 0.0).reservations == ((10, 100.0),)
-    # A job that ends by the reservation's start may use its nodes.
-    short = [queued(10, 7, 500.0), queued(12, 2, 100.0)]
-    assert started(CONCRETE, state, short) == {12: (0, 1)}
+    # A job that ends before the reservation's start may use its nodes; one ending just as it
+    # starts (at 100) may not in Slurm's backfill, while the counted twin starts it.
+    assert started(CONCRETE, state, [queued(10, 7, 500.0), queued(12, 2, 99.0)]) == {12: (0, 1)}
+    assert started(CONCRETE, state, [queued(10, 7, 500.0), queued(12, 2, 100.0)]) == {}
+    assert started(COUNTED, state, [queued(10, 7, 500.0), queued(12, 2, 100.0)]) == {12: (0, 1)}
 
 
 def test_a_candidate_that_fits_on_other_free_nodes_is_allowed() -> None:
@@ -95,6 +98,19 @@ def test_a_candidate_that_fits_on_other_free_nodes_is_allowed() -> None:
     assert started(CONCRETE, state, [queued(10, 7, 500.0), queued(11, 1, 1000.0)]) == {11: (7,)}
     assert started(CONCRETE, state, [queued(10, 7, 500.0), queued(13, 2, 1000.0)]) == {}
     assert started(COUNTED, state, [queued(10, 7, 500.0), queued(13, 2, 1000.0)]) == {}
+
+
+def test_a_job_ending_as_the_reservation_begins_needs_its_license_then() -> None:
+    # A holds 0-5 until 100. T (7 nodes, 140 MB each: 980 of the pool's 1,000 MB) is reserved at
+    # 100 on 0-6. C (1 node, 100 MB, 100 s) ends at 100: on node 7 it needs none of T's nodes,
+    # but Slurm's backfill counts its window closed, [0, 100], and at 100 the pool has 20 MB
+    # left beside T: refused. The counted twin's window is [0, 100): C starts.
+    state = ClusterState.from_running(EIGHT, [running(1, (0, 1, 2, 3, 4, 5), 100.0)])
+    queue = [queued(10, 7, 500.0, 140), queued(11, 1, 100.0, 100)]
+    assert started(COUNTED, state, queue) == {11: (6,)}
+    assert started(CONCRETE, state, queue) == {}
+    # 20 MB fit beside T: C then starts on node 7, off T's nodes.
+    assert started(CONCRETE, state, [queue[0], queued(11, 1, 100.0, 20)]) == {11: (7,)}
 
 
 def test_the_tunable() -> None:
