@@ -84,8 +84,8 @@ class AvailabilityProfile:
     def window_from_now(self, duration: float, closed: bool = False) -> tuple[int, np.ndarray]:
         """Minimum free compute and per-BB-node MB over ``[now, now + duration)`` (``closed``:
         over ``[now, now + duration]``, so a reservation starting at the end counts too)."""
-        side = "right" if closed else "left"
-        j = max(int(np.searchsorted(self.times, self.times[0] + duration, side=side)), 1)
+        end = self.times[0] + duration
+        j = max(int(np.searchsorted(self.times, end, side="right" if closed else "left")), 1)
         low = self.res[:j].min(axis=0)
         return int(low[0]), low[1:]
 

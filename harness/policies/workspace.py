@@ -123,8 +123,8 @@ class Workspace:
         idx = order[pos:]
         nodes = queue.nodes[idx]
         prof = self.profile
-        side = "right" if self.slurm_nodes else "left"  # Slurm's closed window, as in try_start
-        last = np.searchsorted(prof.times, self.now + queue.walltime[idx], side=side) - 1
+        ends = self.now + queue.walltime[idx]  # closed windows with ``slurm_nodes``, as in try_start
+        last = np.searchsorted(prof.times, ends, side="right" if self.slurm_nodes else "left") - 1
         np.maximum(last, 0, out=last)
         low = prof.prefix_minima()
         cand = np.flatnonzero(low[last, 0] >= nodes)
