@@ -35,11 +35,21 @@ def fidelity_section(fidelity: dict[str, Any]) -> Section:
             f" Tick-aware twin: the policy only on Slurm's pass every {summarise(ticked.get('tick_s'))} s "
             f"and a launch delay of {summarise(ticked.get('launch_delay_s'))} s after it (original time; "
             f"the median over {ticked.get('launch_delay_jobs', '?')} jobs)"
-            + ("; time limits rounded up to Slurm's whole minutes." if ticked.get("minute_limits") else ".")
+            + ("; time limits rounded up to Slurm's whole minutes" if ticked.get("minute_limits") else "")
+            + _slurm_reservations(ticked)
+            + "."
         )
     text += _tier_sentence(fidelity.get("tiers"))
     blocks: list[Block] = [text, Table(headers, rows), *_phase_blocks(fidelity.get("staging"), ticked)]
     return Section("Fidelity: emulation vs simulation", blocks)
+
+
+def _slurm_reservations(ticked: dict[str, Any]) -> str:
+    """How the twin of Slurm's backfill reserves (docs/virtual-time.md), if it does as Slurm."""
+    if not ticked.get("slurm_will_run"):
+        return ""
+    nodes = " on the nodes cons_tres picks" if ticked.get("slurm_node_reservation") else ""
+    return f"; reservations at Slurm's will-run windows{nodes}"
 
 
 def _tier_sentence(tiers: Any) -> str:

@@ -110,8 +110,8 @@ def twin_settings(settings: Mapping[str, Any], shrink: float) -> tuple[dict[str,
 
 def twin_metric(metric: str) -> Measure:
     """The measure of one emulate-mode cell by the twin of Slurm's own scheduler: its plan under
-    Slurm's rules (minute limits, the BB as one license pool, will-run windows), the policy's
-    twin with the cell's modelled settings, on its pass."""
+    Slurm's rules (minute limits, the BB as one license pool, will-run windows, cons_tres's
+    nodes), the policy's twin with the cell's modelled settings, on its pass."""
 
     def measure(cell: Cell) -> float:
         from harness.analysis.metrics import summary

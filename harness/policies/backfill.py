@@ -80,9 +80,11 @@ class Backfill(Policy):
         sjf: bool = False,
         will_run: WillRunWindows | None = None,
         limits: PassLimits | None = None,
+        slurm_nodes: bool = False,
     ) -> None:
         """``will_run``: reserve where Slurm's backfill would (its will-run windows), not at
-        the earliest start (None: EASY's exact reservations); ``limits``: how far a pass looks."""
+        the earliest start (None: EASY's exact reservations); ``limits``: how far a pass looks;
+        ``slurm_nodes``: nodes as Slurm's cons_tres picks them, reservations on concrete nodes."""
         super().__init__(name)
         if depth < 0:
             raise ValueError("reservation depth must be >= 0")
@@ -91,10 +93,11 @@ class Backfill(Policy):
         self.sjf = sjf
         self.will_run = will_run
         self.limits = limits
+        self.slurm_nodes = slurm_nodes
 
     def decide(self, state: ClusterState, queue: Sequence[QueuedJob], now: float) -> Decision:
         jobs = JobQueue.of(queue)
-        ws = Workspace(state, now)
+        ws = Workspace(state, now, slurm_nodes=self.slurm_nodes)
         order = backfill(ws, jobs, np.arange(len(jobs)), self.depth, self.future_bb, self.sjf, self.will_run,
                          self.limits)  # fmt: skip
         return ws.decision(planned_order=order)

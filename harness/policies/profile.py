@@ -81,9 +81,11 @@ class AvailabilityProfile:
         return self.res[:, 1:]
 
     # -- queries ----------------------------------------------------------------
-    def window_from_now(self, duration: float) -> tuple[int, np.ndarray]:
-        """Minimum free compute and per-BB-node MB over ``[now, now + duration)``."""
-        j = max(int(np.searchsorted(self.times, self.times[0] + duration, side="left")), 1)
+    def window_from_now(self, duration: float, closed: bool = False) -> tuple[int, np.ndarray]:
+        """Minimum free compute and per-BB-node MB over ``[now, now + duration)`` (``closed``:
+        over ``[now, now + duration]``, so a reservation starting at the end counts too)."""
+        end = self.times[0] + duration
+        j = max(int(np.searchsorted(self.times, end, side="right" if closed else "left")), 1)
         low = self.res[:j].min(axis=0)
         return int(low[0]), low[1:]
 

@@ -80,6 +80,10 @@ BACKFILL = {
         str, choices=("true", "false"),
         help="reserve where Slurm's backfill does: cons_tres will-run's 30-s end windows (default false)",
     ),
+    "slurm_node_reservation": Tunable(
+        str, choices=("true", "false"),
+        help="nodes as Slurm's cons_tres picks them; a reservation holds concrete nodes (default false)",
+    ),
     "will_run_window_s": Tunable(float, 1e-3, 1e6, help="Slurm's 30-s will-run window, trace seconds"),
     "will_run_origin_s": Tunable(
         float, 0.0, 1e9, help="Slurm's clock at the trace's 0, modulo the window, in the trace's seconds",
@@ -103,6 +107,11 @@ def _will_run(params: Mapping[str, Any]) -> WillRunWindows | None:
         return None
     window = float(params.get("will_run_window_s", SLURM_TIME_WINDOW_S))
     return WillRunWindows(window, float(params.get("will_run_origin_s", 0.0)) % window)
+
+
+def _slurm_nodes(params: Mapping[str, Any]) -> bool:
+    """Whether a backfilling pass picks and reserves concrete nodes as Slurm's cons_tres does."""
+    return params.get("slurm_node_reservation", "false") == "true"
 
 
 FAMILIES: tuple[Family, ...] = (
@@ -129,14 +138,14 @@ FAMILIES: tuple[Family, ...] = (
         "backfill-sjf-D", re.compile(rf"backfill-sjf-{_D}"),
         "EASY backfilling reserving compute and BB for the first D jobs, backfilling shortest walltime first",
         lambda name, m, o: Backfill(name, int(m["d"]), sjf=True, will_run=_will_run(o.params),
-                                    limits=_limits(o.params)),
+                                    limits=_limits(o.params), slurm_nodes=_slurm_nodes(o.params)),
         ("backfill-sjf-1",), BACKFILL,
     ),
     Family(
         "backfill-D", re.compile(rf"backfill-{_D}"),
         "EASY backfilling reserving compute and BB for the first D jobs, backfilling in arrival order",
         lambda name, m, o: Backfill(name, int(m["d"]), will_run=_will_run(o.params),
-                                    limits=_limits(o.params)),
+                                    limits=_limits(o.params), slurm_nodes=_slurm_nodes(o.params)),
         ("backfill-1", "backfill-4"), BACKFILL,
     ),
     Family(

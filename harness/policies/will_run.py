@@ -117,8 +117,21 @@ def slurm_start(
     later one, a start the profile does not hold falls back to ``earliest`` (Slurm would look
     again later), so the profile is never over-committed.
     """
+    return slurm_start_walked(profile, running, job, earliest, with_bb, windows)[0]
+
+
+def slurm_start_walked(
+    profile: AvailabilityProfile,
+    running: Sequence[RunningJob],
+    job: QueuedJob,
+    earliest: float,
+    with_bb: bool,
+    windows: WillRunWindows,
+) -> tuple[float, bool]:
+    """:func:`slurm_start`, and whether the will-run walked (released jobs ending at or after
+    ``earliest``): if not, only the nodes of jobs ending before ``earliest`` were free to it."""
     if earliest <= profile.now:
-        return earliest
+        return earliest, False
     license_job = with_bb and job.bb_per_node_mb > 0
     ending = sorted((r for r in running if r.expected_end >= earliest), key=lambda r: r.expected_end)
     # A job ending at ``earliest`` frees nodes the job may use; one ending later still holds its
@@ -139,12 +152,12 @@ def slurm_start(
         return _admits(free, job, with_bb)
 
     if fits(0):  # the test with only the jobs ending before ``earliest`` released
-        return earliest
+        return earliest, False
     last = last_released(jobs, fits, windows, _next_release(profile, earliest))
     if last is None:
-        return earliest
+        return earliest, True
     start = jobs[last].end
-    return start if _admits(profile.window_min(start, job.walltime), job, with_bb) else earliest
+    return (start if _admits(profile.window_min(start, job.walltime), job, with_bb) else earliest), True
 
 
 def _next_release(profile: AvailabilityProfile, earliest: float) -> float | None:

@@ -14,13 +14,16 @@ import numpy as np
 
 from harness.policies.allocation import choose_allocation
 from harness.policies.base import Decision, Start
-from harness.policies.profile import AvailabilityProfile, reserve_bb
+from harness.policies.node_choice import NodeReservation, best_fit_nodes, usable_nodes
+from harness.policies.profile import OVERRUN_GRACE_S, AvailabilityProfile, reserve_bb
 from harness.policies.state import Allocation, ClusterState, JobQueue, QueuedJob, RunningJob
-from harness.policies.will_run import WillRunWindows, slurm_start
+from harness.policies.will_run import WillRunWindows, slurm_start_walked
 
 
 class Workspace:
-    def __init__(self, state: ClusterState, now: float) -> None:
+    def __init__(self, state: ClusterState, now: float, slurm_nodes: bool = False) -> None:
+        """``slurm_nodes``: pick nodes as Slurm's cons_tres does and hold reservations on
+        concrete nodes (:mod:`harness.policies.node_choice`); else count them."""
         topo = state.topology
         self.topology = topo
         self.now = now
@@ -36,6 +39,8 @@ class Workspace:
         )
         self.starts: list[Start] = []
         self.reservations: list[tuple[int, float]] = []
+        self.slurm_nodes = slurm_nodes
+        self.held: list[NodeReservation] = []  # with ``slurm_nodes``: the reservations' nodes
 
     # -- the three moves ----------------------------------------------------------
     def try_start(self, job: QueuedJob, bb_counts: Sequence[int] | None = None) -> bool:
@@ -45,11 +50,20 @@ class Workspace:
         """
         if job.nodes > self.free_count:
             return False
-        cmin, bb_min = self.profile.window_from_now(job.walltime)
+        # Slurm's backfill counts a job ending just as a reservation begins as overlapping it
+        cmin, bb_min = self.profile.window_from_now(job.walltime, closed=self.slurm_nodes)
         if cmin < job.nodes:
             return False
+        free_by_chassis = self.free_by_chassis
+        if self.slurm_nodes:
+            picked = best_fit_nodes(self._usable_now(job), job.nodes)
+            if picked is None:
+                return False
+            chosen = set(picked)
+            # only the chosen nodes are offered, so the allocator takes exactly them
+            free_by_chassis = [[c for c in nodes if c in chosen] for nodes in self.free_by_chassis]
         alloc = choose_allocation(
-            self.topology, self.free_by_chassis, bb_min.tolist(), job.nodes, job.bb_per_node_mb, bb_counts
+            self.topology, free_by_chassis, bb_min.tolist(), job.nodes, job.bb_per_node_mb, bb_counts
         )
         if alloc is None:
             return False
@@ -69,12 +83,15 @@ class Workspace:
         horizon, beyond which later jobs may take its resources)."""
         prof = self.profile
         i, bb_min = prof.earliest_start(job.nodes, job.bb_per_node_mb, job.walltime, with_bb=with_bb)
-        start = float(prof.times[i])
+        earliest = start = float(prof.times[i])
+        walked = True  # without the will-run, a job ending at ``earliest`` frees its nodes for it
         if will_run is not None:
-            start = slurm_start(prof, self.running, job, start, with_bb, will_run)
+            start, walked = slurm_start_walked(prof, self.running, job, start, with_bb, will_run)
             bb_min = prof.window_min(start, job.walltime)[1:]
         if horizon is not None and start > self.now + horizon:
             return start
+        if self.slurm_nodes:
+            self._hold_nodes(job, earliest, start, walked)
         bb = reserve_bb(bb_min, job.nodes, job.bb_per_node_mb) if with_bb else None
         prof.occupy(start, job.walltime, job.nodes, bb)
         self.reservations.append((job.job_id, start))
@@ -106,7 +123,8 @@ class Workspace:
         idx = order[pos:]
         nodes = queue.nodes[idx]
         prof = self.profile
-        last = np.searchsorted(prof.times, self.now + queue.walltime[idx], side="left") - 1
+        ends = self.now + queue.walltime[idx]  # closed windows with ``slurm_nodes``, as in try_start
+        last = np.searchsorted(prof.times, ends, side="right" if self.slurm_nodes else "left") - 1
         np.maximum(last, 0, out=last)
         low = prof.prefix_minima()
         cand = np.flatnonzero(low[last, 0] >= nodes)
@@ -117,7 +135,35 @@ class Workspace:
         slots = (bb_min // np.maximum(shares, 1)[:, None]).sum(axis=1)
         ok = (shares <= 0) | (slots >= nodes[cand])
         hits = np.flatnonzero(ok)
-        return pos + int(cand[hits[0]]) if len(hits) else None
+        # concrete reservations: the count fits, but the job may still need a reserved node
+        for hit in hits.tolist() if self.slurm_nodes else hits[:1].tolist():
+            k = pos + int(cand[hit])
+            if not self.slurm_nodes or len(self._usable_now(queue[int(order[k])])) >= int(nodes[cand[hit]]):
+                return k
+        return None
+
+    def _usable_now(self, job: QueuedJob) -> list[int]:
+        """The free nodes ``job`` may take if it starts now: none that a reservation it would
+        run into holds (Slurm's backfill keeps a later job off the reserved nodes)."""
+        free = [c for nodes in self.free_by_chassis for c in nodes]
+        return usable_nodes(free, self.held, self.now, self.now + job.walltime)
+
+    def _hold_nodes(self, job: QueuedJob, earliest: float, start: float, walked: bool) -> None:
+        """Hold the nodes cons_tres gives ``job`` at ``start``: its choice among the nodes idle
+        now or of jobs ending before ``earliest`` (at it too if the will-run walked there);
+        if those are too few, among all free at ``start``; else the reservation stays a count."""
+        idle = [c for nodes in self.free_by_chassis for c in nodes]
+        # a job past its expected end holds its nodes a little longer, as on the profile
+        grace = self.now + OVERRUN_GRACE_S
+        ends = [(r.expected_end if r.expected_end > self.now else grace, r.allocation.compute)
+                for r in self.running]  # fmt: skip
+        for through, inclusive in ((earliest, walked), (start, True)):
+            freed = [nodes for end, nodes in ends if end < through or (inclusive and end == through)]
+            free = idle + [c for nodes in freed for c in nodes]
+            chosen = best_fit_nodes(usable_nodes(free, self.held, start, start + job.walltime), job.nodes)
+            if chosen is not None:
+                self.held.append(NodeReservation(start, start + job.walltime, frozenset(chosen)))
+                return
 
     def _commit(self, job: QueuedJob, alloc: Allocation) -> None:
         chassis_of = self.topology.chassis_of_compute

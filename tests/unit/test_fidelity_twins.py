@@ -95,7 +95,11 @@ def test_report_shows_both_twins() -> None:
     assert table.headers[-2:] == ["tick-aware twin", "relative difference (tick-aware)"]
     assert len(table.rows[0]) == 6
     assert "every 2.000 s and a launch delay of 0.500 s after it" in str(section.blocks[0])
-    assert "rounded up to Slurm's whole minutes" in str(section.blocks[0])
+    assert "rounded up to Slurm's whole minutes." in str(section.blocks[0])
+    ticked.update(slurm_will_run=True, slurm_node_reservation=True)
+    assert "minutes; reservations at Slurm's will-run windows on the nodes cons_tres picks." in str(
+        _fidelity_section(fidelity).blocks[0]
+    )
 
 
 def test_slurm_plans_with_whole_minutes() -> None:
@@ -117,6 +121,7 @@ def test_slurm_plans_with_whole_minutes() -> None:
     ticked = found["tick_aware"]
     assert ticked["minute_limits"] is True
     assert ticked["slurm_will_run"] is True  # Slurm's reservations: 60 s, job 1's end, alone in its window
+    assert ticked["slurm_node_reservation"] is True  # and its nodes, as cons_tres picks them
     assert ticked["metrics"]["mean_wait"]["simulated"] == pytest.approx((0.0 + 9.5 + 14.0) / 3)
 
 

@@ -117,7 +117,12 @@ def test_the_tunables_and_the_twin_of_a_slurm_run() -> None:
     # The slice's run: t0 = 1,795,774,493 s = 59,859,149 x 30 + 23, at x1.
     assert will_run_params("backfill-1", TimeScale(), 1_795_774_493.0) == {
         "slurm_will_run": "true", "will_run_window_s": 30.0, "will_run_origin_s": 23.0,
+        "slurm_node_reservation": "true",
     }  # fmt: skip
+    assert (
+        will_run_params("backfill-1", TimeScale(), 0.0, node_reservation=False)["slurm_node_reservation"]
+        == "false"
+    )
     # x10 (shrink 0.9): 30 s of Slurm's clock are 300 trace seconds, 23 s are 230.
     found = will_run_params("backfill-1", TimeScale(0.9), 1_795_774_493.0)
     assert found["will_run_window_s"] == pytest.approx(300.0)

@@ -34,7 +34,8 @@ def test_a_tunable_reaches_the_policy_with_its_type() -> None:
         (
             "backfill-1",
             {"will_run": "true"},
-            r"\(did you mean slurm_will_run\?\); its parameters: horizon_s, max_job_test, slurm_will_run, ",
+            r"\(did you mean slurm_will_run\?\); its parameters: horizon_s, max_job_test, "
+            r"slurm_node_reservation, slurm_will_run, ",
         ),
         ("plan-sum-0", {"cooling_rate": "1.5"}, r"cooling_rate: expected a number >= 0.01 and <= 0.999"),
         ("plan-sum-0", {"cooling_steps": "2.5"}, r"cooling_steps: expected an integer"),

@@ -32,6 +32,9 @@ from harness.policies.will_run import SLURM_TIME_WINDOW_S
 from harness.sim.engine import simulate
 from harness.slurm.config import SchedulerConfig
 
+# The twin of Slurm's backfill picks and reserves concrete nodes (docs/virtual-time.md, "A twin
+# with Slurm's will-run windows": measured on the slice and a whole KTH period)
+SLURM_NODE_RESERVATION = True
 TIERS = (HPS, LPS)  # what a tier-choosing run's table says a job with a BB request ran on
 
 
@@ -154,6 +157,7 @@ def compare_with_both_twins(
         "stage_delay_emulated_s": stage,
         "minute_limits": minute_limits,
         "slurm_will_run": windows.get("slurm_will_run") == "true",
+        "slurm_node_reservation": windows.get("slurm_node_reservation") == "true",
         "bb_pool": machine is not platform,
         "staged_start": staged_start,
         "start_order": ticked["start_order"],
@@ -186,9 +190,12 @@ def license_pool(machine: Machine) -> Machine:
     )  # fmt: skip
 
 
-def will_run_params(policy: str, scale: TimeScale, slurm_t0: float) -> dict[str, Any]:
+def will_run_params(
+    policy: str, scale: TimeScale, slurm_t0: float, node_reservation: bool = SLURM_NODE_RESERVATION
+) -> dict[str, Any]:
     """The tunables that make a backfilling twin reserve as Slurm's backfill does: cons_tres
-    will-run's 30-s windows of Slurm's clock, in the trace's seconds (none for a policy
+    will-run's 30-s windows of Slurm's clock, in the trace's seconds, and with
+    ``node_reservation`` its nodes picked and reserved as cons_tres does (none for a policy
     without them)."""
     if "slurm_will_run" not in family_of(policy).tunables:
         return {}
@@ -197,6 +204,7 @@ def will_run_params(policy: str, scale: TimeScale, slurm_t0: float) -> dict[str,
         "slurm_will_run": "true",
         "will_run_window_s": window,
         "will_run_origin_s": float(scale.to_trace(slurm_t0 % SLURM_TIME_WINDOW_S)),
+        "slurm_node_reservation": "true" if node_reservation else "false",
     }
 
 
