@@ -303,3 +303,18 @@ def test_the_replays_t0_is_read_from_its_status_once_it_has_one(tmp_path: Path) 
     assert replay_t0(tmp_path) is None
     (tmp_path / "replay.json").write_text('{"t0": 1795890766.0, "submitted": 3}')
     assert replay_t0(tmp_path) == 1795890766.0
+
+
+def test_jobs_of_one_second_reach_the_policy_in_trace_order_whatever_their_slurm_ids(tmp_path: Path) -> None:
+    """Three 1-node jobs submitted in one second got Slurm ids 38, 40, 39 (their sbatch calls
+    finished in that order): the policy sees them by trace id, as its twin does, and the nodes
+    go in that order (fcfs: one per chassis, beside its BB node)."""
+    slurm = ScriptedSlurm()
+    policy = Recording(get_policy("fcfs"))
+    agent = Agent(policy, load_platform(), SlurmClient(runner=slurm), tmp_path / "d.jsonl",  # type: ignore[arg-type]
+                  clock=lambda: 1000.0, origin=lambda: 0.0)  # fmt: skip
+    for slurm_id, trace in ((38, 19191), (40, 19192), (39, 19193)):
+        slurm.submit(slurm_id, 1, 50.0, 10, trace_id=trace)
+    agent.step()
+    assert policy.shown == [(1000.0, [19191, 19192, 19193], [])]
+    assert [slurm.jobs[j]["nodelist"] for j in (38, 40, 39)] == ["c001", "c009", "c017"]

@@ -104,8 +104,8 @@ class Agent:
             if (job.holds_nodes or job.stages_out) and job.job_id not in self.started:
                 self._adopt(job, now)
         self._release_unmanaged([j for j in jobs if j.held and not _managed(j)])
-        queue = [self._queued(j, now) for j in sorted(jobs, key=lambda j: j.job_id)
-                 if j.held and _managed(j) and j.job_id not in self.started]  # fmt: skip
+        queue = self._in_twin_order([self._queued(j, now) for j in jobs
+                                     if j.held and _managed(j) and j.job_id not in self.started])  # fmt: skip
         signature = (frozenset(q.job_id for q in queue), frozenset(self.started), self.staging_out)
         if signature == self._signature or not queue:
             self._signature = signature
@@ -120,6 +120,17 @@ class Agent:
         queued before it)."""
         if self.origin is not None and (t0 := self.origin()) is not None:
             self.t0, self.origin = t0, None
+
+    def _in_twin_order(self, queue: list[QueuedJob]) -> list[QueuedJob]:
+        """The queue as the simulator orders it: by submission, then trace id. Not by Slurm id:
+        jobs submitted in the same second get their ids in whatever order their ``sbatch``
+        calls finish, and the order decides which job gets which nodes."""
+
+        def key(q: QueuedJob) -> tuple[float, int, int]:
+            named = self.policy_id.get(q.job_id, -q.job_id)
+            return (q.submit, 0, named) if named >= 0 else (q.submit, 1, q.job_id)
+
+        return sorted(queue, key=key)
 
     def _name_for_policy(self, jobs: list[SlurmJob]) -> None:
         for job in jobs:
