@@ -168,3 +168,16 @@ def test_a_resume_starts_the_stopped_containers_in_the_order_up_does() -> None:
     assert [c.name for c in stopped_in_start_order(found, "c")] == ["c-dbd", "c-ctld", "c-nodes0"]  # type: ignore[arg-type]
     with pytest.raises(ClusterError, match="cluster 'c' was removed"):
         stopped_in_start_order([], "c")
+
+
+def test_on_the_event_clock_the_agents_search_is_not_cut_by_the_wall_clock() -> None:
+    """The event clock waits for the agent: a wall-clock cut of a plan search would depend on
+    the host's load, so only the policy's own budget bounds it there (the wall clock keeps the
+    agent's default limit)."""
+    from dataclasses import replace as replaced
+
+    head = HeadRun(QuietBackend(), "r1", ReplaySpec(policy="plan-square-0"), 0, True, lambda _: None)  # type: ignore[arg-type]
+    assert "--time-limit" not in head.agent_command()
+    head.spec = replaced(head.spec, events=True)
+    command = head.agent_command()
+    assert command[command.index("--time-limit") + 1] == "600"

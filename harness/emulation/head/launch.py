@@ -57,6 +57,10 @@ ENDED_EARLY = (
     "CANCELLED",
 )
 REPLAY_ALIVE_S = 5.0  # a replay whose status is fresher than this may still be running
+# the event clock waits for the agent's decision, so a search is not cut by the wall clock
+# (a cut depends on the host's load: the same run would plan differently); the policies'
+# deterministic budgets (plan-*: placements) bound it
+EVENTS_SEARCH_LIMIT_S = 600.0
 
 
 class HeadRun:
@@ -244,6 +248,7 @@ class HeadRun:
             "--run-dir", self.backend.shared_path(self.shared), "--user", SUBMIT_USER,
             "--platform", self.platform_on_head(),
             *(["--clock-page", self.backend.shared_path(CLOCK_PAGE)] if self.spec.virtual else []),
+            *(["--time-limit", f"{EVENTS_SEARCH_LIMIT_S:g}"] if self.spec.events else []),
             *(arg for pair in self.spec.policy_params for arg in ("--policy-param", pair)),
         ]  # fmt: skip
 
