@@ -137,12 +137,13 @@ def test_killing_the_agent_stops_the_run_and_release_all_drains(slurm_cluster, t
 
 @pytest.mark.parametrize("policy", ["plan-square-0", "backfill-1"])
 def test_slice_under_agent_matches_simulation(slice_runs, policy: str) -> None:
-    """The bundled slice at shrink 0.99 under the agent, against the simulator.
+    """The bundled slice on the event clock under the agent, against the simulator twin.
 
-    The issue's target is a mean wait within 10 % of the simulated one; measured at shrink
-    0.99 the gap is -17 % (backfill-1) and +32 % (plan-square-0), because every start waits
-    for Slurm's one-second scheduling tick, 100 s of trace time here (docs/hook.md). The
-    bound below guards the mechanism (same order, bounded gap), not that target.
+    On the event clock the agent decides on the twin's state, instants, job ids and queue
+    order, and Slurm starts what it releases at that instant (docs/virtual-time.md): both
+    policies then give the twin's schedule to the second (measured: 200 of 200 jobs, five runs
+    of each). Before, `backfill-1` started 17 of 200 at the twin's second and `plan-square-0`
+    was 1-14 % off its twin's mean wait.
     """
     assert policy in slice_runs, "the slice run failed (see the session output)"
     run_dir = slice_runs[policy]
@@ -156,8 +157,11 @@ def test_slice_under_agent_matches_simulation(slice_runs, policy: str) -> None:
         f"rel diff {wait['rel_diff']:+.3f}; tau {fidelity['start_order']['kendall_tau']:.3f}; "
         f"decision p99 {agent['latency_p99_s'] * 1000:.0f} ms"
     )
-    assert fidelity["start_order"]["kendall_tau"] > 0.9
-    assert abs(wait["rel_diff"]) <= 0.5
-    assert abs(fidelity["metrics"]["mean_turnaround"]["rel_diff"]) <= 0.15
+    assert fidelity["start_order"]["kendall_tau"] >= 0.995
+    assert abs(wait["rel_diff"]) <= 0.01
+    assert abs(fidelity["metrics"]["mean_turnaround"]["rel_diff"]) <= 0.01
+    emulated = pd.read_parquet(run_dir / "results.parquet").set_index("job_id")["start"]
+    twin = pd.read_parquet(run_dir / "simulation" / "results.parquet").set_index("job_id")["start"]
+    assert ((emulated - twin).abs() < 0.5).sum() >= 190  # of 200 at the twin's second
     assert agent["latency_p99_s"] < 0.5
     assert agent["errors"] == 0 and agent["started"] == 200
