@@ -10,8 +10,10 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from harness.model.hostlist import expand_hostlist
 from harness.platform import Machine
 from harness.policies.io_platform import never_carried, on_platform, platform_tree, uses_io_tree
+from harness.policies.iotree import IoTree, peak_link_use
 from harness.policies.registry import get_policy
 from harness.workload.io import HerbeinIO
 
@@ -40,3 +42,18 @@ def with_pfs_rates(
         say(f"{int(never.sum())} job(s) need more than the I/O tree carries (PFS {tree.chain[-1][1]:,.0f} "
             f"MB/s), e.g. trace job {first}: rejected at submission, as in Herbein")  # fmt: skip
     return plan[~never].reset_index(drop=True), {"rejected_by_io_tree": int(never.sum())}
+
+
+def live_link_peaks(
+    results: pd.DataFrame, plan: pd.DataFrame, machine: Machine, tree: IoTree
+) -> dict[str, float]:
+    """The highest MB/s each link of ``tree`` carried in an emulated schedule: every job's rate
+    (the plan's ``pfs_mbps_per_node``) on the nodes Slurm ran it on (``nodelist``), from its
+    start to its end as Slurm recorded them."""
+    rate = plan.set_index("job_id")["pfs_mbps_per_node"].astype(float)
+    index = {name: i for i, name in enumerate(machine.compute_nodes())}
+    ran = results.dropna(subset=["start", "end"])
+    return peak_link_use(tree, [
+        (float(r.start), float(r.end), [index[n] for n in expand_hostlist(r.nodelist)], float(rate[r.job_id]))
+        for r in ran.itertuples()
+    ])  # fmt: skip
