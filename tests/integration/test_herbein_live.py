@@ -100,7 +100,7 @@ def test_the_hierarchy_places_and_delays_jobs_live_as_by_hand(herbein_runs, poli
     assert fidelity["metrics"]["mean_wait"]["simulated"] == pytest.approx(twin_wait)
     assert metrics["agent"]["errors"] == 0, metrics["agent"]
     # Slurm's own schedule never put a link above its bandwidth; switch0 was full
-    machine = load_platform(str(run_dir / rundir.PLATFORM_FILE))
+    machine = load_platform(manifest["options"]["cluster"]["platform"])
     tree = platform_tree(machine, policy)
     peaks = live_link_peaks(results.reset_index(), toy_plan(), machine, tree)
     assert over_allocated(tree, peaks) == [] and peaks["switch0"] == pytest.approx(100.0), peaks
