@@ -182,7 +182,7 @@ def peak_link_use(
 ) -> dict[str, float]:
     """The highest MB/s each link carried over a schedule of (start, end, nodes, rate): a job
     holds its rate over [start, end), so one ending when another starts never overlaps it."""
-    jobs_list = list(jobs)
+    jobs_list = [job for job in jobs if job[1] > job[0]]  # a job of no duration holds nothing
     # ends (kind 0) before starts (kind 1) at one instant
     events = sorted(
         (t, kind, k) for k, (start, end, _, _) in enumerate(jobs_list) for t, kind in ((end, 0), (start, 1))
