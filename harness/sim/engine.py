@@ -130,8 +130,7 @@ def simulate(
     pool_tiers = tiered and staging == "pool"  # harness.sim.pool_tiers: the live run's I/O
     if tiered:
         plan, policy = _tier_setup(plan, policy, platform, model, staging, io_seed)
-    if uses_io_tree(policy) and platform.io.hierarchy is not None:  # Herbein's, as the live agent
-        policy = on_platform(policy, platform, _pfs_rates(plan))
+    policy = _on_io_tree(policy, plan, platform)
     jobs = _Plan(plan, topology)
     machine = None
     execution: _AllocOnly | IOExecution | TierExecution
@@ -169,6 +168,14 @@ def _tier_setup(
     if staging == "pool":
         return pool_tier_setup(plan, policy, platform, seed)
     return tier_setup(plan, policy, platform, model, seed)
+
+
+def _on_io_tree(policy: Policy, plan: pd.DataFrame, platform: Machine) -> Policy:
+    """Herbein's schedulers on the platform's I/O tree with the plan's rates, as the live agent
+    runs them; without a tree, on their own CTS-1 links (Herbein's figures)."""
+    if uses_io_tree(policy) and platform.io.hierarchy is not None:
+        return on_platform(policy, platform, _pfs_rates(plan))
+    return policy
 
 
 def _pfs_rates(plan: pd.DataFrame) -> dict[int, float]:
