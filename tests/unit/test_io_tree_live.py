@@ -164,3 +164,17 @@ def test_the_run_plan_gets_rates_and_loses_what_the_tree_never_carries(tmp_path:
     assert said == ["1 job(s) need more than the I/O tree carries (PFS 200 MB/s), e.g. trace job 5: "
                     "rejected at submission, as in Herbein"]  # fmt: skip
     assert with_pfs_rates(plan, "backfill-1", machine, 1, said.append) == (plan, {})
+
+
+def test_jobs_of_one_instant_queue_in_the_trace_order_not_slurms(tmp_path: Path) -> None:
+    """Concurrent submitters give jobs of one instant Slurm ids in any order: the agent's FCFS
+    order is the twin's (the trace's numbers), so trace job 1 (all 8 nodes, 8 x 25 = 200 MB/s,
+    the whole PFS) goes first although Slurm numbered it after trace job 2."""
+    slurm = ScriptedSlurm()
+    agent = Agent(get_policy("io-fcfs"), toy_platform(tmp_path), SlurmClient(runner=slurm), clock=lambda: 5.0)
+    for slurm_id, trace_id, nodes in ((10, 2, 3), (11, 1, 8)):
+        slurm.submit(slurm_id, nodes, 60.0, 0)
+        slurm.jobs[slurm_id]["comment"] = f"trace_id={trace_id} walltime=60.0 bb_per_node=0 pfs_per_node=25"
+    agent.step()
+    assert (slurm.jobs[11]["state"], slurm.jobs[11]["nodelist"]) == ("RUNNING", "s[01-08]")
+    assert slurm.jobs[10]["state"] == "PENDING"

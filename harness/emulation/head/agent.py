@@ -97,6 +97,7 @@ class Agent:
         self._release_unmanaged([j for j in jobs if j.held and not _managed(j)])
         queue = [self._queued(j, now) for j in sorted(jobs, key=lambda j: j.job_id)
                  if j.held and _managed(j) and j.job_id not in self.started]  # fmt: skip
+        queue.sort(key=self._arrival)
         signature = (frozenset(q.job_id for q in queue), frozenset(self.started), self.staging_out)
         if signature == self._signature or not queue:
             self._signature = signature
@@ -105,6 +106,13 @@ class Agent:
         starts = {s.job_id for s in decision.starts}
         self._signature = (signature[0] - starts, frozenset(self.started), self.staging_out)
         return decision
+
+    def _arrival(self, job: QueuedJob) -> tuple[float, int, int]:
+        """The twin's queue order: first seen, then the trace's number. Jobs of one instant are
+        submitted concurrently, so Slurm numbers them in any order (measured: trace jobs 29-32
+        got Slurm ids 31, 28, 29, 30), and the Slurm id alone would swap them for FCFS."""
+        trace = self.comments.get(job.job_id, {}).get("trace_id", "")
+        return (job.submit, int(trace) if trace.isdigit() else job.job_id, job.job_id)
 
     def _trace_ids(self, queue: list[QueuedJob]) -> dict[int, int]:
         """The trace's job id of each queued Slurm job (its comment's ``trace_id``)."""
