@@ -130,8 +130,8 @@ class Agent:
             rates = self.tier_rates.on_clock(TimeScale.of_speedup(speedup))
             traced = self._trace_ids(queue)
             policy = policy.with_io(io, rates, traced)  # type: ignore[attr-defined]
-        pfs_rates = self._pfs_rates()
-        if uses_io_tree(policy):  # Herbein's: every job's drain rate, from its comment
+        pfs_rates = self._pfs_rates() if uses_io_tree(policy) else {}
+        if pfs_rates:  # Herbein's: every job's drain rate, from its comment
             policy = policy.with_rates(pfs_rates)  # type: ignore[attr-defined]
         decision = policy.decide(state, JobQueue.of(queue), now)
         latency = time.perf_counter() - began
