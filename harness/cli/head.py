@@ -91,6 +91,11 @@ from harness.slurm.client import SlurmCommandError
     help="Submit each job as its plan user with its account (sbatch --uid, run as root; the users "
     "and associations exist: harness.emulation.head.site_users).",
 )  # fmt: skip
+@click.option(
+    "--no-bandwidth-license", "no_bandwidth_license", is_flag=True,
+    help="Do not ask for the PFS bandwidth license of a job with a drain rate (the ordering agent "
+    "schedules the bandwidth; slurm.conf then declares no such license).",
+)  # fmt: skip
 @user_errors(OSError, ValueError)
 def replay_command(
     plan: Path,
@@ -107,6 +112,7 @@ def replay_command(
     ahead: bool,
     site_requests: bool,
     site_users: bool,
+    no_bandwidth_license: bool,
 ) -> None:
     """Submit PLAN's jobs at their wall-clock instants (run this next to slurmctld)."""
     from harness.emulation.head.replay import DEFAULT_WORKERS, ReplayError, ReplayOptions, replay_plan
@@ -129,6 +135,7 @@ def replay_command(
         ahead=ahead,
         site_requests=site_requests,
         site_users=site_users,
+        bandwidth_license=not no_bandwidth_license,
     )
     try:
         status = replay_plan(df, opts)
@@ -170,7 +177,7 @@ def replay_command(
     help="Decide on the emulation's virtual clock (its page); with --run-dir, say after each look when "
     "it began (agent.json), for the event clock.",
 )  # fmt: skip
-@user_errors(SlurmCommandError)
+@user_errors(SlurmCommandError, ValueError)  # ValueError: e.g. io-easy on a platform without an I/O tree
 def agent_command(
     policy: str | None,
     platform_file: str,

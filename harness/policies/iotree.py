@@ -15,7 +15,7 @@ lowest free nodes first, which is Herbein's node-by-node walk.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -167,3 +167,39 @@ class Bandwidth:
         self.free[idx] = sign < 0
         np.add.at(self.switch_used, self.switch[idx], sign * rate)
         self.chain_used += sign * rate * len(idx)
+
+
+def link_use(tree: IoTree, placements: Iterable[tuple[Sequence[int], float]]) -> dict[str, float]:
+    """MB/s in use on every switch and chain link by jobs on these (nodes, per-node rate)."""
+    bw = Bandwidth(tree)
+    for nodes, rate in placements:
+        bw.take(nodes, rate)
+    return dict(zip(tree.link_names(), [*bw.switch_used.tolist(), *bw.chain_used.tolist()], strict=True))
+
+
+def peak_link_use(
+    tree: IoTree, jobs: Iterable[tuple[float, float, Sequence[int], float]]
+) -> dict[str, float]:
+    """The highest MB/s each link carried over a schedule of (start, end, nodes, rate): a job
+    holds its rate over [start, end), so one ending when another starts never overlaps it."""
+    jobs_list = [job for job in jobs if job[1] > job[0]]  # a job of no duration holds nothing
+    # ends (kind 0) before starts (kind 1) at one instant
+    events = sorted(
+        (t, kind, k) for k, (start, end, _, _) in enumerate(jobs_list) for t, kind in ((end, 0), (start, 1))
+    )
+    bw = Bandwidth(tree)
+    peak = np.zeros(tree.switches + len(tree.chain))
+    for _, kind, k in events:
+        _, _, nodes, rate = jobs_list[k]
+        if kind:
+            bw.take(nodes, rate)
+            peak = np.maximum(peak, np.concatenate((bw.switch_used, bw.chain_used)))
+        else:
+            bw.release(nodes, rate)
+    return dict(zip(tree.link_names(), peak.tolist(), strict=True))
+
+
+def over_allocated(tree: IoTree, use: dict[str, float], tol: float = 1e-6) -> list[str]:
+    """The links of ``use`` above their bandwidth."""
+    caps = dict(zip(tree.link_names(), [*tree.switch_mb_s, *(bw for _, bw in tree.chain)], strict=True))
+    return [name for name, mb_s in use.items() if mb_s > caps[name] * (1 + tol) + tol]

@@ -29,6 +29,7 @@ from harness.model.staging_names import OFF_ALLOCATION
 from harness.platform import Machine
 from harness.policies import kernels
 from harness.policies.base import Decision, Policy, SelectsStagedRuns
+from harness.policies.io_platform import on_platform, uses_io_tree
 from harness.policies.state import Allocation, JobQueue, RunningJob, Topology
 from harness.sim.events import next_pass
 from harness.sim.fixed_ends import FixedEnds
@@ -129,6 +130,7 @@ def simulate(
     pool_tiers = tiered and staging == "pool"  # harness.sim.pool_tiers: the live run's I/O
     if tiered:
         plan, policy = _tier_setup(plan, policy, platform, model, staging, io_seed)
+    policy = _on_io_tree(policy, plan, platform)
     jobs = _Plan(plan, topology)
     machine = None
     execution: _AllocOnly | IOExecution | TierExecution
@@ -166,6 +168,25 @@ def _tier_setup(
     if staging == "pool":
         return pool_tier_setup(plan, policy, platform, seed)
     return tier_setup(plan, policy, platform, model, seed)
+
+
+def _on_io_tree(policy: Policy, plan: pd.DataFrame, platform: Machine) -> Policy:
+    """Herbein's schedulers on the platform's I/O tree with the plan's rates, as the live agent
+    runs them; without a tree, on their own CTS-1 links (Herbein's figures)."""
+    if uses_io_tree(policy) and platform.io.hierarchy is not None:
+        return on_platform(policy, platform, _pfs_rates(plan))
+    return policy
+
+
+def _pfs_rates(plan: pd.DataFrame) -> dict[int, float]:
+    """Each job's per-node PFS rate (Herbein's ``pfs_mbps_per_node``); {} without the column."""
+    if "pfs_mbps_per_node" not in plan.columns:
+        return {}
+    return dict(
+        zip(
+            plan["job_id"].astype(int).tolist(), plan["pfs_mbps_per_node"].astype(float).tolist(), strict=True
+        )
+    )
 
 
 def _result(sim: _Run, platform: Machine, wall: float, model: str) -> SimulationResult:

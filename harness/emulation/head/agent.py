@@ -36,9 +36,12 @@ from harness.model.timescale import TimeScale
 from harness.platform import Machine
 from harness.policies import kernels
 from harness.policies.base import Decision, Policy
+from harness.policies.io_platform import on_platform, platform_tree, uses_io_tree
+from harness.policies.iotree import link_use
 from harness.policies.state import Allocation, ClusterState, JobQueue, QueuedJob, RunningJob, Topology
 from harness.policies.tiers import LPS, JobIo, TierRates, io_of_words
 from harness.slurm.client import SlurmClient, SlurmCommandError, SlurmJob
+from harness.slurm.jobspec import decode_comment
 
 DEFAULT_POLL_S = 0.1
 UNKNOWN_WALLTIME_S = 365 * 86400.0
@@ -64,7 +67,9 @@ class Agent:
         the clock's instant (not while an event clock's page leads the daemons: the instant's
         jobs are still ending, and a look would decide on half of it)."""
         self.in_step = in_step
-        self.policy = policy
+        # Herbein's schedulers on the platform's I/O tree (NoIoTreeError without one)
+        self.policy = on_platform(policy, platform)
+        self.io_tree = platform_tree(platform, policy.name) if self.policy is not policy else None
         self.status_path = status_path
         self.platform = platform
         self.topology = Topology.from_platform(platform)
@@ -155,6 +160,10 @@ class Agent:
             rates = self.tier_rates.on_clock(TimeScale.of_speedup(speedup))
             traced = self._trace_ids(queue)
             policy = policy.with_io(io, rates, traced)  # type: ignore[attr-defined]
+        pfs_rates = self._pfs_rates() if uses_io_tree(policy) else {}
+        if pfs_rates:  # Herbein's: every job's drain rate, from its comment (by the policy's ids)
+            named_rates = {self.policy_id.get(job, job): rate for job, rate in pfs_rates.items()}
+            policy = policy.with_rates(named_rates)  # type: ignore[attr-defined]
         named = [replace(q, job_id=self.policy_id[q.job_id]) for q in queue]
         decision = policy.decide(state, JobQueue.of(named), now)
         decision = replace(
@@ -169,8 +178,23 @@ class Agent:
             "t": round(self.t0 + now, 6), "now": round(now, 6), "queue": len(queue),
             "running": len(state.running), "staging_out": len(state.holding_bb), "started": released,
             "latency_s": round(latency, 6),
+            **({"links_mb_s": self.link_use(pfs_rates)} if self.io_tree is not None else {}),
         })  # fmt: skip
         return decision
+
+    def _pfs_rates(self) -> dict[int, float]:
+        """Per-node PFS rate of every job whose comment gives one (``pfs_per_node``)."""
+        specs = {job: decode_comment(words).pfs_mbps_per_node for job, words in self.comments.items()}
+        return {job: rate for job, rate in specs.items() if rate is not None}
+
+    def link_use(self, rates: dict[int, float]) -> dict[str, float]:
+        """MB/s on each switch and chain link from the jobs the agent started (their nodes, their
+        rates; a job without one demands the hierarchy's rate), after its latest releases."""
+        assert self.io_tree is not None and self.platform.io.hierarchy is not None
+        demand = self.platform.io.hierarchy.demand_mbps_per_node
+        placed = [(job.allocation.compute, rates.get(i, demand))
+                  for i, job in self.started.items() if i not in self.staging_out]  # fmt: skip
+        return {link: round(mb_s, 3) for link, mb_s in link_use(self.io_tree, placed).items()}
 
     # -- bookkeeping --------------------------------------------------------------------
     def state(self, memo: dict[str, Any] | None = None) -> ClusterState:

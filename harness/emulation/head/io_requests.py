@@ -1,11 +1,17 @@
-"""What a job asks for its I/O under the io-aware model, in its sbatch command: the volumes a
-tier-choosing agent reads from its comment, and the burst-buffer lines of its script."""
+"""What a job asks for its I/O in its sbatch command: under the io-aware model the volumes a
+tier-choosing agent reads from its comment and the burst-buffer lines of its script; with a
+PFS drain rate (Herbein) the bandwidth license of ``slurm-backfill-io-aware-D``."""
 
 from __future__ import annotations
+
+import math
 
 from harness.emulation.iolive.staging import directive_line
 from harness.model.timescale import TimeScale
 from harness.policies.tiers import io_words, staged_job_io
+from harness.slurm.config import BANDWIDTH_LICENSE
+
+PFS_RATE = "pfs_mbps_per_node"  # the plan's per-node drain rate (Herbein): comment word and license
 
 
 def io_volume_words(job: dict) -> str:
@@ -38,3 +44,12 @@ def io_directives(job: dict, pool: str) -> list[str]:
         *lines,
         directive_line(nodes, *volumes, TimeScale.of_speedup(float(job.get("io_time_scale", 1.0)))),
     ]
+
+
+def pfs_license(job: dict) -> list[str]:
+    """Slurm's license for a job's PFS bandwidth (``slurm-backfill-io-aware-D``): its nodes
+    times its drain rate, rounded up (never under-reserve); none without a rate."""
+    if PFS_RATE not in job:
+        return []
+    mbps = math.ceil(int(job["nodes"]) * float(job[PFS_RATE]) - 1e-9)
+    return [f"{BANDWIDTH_LICENSE}:{mbps}"] if mbps > 0 else []

@@ -232,6 +232,7 @@ class HeadRun:
             # the event clock: each job in Slurm's queue before its instant (events.py); not
             # with the agent, which would see (and start) a held job before its instant
             *(["--submit-ahead"] if self.spec.events and not self.uses_agent else []),
+            *(["--no-bandwidth-license"] if self.uses_agent else []),  # the agent schedules bandwidth
             *(["--site-requests"] if self.site_requests else []),
             *(["--site-users"] if self.site_users else []),
         ]  # fmt: skip

@@ -44,7 +44,7 @@ import pandas as pd
 
 from harness.emulation.head.ahead import eligible_instants, release_instants
 from harness.emulation.head.faultlog import note_outage
-from harness.emulation.head.io_requests import io_directives, io_volume_words
+from harness.emulation.head.io_requests import PFS_RATE, io_directives, io_volume_words, pfs_license
 from harness.emulation.head.resubmit import (
     ATTEMPT_TIMEOUT_S,
     SlurmUnavailable,
@@ -58,7 +58,7 @@ from harness.model.clock import VirtualClock
 from harness.model.jsonio import read_json, read_jsonl
 from harness.model.records import Submission
 from harness.model.rundir import SHARED_JOBS, SIGSLEEP_LOG, STARTED, STATUS, STOP_FILE, SUBMISSIONS
-from harness.slurm.config import BANDWIDTH_LICENSE, URGENT_PARTITION
+from harness.slurm.config import URGENT_PARTITION
 from harness.slurm.jobcomp import slurm_instant
 from harness.slurm.jobspec import encode_comment
 
@@ -84,6 +84,7 @@ class ReplayOptions:
     ahead: bool = False  # each job sent one instant early with sbatch --begin (harness.emulation.head.ahead)
     site_requests: bool = False  # partition, CPUs, memory, GRES from the plan (emulation.head.site_requests)
     site_users: bool = False  # each job as its plan user and account (emulation.head.site_users); as root
+    bandwidth_license: bool = True  # a job with a PFS rate holds it as a license (slurm-backfill-io-aware-D)
 
 
 @dataclass
@@ -146,16 +147,15 @@ def sbatch_command(job: dict, opts: ReplayOptions, intended: float, begin: float
         # a job whose node fails ends NODE_FAIL (reported as failed by the fault), instead of
         # being requeued and run a second time after Slurm's requeue delay (~2 min)
         "--no-requeue",
-        # the ordering agent reads the exact walltime and per-node BB request from here
+        # the ordering agent reads the exact walltime, per-node BB request and PFS rate from here
         # (and the replay, after a failure or a resume, finds the run's jobs by ``run=``)
-        "--comment=" + encode_comment(job["job_id"], job["walltime"], job["bb_per_node_mb"])
+        "--comment="
+        + encode_comment(job["job_id"], job["walltime"], job["bb_per_node_mb"], job.get(PFS_RATE))
         + f" run={opts.run_id}" + io_volume_words(job),
     ]  # fmt: skip
     io = io_directives(job, opts.bb_license)
     licenses = [f"{opts.bb_license}:{bb_total}"] if bb_total > 0 and not io else []
-    if "pfs_mbps_per_node" in job:  # the PFS bandwidth as a license (slurm-backfill-io-aware-D)
-        mbps = math.ceil(int(job["nodes"]) * float(job["pfs_mbps_per_node"]) - 1e-9)
-        licenses += [f"{BANDWIDTH_LICENSE}:{mbps}"] if mbps > 0 else []
+    licenses += pfs_license(job) if opts.bandwidth_license else []  # not with the agent (it has no license)
     if licenses:
         cmd.append("--licenses=" + ",".join(licenses))
     if begin is not None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from harness.cluster.base import ClusterBackend, ClusterError
 from harness.emulation.head.watch import HeadProcessDied
+from harness.emulation.run.io_tree import bound_to_tree
 from harness.emulation.run.manifest import write_manifest
 from harness.emulation.run.specs import ClusterSpec, RunOptions, options_from_dict, run_id_for
 from harness.emulation.run.state import mark_process
@@ -30,7 +31,8 @@ from harness.emulation.run.steps import (
 )
 from harness.model import rundir
 from harness.model.io_models import ALLOC_ONLY
-from harness.platform import load_platform
+from harness.platform import Machine, load_platform
+from harness.policies.io_platform import NoIoTreeError
 from harness.policies.registry import UnknownPolicyError, get_policy
 from harness.slurm.config import ClockMode, SchedulerConfig
 from harness.slurm.native import is_native, scheduler_for
@@ -58,6 +60,14 @@ def scheduler_for_run(policy: str) -> SchedulerConfig:
         ) from None
     # sched/builtin only starts what the agent released, on the nodes it chose
     return SchedulerConfig(mode="builtin", external_ordering=True)
+
+
+def check_io_tree(policy: str, machine: Machine) -> None:
+    """Herbein's I/O-aware policies run live only on a platform that describes its I/O tree."""
+    try:
+        bound_to_tree(policy, machine)
+    except NoIoTreeError as exc:
+        raise RunError(str(exc)) from None
 
 
 def clock_for(opts: RunOptions) -> ClockMode:
@@ -142,6 +152,8 @@ class Experiment:
         self.sched = with_priorities(self.sched, opts)
         self.sched = with_settings(self.sched, opts)
         self.backend = make_backend(opts.cluster)
+        if self.sched.external_ordering:  # an I/O-aware policy needs the platform's I/O tree
+            check_io_tree(opts.replay.policy, self.backend.platform)
 
     def run_dir(self) -> tuple[Path, str]:
         """The run directory and the run's id (a repetition's id names its parent too)."""

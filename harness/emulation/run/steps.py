@@ -40,6 +40,7 @@ from harness.emulation.head.watch import HeadProcessDied
 from harness.emulation.iolive.plugin import LiveIO
 from harness.emulation.plugin import Collected, RunPlugin
 from harness.emulation.run.hostload import LoadSampler, said_load
+from harness.emulation.run.io_tree import with_pfs_rates
 from harness.emulation.run.manifest import write_manifest
 from harness.emulation.run.site_run import SiteReplay, add_site_users, site_replay
 from harness.emulation.run.slurm_time import (
@@ -135,6 +136,11 @@ def make_plan(ctx: RunContext) -> dict[str, Any]:
     fit_to_plan(ctx, plan)  # (before the cluster: a plan with users refused here starts nothing)
     if ctx.sched.bandwidth_license:  # each job's PFS drain rate, held as a license
         plan = HerbeinIO().apply(plan, seed=spec.seed)
+    if ctx.uses_agent:  # Herbein's schedulers: each job's drain rate, on the platform's I/O tree
+        plan, rejected = with_pfs_rates(
+            plan, ctx.opts.replay.policy, ctx.backend.platform, spec.seed, ctx.say
+        )
+        manifest = {**manifest, **rejected}
     model = parse_priority(spec.priority)
     if model.enabled:  # the high-priority jobs go to the urgent partition (replay)
         plan, manifest = assign(plan, model, seed=spec.seed), {**manifest, "priority": str(model)}
