@@ -181,3 +181,20 @@ def test_the_plan_step_takes_the_plan_the_estimate_prepared(
     ctx = RunContext(opts, run_dir, "r1", Backend(), sched, lambda _: None, "2026-01-01", prepared)  # type: ignore[arg-type]
     assert steps.make_plan(ctx)["jobs"] == len(PLAN)
     assert ctx.plan()[0]["job_id"].tolist() == PLAN["job_id"].tolist()
+
+
+def test_first_n_selects_the_earliest_jobs_of_a_prepared_plan_file(tmp_path: Path) -> None:
+    """A stored plan keeps its BB requests; --first-n still cuts it (it was silently ignored)."""
+    from harness.emulation.run.specs import plan_for
+
+    plan = pd.DataFrame({
+        "job_id": [5, 6, 7], "submit": [20.0, 0.0, 10.0], "runtime": [1.0] * 3, "walltime": [2.0] * 3,
+        "nodes": [1, 2, 3], "bb_per_node_mb": [0, 10, 20],
+    })  # fmt: skip
+    path = tmp_path / "plan.parquet"
+    save_plan(plan, {"format": "harness-plan", "version": 1, "shrink": 0.0, "seed": 0}, path)
+    cut, manifest = plan_for(WorkloadSpec(trace=path, first_n=2), load_platform())
+    assert cut["job_id"].tolist() == [6, 7] and cut["bb_per_node_mb"].tolist() == [10, 20]
+    assert manifest["first_n"] == 2
+    whole, _ = plan_for(WorkloadSpec(trace=path), load_platform())
+    assert len(whole) == 3

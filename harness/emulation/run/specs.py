@@ -18,6 +18,7 @@ from harness.platform import Platform
 from harness.slurm.config import PREEMPT_MODES
 from harness.workload.plan import DEFAULT_SEED, Sampling, bundled_slice_path, is_plan_file, load_plan, prepare
 from harness.workload.priority import parse_priority
+from harness.workload.transforms import first_n
 
 
 @dataclass(frozen=True)
@@ -155,8 +156,11 @@ def _flat_paths(data: dict[str, Any]) -> dict[str, Any]:
 def plan_for(spec: WorkloadSpec, platform: Platform) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The plan of ``spec`` and its manifest (also what ``harness run`` estimates from)."""
     source = spec.source
-    if is_plan_file(source):
-        return load_plan(source)
+    if is_plan_file(source):  # prepared already: only --first-n still selects from it
+        plan, manifest = load_plan(source)
+        if spec.first_n is None:
+            return plan, manifest
+        return first_n(plan, spec.first_n), {**manifest, "first_n": spec.first_n}
     # Cleaned for the cluster's machine: jobs wider than the default 96 nodes stay on a bigger one.
     return prepare(
         source,
