@@ -198,3 +198,16 @@ def test_first_n_selects_the_earliest_jobs_of_a_prepared_plan_file(tmp_path: Pat
     assert manifest["first_n"] == 2
     whole, _ = plan_for(WorkloadSpec(trace=path), load_platform())
     assert len(whole) == 3
+
+
+def test_the_agents_failed_looks_are_counted_apart_from_decisions_it_could_not_carry_out() -> None:
+    from harness.emulation.collect.results import decision_stats
+
+    stats = decision_stats([
+        {"t": 1.0, "latency_s": 0.002, "started": [4, 5]},
+        {"t": 2.0, "look_failed": "slurm_load_jobs error: Zero Bytes were transmitted or received"},
+        {"t": 3.0, "error": "scontrol release 6: Invalid job id specified"},
+        {"t": 4.0, "latency_s": 0.004, "started": []},
+    ])  # fmt: skip
+    assert (stats["decisions"], stats["started"], stats["errors"], stats["failed_looks"]) == (2, 2, 1, 1)
+    assert stats["latency_max_s"] == 0.004

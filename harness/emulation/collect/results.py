@@ -262,14 +262,18 @@ def order_inversions(submissions: list[Submission]) -> int:
 
 
 def decision_stats(decisions: list[dict]) -> dict[str, float]:
-    """Policy calls of the agent and their latency (what a live scheduler would wait for)."""
+    """Policy calls of the agent and their latency (what a live scheduler would wait for);
+    ``errors``: decisions it could not carry out; ``failed_looks``: looks at Slurm that failed
+    (slurmctld busy: the agent looks again at its next poll, nothing is lost)."""
     latencies = np.array([d["latency_s"] for d in decisions if "latency_s" in d], dtype=float)
     errors = sum(1 for d in decisions if "error" in d)
+    failed_looks = sum(1 for d in decisions if "look_failed" in d)
     if latencies.size == 0:
-        return {"decisions": 0, "errors": errors}
+        return {"decisions": 0, "errors": errors, "failed_looks": failed_looks}
     return {
         "decisions": int(latencies.size),
         "errors": errors,
+        "failed_looks": failed_looks,
         "started": int(sum(len(d.get("started", [])) for d in decisions)),
         "latency_p50_s": float(np.percentile(latencies, 50)),
         "latency_p99_s": float(np.percentile(latencies, 99)),

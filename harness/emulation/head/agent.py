@@ -303,8 +303,8 @@ class Agent:
             looked = time.time()  # the wall clock: the host compares it with when it saw a change
             try:
                 self.step()
-            except SlurmCommandError as exc:  # slurmctld busy or restarting: try again
-                self._log({"t": round(self.clock(), 6), "error": str(exc)})
+            except SlurmCommandError as exc:  # slurmctld busy or restarting: look again next poll
+                self._log({"t": round(self.clock(), 6), "look_failed": str(exc)})
             else:
                 self._write_status(looked)
             time.sleep(poll)
