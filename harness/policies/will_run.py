@@ -103,23 +103,6 @@ def last_released(
     return None
 
 
-def slurm_start(
-    profile: AvailabilityProfile,
-    running: Sequence[RunningJob],
-    job: QueuedJob,
-    earliest: float,
-    with_bb: bool,
-    windows: WillRunWindows,
-) -> float:
-    """Where Slurm's backfill reserves ``job``, whose earliest start on ``profile`` is ``earliest``.
-
-    Exact for the first reservation (the profile then only gains resources over time); for a
-    later one, a start the profile does not hold falls back to ``earliest`` (Slurm would look
-    again later), so the profile is never over-committed.
-    """
-    return slurm_start_walked(profile, running, job, earliest, with_bb, windows)[0]
-
-
 def slurm_start_walked(
     profile: AvailabilityProfile,
     running: Sequence[RunningJob],
@@ -128,8 +111,13 @@ def slurm_start_walked(
     with_bb: bool,
     windows: WillRunWindows,
 ) -> tuple[float, bool]:
-    """:func:`slurm_start`, and whether the will-run walked (released jobs ending at or after
-    ``earliest``): if not, only the nodes of jobs ending before ``earliest`` were free to it."""
+    """Where Slurm's backfill reserves ``job``, whose earliest start on ``profile`` is
+    ``earliest``, and whether the will-run walked (released jobs ending at or after
+    ``earliest``): if not, only the nodes of jobs ending before ``earliest`` were free to it.
+
+    Exact for the first reservation (the profile then only gains resources over time); for a
+    later one, a start the profile does not hold falls back to ``earliest`` (Slurm would look
+    again later), so the profile is never over-committed."""
     if earliest <= profile.now:
         return earliest, False
     license_job = with_bb and job.bb_per_node_mb > 0
