@@ -41,6 +41,7 @@ def fidelity_section(fidelity: dict[str, Any]) -> Section:
         )
     text += _tier_sentence(fidelity.get("tiers"))
     blocks: list[Block] = [text, Table(headers, rows), *_phase_blocks(fidelity.get("staging"), ticked)]
+    blocks += _replayed_staging(fidelity.get("staging_replayed"))
     return Section("Fidelity: emulation vs simulation", blocks)
 
 
@@ -82,4 +83,18 @@ def _phase_blocks(phases: Any, ticked: dict[str, Any]) -> list[Block]:
         *blocks,
         "I/O phases, emulated beside the ideal twin (mean seconds, original time; dilation: no unit):",
         Table(["figure", "emulated", "ideal twin", "relative difference"], rows),
+    ]
+
+
+def _replayed_staging(replayed: Any) -> list[Block]:
+    """The staging model on the emulated instants (the live I/O service apart from the schedule)."""
+    if not (isinstance(replayed, dict) and replayed.get("transfers")):
+        return []
+    return [
+        f"The staging model replayed on the emulated instants ({replayed['transfers']} transfers, "
+        f"each beginning when it began in the run and sharing the links with those beside it): "
+        f"mean {summarise(replayed.get('mean_emulated_s'))} s emulated, "
+        f"{summarise(replayed.get('mean_model_s'))} s modelled (relative difference "
+        f"{summarise(replayed.get('rel_diff'))}; largest for one transfer "
+        f"{summarise(replayed.get('max_abs_rel_diff'))})."
     ]

@@ -22,6 +22,7 @@ from scipy import stats
 from harness.analysis.metrics import summary
 from harness.emulation.head.agent import DEFAULT_POLL_S
 from harness.emulation.head.replay import slurm_limit_minutes
+from harness.emulation.iolive.staging_replay import staging_given_starts
 from harness.model.io_models import ALLOC_ONLY, IO_AWARE
 from harness.model.metric_names import HEADLINE_METRICS
 from harness.model.timescale import TimeScale
@@ -102,11 +103,21 @@ def compare_with_simulation(
             emulated.set_index("job_id")["start"] - sim.set_index("job_id")["start"]
         ))),
     }  # fmt: skip
+    return {**fidelity, **io_agreement(emulated, sim, platform, model)}, sim
+
+
+def io_agreement(emulated: pd.DataFrame, sim: pd.DataFrame, platform: Machine, model: str) -> dict[str, Any]:
+    """``io-aware``: staging and phases beside the twin's, and the staging model replayed on the
+    emulated instants (the live I/O service alone, whatever the schedule did); the tiers."""
+    out: dict[str, Any] = {}
     if model == IO_AWARE:
-        fidelity["staging"] = staging_agreement(emulated, sim)
+        out["staging"] = staging_agreement(emulated, sim)
+        replayed = staging_given_starts(emulated, platform)
+        if replayed is not None:
+            out["staging_replayed"] = replayed
     if "tier" in emulated.columns and "tier" in sim.columns:
-        fidelity["tiers"] = tier_agreement(emulated, sim)
-    return fidelity, sim
+        out["tiers"] = tier_agreement(emulated, sim)
+    return out
 
 
 def compare_with_both_twins(
