@@ -11,7 +11,7 @@ import pytest
 
 from harness.analysis.document import status_counts
 from harness.emulation.head import watch
-from harness.emulation.head.launch import running_since
+from harness.emulation.head.launch import leftover_advice, running_since
 from harness.emulation.run.summary import exit_code, format_run_summary, run_summary
 from harness.model.exitcodes import INTERRUPTED, describe_exit
 from harness.model.jsonio import write_json
@@ -118,3 +118,15 @@ def test_a_replay_that_wrote_done_and_exited_after_the_status_was_read_did_not_s
     status_file["text"] = '{"done": false}'
     with pytest.raises(watch.HeadProcessDied, match=r"^the replay stopped early \(exit 0\)"):
         w._verdict(_Exited(), stale, subs, records=0, queued=1)  # type: ignore[arg-type]
+
+
+def test_leftover_advice_cancels_the_run_users_jobs() -> None:
+    assert leftover_advice("docker", "bbx") == (
+        "see them with `harness cluster status --name bbx`, cancel them with "
+        "`harness cluster exec --name bbx -- scancel --user emu`"
+    )
+    # a site's history ran as its own users: by state, which root applies to every user
+    site = leftover_advice("docker", "bbx", every_user=True)
+    by_state = "scancel --state=PENDING; scancel --state=RUNNING; scancel --state=SUSPENDED"
+    assert site.endswith(f"-- sh -c '{by_state}'`")
+    assert leftover_advice("ssh", "vm", every_user=True) == f"cancel them on the head node with `{by_state}`"

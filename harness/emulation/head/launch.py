@@ -379,15 +379,22 @@ def running_since(rows: list[list[str]]) -> dict[int, float]:
     return found
 
 
-def leftover_advice(backend: str, name: str) -> str:
-    """How to see and cancel the run user's jobs, from where the user is (the host has no
-    Slurm client that talks to the cluster's slurmctld)."""
+def leftover_advice(backend: str, name: str, every_user: bool = False) -> str:
+    """How to see and cancel the run's jobs, from where the user is (the host has no Slurm
+    client that talks to the cluster's slurmctld). ``every_user``: the jobs ran as the plan's
+    users (a site's history): cancelled by state, which as root takes every user's."""
+    cancel = (
+        "scancel --state=PENDING; scancel --state=RUNNING; scancel --state=SUSPENDED"
+        if every_user
+        else f"scancel --user {SUBMIT_USER}"
+    )
     if backend == "docker":
+        run = f"sh -c '{cancel}'" if every_user else cancel
         return (
             f"see them with `harness cluster status --name {name}`, cancel them with "
-            f"`harness cluster exec --name {name} -- scancel --user {SUBMIT_USER}`"
+            f"`harness cluster exec --name {name} -- {run}`"
         )
-    return f"cancel them on the head node with `scancel --user {SUBMIT_USER}`"
+    return f"cancel them on the head node with `{cancel}`"
 
 
 def _number(value: object) -> float | None:

@@ -345,9 +345,10 @@ def report(ctx: RunContext) -> dict[str, Any]:
         )
     complete, reason = ctx.verdict()
     if not complete:
+        every_user = ctx.site is not None and ctx.site.users is not None
         ctx.say(
             f"INCOMPLETE run ({reason}); everything collected so far is in {ctx.run_dir}. "
-            f"Leftover jobs: {leftover_advice(ctx.opts.cluster.backend, ctx.backend.name)}; "
+            f"Leftover jobs: {leftover_advice(ctx.opts.cluster.backend, ctx.backend.name, every_user)}; "
             "or start again with `harness run`."
         )
     return {}
