@@ -380,21 +380,15 @@ def running_since(rows: list[list[str]]) -> dict[int, float]:
 
 
 def leftover_advice(backend: str, name: str, every_user: bool = False) -> str:
-    """How to see and cancel the run's jobs, from where the user is (the host has no Slurm
-    client that talks to the cluster's slurmctld). ``every_user``: the jobs ran as the plan's
-    users (a site's history): cancelled by state, which as root takes every user's."""
-    cancel = (
-        "scancel --state=PENDING; scancel --state=RUNNING; scancel --state=SUSPENDED"
-        if every_user
-        else f"scancel --user {SUBMIT_USER}"
-    )
-    if backend == "docker":
-        run = f"sh -c '{cancel}'" if every_user else cancel
-        return (
-            f"see them with `harness cluster status --name {name}`, cancel them with "
-            f"`harness cluster exec --name {name} -- {run}`"
-        )
-    return f"cancel them on the head node with `{cancel}`"
+    """How to see and cancel the run's jobs from where the user is (the host has no Slurm client
+    for the cluster). ``every_user``: the plan's users ran them; by state, root cancels them all."""
+    cancel = "; ".join(f"scancel --state={s}" for s in ("PENDING", "RUNNING", "SUSPENDED"))
+    cancel = cancel if every_user else f"scancel --user {SUBMIT_USER}"
+    if backend != "docker":
+        return f"cancel them on the head node with `{cancel}`"
+    run = f"sh -c '{cancel}'" if every_user else cancel
+    return (f"see them with `harness cluster status --name {name}`, cancel them with "
+            f"`harness cluster exec --name {name} -- {run}`")  # fmt: skip
 
 
 def _number(value: object) -> float | None:
