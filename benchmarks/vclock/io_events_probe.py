@@ -55,7 +55,7 @@ def main(out: Path) -> int:
     emulated = pd.read_parquet(run / rundir.RESULTS)[COLUMNS].set_index("job_id")
     twin = pd.read_parquet(run / "simulation" / rundir.RESULTS).set_index("job_id")
     twin["stage_in_begin"] = twin["start"] - twin["stage_in_s"]
-    print(emulated.join(twin[COLUMNS[2:]], rsuffix="_twin").round(2).to_string())
+    print(emulated.join(twin[COLUMNS[2:]].add_suffix("_twin")).round(2).to_string())
     return 0
 
 
