@@ -382,8 +382,8 @@ def running_since(rows: list[list[str]]) -> dict[int, float]:
 def leftover_advice(backend: str, name: str, every_user: bool = False) -> str:
     """How to see and cancel the run's jobs from where the user is (the host has no Slurm client
     for the cluster). ``every_user``: the plan's users ran them; by state, root cancels them all."""
-    cancel = "; ".join(f"scancel --state={s}" for s in ("PENDING", "RUNNING", "SUSPENDED"))
-    cancel = cancel if every_user else f"scancel --user {SUBMIT_USER}"
+    by_state = "; ".join(f"scancel --state={s}" for s in ("PENDING", "RUNNING", "SUSPENDED"))
+    cancel = by_state if every_user else f"scancel --user {SUBMIT_USER}"
     if backend != "docker":
         return f"cancel them on the head node with `{cancel}`"
     run = f"sh -c '{cancel}'" if every_user else cancel

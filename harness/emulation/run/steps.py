@@ -86,6 +86,11 @@ class RunContext:
         return self.sched.external_ordering
 
     @property
+    def site_users(self) -> bool:
+        """Whether the jobs are submitted as the plan's users (a site's history), not as emu."""
+        return self.site is not None and self.site.users is not None
+
+    @property
     def plugins(self) -> list[RunPlugin]:
         return plugins_for(self.opts)
 
@@ -159,7 +164,7 @@ def fit_to_plan(ctx: RunContext, plan: pd.DataFrame) -> None:
 def bring_up_cluster(ctx: RunContext) -> dict[str, Any]:
     ctx.backend.prepare(ctx.sched, progress=ctx.say)
     info: dict[str, Any] = {"backend": ctx.opts.cluster.backend, "name": ctx.backend.name}
-    if ctx.site is not None and ctx.site.users is not None:  # (a Docker cluster: users_to_replay checked)
+    if ctx.site_users:  # (a Docker cluster: users_to_replay checked)
         info["site_users"] = add_site_users(ctx.backend, ctx.site.users, ctx.say)  # type: ignore[arg-type]
     return info
 
@@ -181,7 +186,7 @@ def replay(ctx: RunContext) -> dict[str, Any]:
         quiet=ctx.opts.quiet,
         verbose=ctx.opts.verbose,
         backfill=ctx.sched.mode == "backfill",
-        site_users=ctx.site is not None and ctx.site.users is not None,
+        site_users=ctx.site_users,
     )
     path = ctx.run_dir / rundir.REPLAY_PLAN
     plan = plan_on_clock(*ctx.plan(), ctx.scale, ctx.plugins, ctx.backend.platform, path)
@@ -345,10 +350,9 @@ def report(ctx: RunContext) -> dict[str, Any]:
         )
     complete, reason = ctx.verdict()
     if not complete:
-        every_user = ctx.site is not None and ctx.site.users is not None
         ctx.say(
             f"INCOMPLETE run ({reason}); everything collected so far is in {ctx.run_dir}. "
-            f"Leftover jobs: {leftover_advice(ctx.opts.cluster.backend, ctx.backend.name, every_user)}; "
+            f"Leftover jobs: {leftover_advice(ctx.opts.cluster.backend, ctx.backend.name, ctx.site_users)}; "
             "or start again with `harness run`."
         )
     return {}
