@@ -164,7 +164,7 @@ def fit_to_plan(ctx: RunContext, plan: pd.DataFrame) -> None:
 def bring_up_cluster(ctx: RunContext) -> dict[str, Any]:
     ctx.backend.prepare(ctx.sched, progress=ctx.say)
     info: dict[str, Any] = {"backend": ctx.opts.cluster.backend, "name": ctx.backend.name}
-    if ctx.site_users:  # (a Docker cluster: users_to_replay checked)
+    if ctx.site is not None and ctx.site.users is not None:  # (a Docker cluster: users_to_replay checked)
         info["site_users"] = add_site_users(ctx.backend, ctx.site.users, ctx.say)  # type: ignore[arg-type]
     return info
 
