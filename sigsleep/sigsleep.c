@@ -70,6 +70,9 @@
  * the contention service has not published it yet. */
 #define RATE_TICK_NS 100000000LL
 #define RATE_WAIT_NS 20000000LL
+/* A transfer or a phase with less than this left is done: the event clock stops at its
+ * published end, written to the microsecond. */
+#define DONE_NS 100000LL
 #define DEFAULT_IO_DIR "/shared/io"
 
 enum reason { R_COMPLETED, R_TIMEOUT, R_KILLED, R_CUT };
@@ -136,6 +139,7 @@ struct run {
     int64_t goal_ns;       /* running time at which the current wait is over */
     enum reason reason;
     int signo;
+    bool poll_return; /* return after any wait a signal did not end (the event clock's looks) */
 };
 
 /* ---------------------------------------------------------------- clocks -- */
@@ -812,7 +816,62 @@ static void run_job(const struct options *o, struct run *r, const sigset_t *wait
             r->reason = why_stopped(o, r, mono_ns());
             return;
         }
+        if (rc == 0 && r->poll_return)
+            return;
     }
+}
+
+/* ------------------------------------------------------- the event clock -- */
+
+/*
+ * On a held virtual clock (rate 0: harness run --clock events) the clock jumps only when
+ * the cluster is quiet, and never past the first end of a transfer or a phase. So this
+ * job publishes, at every instant the clock stands at, when its current phase ends:
+ * DIR/ends/job.<ID>, one line "at=V sig=S end=E final=0|1" (S: the set its rate was
+ * solved for, "-" for a compute phase; E "inf" while its rate is not known; final: the
+ * job's last phase). harness/emulation/iolive/io_events.py reads it.
+ */
+static bool on_event_clock(void)
+{
+    return g_clock && vclock_read(g_clock).rate == 0;
+}
+
+static void ends_path(char *out, size_t n, const struct options *o, const char *suffix)
+{
+    snprintf(out, n, "%s/ends/job.%llu%s", o->io_dir, o->job_id, suffix);
+}
+
+static void publish_end(const struct options *o, const char *sig, double end, bool final)
+{
+    static char last[160];
+    char line[160], dir[PATH_MAX], path[PATH_MAX], tmp[PATH_MAX + 8];
+    char end_text[32];
+    if (isinf(end))
+        snprintf(end_text, sizeof end_text, "inf");
+    else
+        snprintf(end_text, sizeof end_text, "%.6f", end);
+    snprintf(line, sizeof line, "at=%.6f sig=%s end=%s final=%d\n", real_s(), sig, end_text, final ? 1 : 0);
+    if (strcmp(line, last) == 0)
+        return;
+    snprintf(dir, sizeof dir, "%s/ends", o->io_dir);
+    mkdir(dir, 0777); /* EEXIST is fine; a failure shows at open */
+    ends_path(path, sizeof path, o, "");
+    ends_path(tmp, sizeof tmp, o, ".tmp");
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "sigsleep: cannot publish '%s': %s\n", tmp, strerror(errno));
+        return;
+    }
+    fputs(line, f);
+    if (fclose(f) == 0 && rename(tmp, path) == 0)
+        snprintf(last, sizeof last, "%s", line);
+}
+
+static void withdraw_end(const struct options *o)
+{
+    char path[PATH_MAX];
+    ends_path(path, sizeof path, o, "");
+    unlink(path);
 }
 
 /* ------------------------------------------------------------------ phases -- */
@@ -872,9 +931,12 @@ static void unregister_flow(const struct options *o, int index)
     unlink(path);
 }
 
-/* This flow's rate in MB/s from DIR/rates, or -1 if the service has not published it. */
-static double read_rate(const struct options *o, int index)
+#define SIG_LEN 32
+/* This flow's rate in MB/s from DIR/rates, or -1 if the service has not published it;
+ * `sig` gets the signature of the set it was solved for (its "#sig" line, "?" without). */
+static double read_rate(const struct options *o, int index, char sig[SIG_LEN])
 {
+    snprintf(sig, SIG_LEN, "?");
     static char buf[1 << 20];
     char path[PATH_MAX], key[64];
     snprintf(path, sizeof path, "%s/rates", o->io_dir);
@@ -886,6 +948,8 @@ static double read_rate(const struct options *o, int index)
     if (n <= 0)
         return -1;
     buf[n] = '\0';
+    if (strncmp(buf, "#sig ", 5) == 0)
+        sscanf(buf + 5, "%31s", sig);
     int klen = snprintf(key, sizeof key, "%llu.%d ", o->job_id, index);
     for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
         if (strncmp(line, key, (size_t)klen) == 0)
@@ -906,18 +970,28 @@ static void run_transfer(const struct options *o, struct run *r, const sigset_t 
                          struct phase *ph)
 {
     double left = ph->mb, rate = -1;
-    bool registered = register_flow(o, index, ph);
+    char sig[SIG_LEN] = "?";
+    bool registered = register_flow(o, index, ph), last_phase = index == o->n_phases - 1;
     ph->min_mbps = INFINITY;
-    while (left > 0) {
-        double published = registered ? read_rate(o, index) : -1;
-        if (published >= 0)
+    while (left > 0 && !(rate > 0 && left <= rate * DONE_NS / 1e9)) {
+        char read_sig[SIG_LEN];
+        double published = registered ? read_rate(o, index, read_sig) : -1;
+        if (published >= 0) {
             rate = published;
+            snprintf(sig, sizeof sig, "%s", read_sig);
+        }
         int64_t step = RATE_WAIT_NS;
         if (rate > 0) {
             double to_end = left / rate * 1e9;
             step = to_end < RATE_TICK_NS ? (int64_t)ceil(to_end) : RATE_TICK_NS;
             if (rate < ph->min_mbps)
                 ph->min_mbps = rate;
+        }
+        r->poll_return = on_event_clock();
+        if (r->poll_return) {
+            double now = real_s();
+            publish_end(o, sig, rate > 0 ? now + left / rate : INFINITY, last_phase);
+            step = rate > 0 ? (int64_t)ceil(left / rate * 1e9) : RATE_WAIT_NS; /* the clock stops there */
         }
         int64_t before = running_ns(r, mono_ns());
         run_to(o, r, wait_mask, before + step);
@@ -929,6 +1003,7 @@ static void run_transfer(const struct options *o, struct run *r, const sigset_t 
         if (r->reason != R_COMPLETED)
             break;
     }
+    r->poll_return = false;
     ph->moved_mb = ph->mb - left;
     /* A checkpoint done drains in the background (the flow file becomes the drain,
      * in one rename): the next phase goes on meanwhile. */
@@ -936,6 +1011,23 @@ static void run_transfer(const struct options *o, struct run *r, const sigset_t 
         ph->draining = write_flow(o, index, ph, real_s());
     if (registered && !ph->draining)
         unregister_flow(o, index);
+}
+
+/* A compute phase: `seconds` of running time; on the event clock its end published at
+ * every instant the clock stands at. */
+static void run_compute(const struct options *o, struct run *r, const sigset_t *wait_mask, int index,
+                        int64_t goal)
+{
+    for (;;) {
+        r->poll_return = on_event_clock();
+        if (r->poll_return)
+            publish_end(o, "-", real_s() + (double)(goal - running_ns(r, mono_ns())) / 1e9,
+                        index == o->n_phases - 1);
+        run_to(o, r, wait_mask, goal);
+        if (r->reason != R_COMPLETED || running_ns(r, mono_ns()) >= goal - DONE_NS)
+            break;
+    }
+    r->poll_return = false;
 }
 
 /* A job stopped by a limit or a signal loses its drains in flight (the
@@ -955,7 +1047,7 @@ static void run_phases(const struct options *o, struct run *r, const sigset_t *w
         ph->started = true;
         ph->start_real = real_s();
         if (ph->kind == PH_COMPUTE)
-            run_to(o, r, wait_mask, run_begin + llround(ph->seconds * 1e9));
+            run_compute(o, r, wait_mask, i, run_begin + llround(ph->seconds * 1e9));
         else
             run_transfer(o, r, wait_mask, i, ph);
         ph->end_real = real_s();
@@ -1287,6 +1379,7 @@ int main(int argc, char **argv)
 
     if (o.phases) {
         run_phases(&o, &r, &wait_mask);
+        withdraw_end(&o);
         if (r.reason != R_COMPLETED)
             drop_drains(&o);
         for (int i = 0; i < o.n_phases; i++)

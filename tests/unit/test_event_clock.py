@@ -11,14 +11,12 @@ import pandas as pd
 import pytest
 
 from harness.emulation.head.ahead import next_begin, submissions_ahead_due, submissions_due
+from harness.emulation.head.event_times import ends_due, job_durations, next_event
 from harness.emulation.head.events import (
     SETTLE_S,
     EventDriver,
     Observation,
     as_at,
-    ends_due,
-    job_durations,
-    next_event,
     quiescent,
     slurm_settled,
 )

@@ -173,6 +173,10 @@ class DockerCluster:
     def shared_path(self, rel: str) -> str:
         return f"{SHARED}/{rel}"
 
+    def shared_dir(self, rel: str) -> Path:
+        """This host's path of ``rel`` in the shared directory (a bind mount of it)."""
+        return self.state.shared / rel
+
     def put(self, local: Path, rel: str) -> None:
         target = self.state.shared / rel
         for parent in reversed(target.relative_to(self.state.shared).parents[:-1]):

@@ -43,11 +43,12 @@ import pandas as pd
 from harness.emulation.head.ahead import (
     eligible_at,
     eligible_instant,
-    next_begin,
     submissions_ahead_due,
     submissions_due,
 )
+from harness.emulation.head.event_times import ends_due, job_durations, next_event, next_second, with_finals
 from harness.emulation.head.quiescence import SlurmActivity
+from harness.emulation.iolive.io_events import IOState
 from harness.model.clock import VirtualClock
 
 SETTLE_S = 0.1  # real seconds without a change before slurmctld's signals are believed
@@ -79,36 +80,12 @@ class Observation:
     agent_looked: float | None = field(default=None, compare=False)
     # ... and when it last released jobs (wall clock; None: never)
     agent_released: float | None = field(default=None, compare=False)
+    io: IOState | None = None  # live I/O's publications (io-aware runs; io_events)
 
     @property
     def jobs(self) -> tuple:
         """What changes when a job is submitted, starts or ends (not a pass of Slurm's)."""
         return self.t0, self.submitted, self.queue, self.done
-
-
-def job_durations(plan: pd.DataFrame) -> dict[int, float]:
-    """Plan job id -> how long its sigsleep runs: its runtime, cut at its walltime."""
-    ends = np.minimum(plan["runtime"].to_numpy(float), plan["walltime"].to_numpy(float))
-    return dict(zip(plan["job_id"].astype(int), ends, strict=True))
-
-
-def next_event(
-    now: float, t0: float | None, instants: Sequence[float], submitted: int,
-    running: Mapping[int, float], durations: Mapping[int, float], ahead: bool = False,
-) -> float:  # fmt: skip
-    """The next whole second at which something is due: a submission (``ahead``: a job's
-    eligible instant) or a job's end; at least a second after ``now`` (a due event not yet
-    seen is a second's creep away)."""
-    due = []
-    upcoming = next_begin(now, t0, instants) if ahead else None
-    if upcoming is not None:
-        due.append(upcoming)
-    elif not ahead and t0 is not None and submitted < len(instants):
-        due.append(t0 + instants[submitted])
-    due += [start + durations[job] for job, start in running.items() if job in durations]
-    if not due:
-        return now + 1.0
-    return max(now + 1.0, float(math.ceil(min(due) - 1e-9)))
 
 
 def quiescent(obs: Observation, now: float, instants: Sequence[float], ahead: bool = False) -> bool:
@@ -138,13 +115,6 @@ def as_at(
     come = int(np.searchsorted(eligible_at(t0, instants), now + 1e-9, side="right"))
     queue = None if obs.queue is None else tuple(row for row in obs.queue if not waiting(row))
     return replace(obs, submitted=min(obs.submitted, come), queue=queue)
-
-
-def ends_due(now: float, running: Mapping[int, float], durations: Mapping[int, float]) -> int:
-    """Jobs still running although their sigsleep has reached its end at ``now``."""
-    return sum(
-        1 for job, start in running.items() if job in durations and start + durations[job] <= now + 1e-6
-    )
 
 
 def _pending(obs: Observation) -> bool:
@@ -286,9 +256,9 @@ class EventDriver:
         """Whether a job ends at ``target`` (or, not submitting ahead, one is submitted then):
         the page then goes there first and the daemons a second behind, until those jobs have
         ended (and been submitted); only then do the daemons, and Slurm's passes, reach it."""
-        ends = (
-            start + self.durations[job] for job, start in self.running(obs).items() if job in self.durations
-        )
+        running = self.running(obs)
+        durations = with_finals(self.durations, obs.io, running)
+        ends = (start + durations[job] for job, start in running.items() if job in durations)
         if any(math.ceil(end - 1e-9) <= target for end in ends):
             return True
         if self.ahead or obs.t0 is None or obs.submitted >= len(self.instants):
@@ -324,7 +294,8 @@ class EventDriver:
         daemons the agent does not look (it would decide on an instant half done)."""
         if (
             obs.unstarted
-            or ends_due(now, self.running(obs), self.durations)
+            or ends_due(now, running := self.running(obs), with_finals(self.durations, obs.io, running))
+            or (obs.io is not None and not obs.io.settled)
             or not (leading or self._agent_caught_up(obs))
         ):
             return "forced" if still >= HARD_WAIT_S else None
@@ -382,9 +353,12 @@ class EventDriver:
     def _target(self, obs: Observation, now: float, dirty: bool) -> tuple[float, str]:
         """Where the clock goes next, and how: a second on after a change (``creep``), else to
         the next event (``jump``)."""
+        io_end = obs.io.next_end if obs.io is not None else math.inf
         if dirty:
-            return now + 1.0, "creep"
+            return min(next_second(now), io_end), "creep"
+        running = self.running(obs)
         target = next_event(
-            now, obs.t0, self.instants, obs.submitted, self.running(obs), self.durations, self.ahead
-        )
-        return target, "jump"
+            now, obs.t0, self.instants, obs.submitted, running, with_finals(self.durations, obs.io, running),
+            self.ahead,
+        )  # fmt: skip
+        return min(target, io_end), "jump"

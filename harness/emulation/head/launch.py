@@ -23,6 +23,7 @@ import pandas as pd
 from harness.cluster.base import ClusterBackend, ClusterError, Spawned, node_states
 from harness.emulation.head.events import EventDriver, Observation
 from harness.emulation.head.faultlog import FaultMonitor
+from harness.emulation.head.io_watch import LiveIOWatch
 from harness.emulation.head.progress import RunObserver
 from harness.emulation.head.quiescence import (
     ControllerShell,
@@ -93,6 +94,7 @@ class HeadRun:
         # clock a job Slurm starts while the daemons are a second behind the page starts at the
         # page's instant, a second after Slurm's stamp
         self.started: dict[int, float] = {}
+        self.live_io: LiveIOWatch | None = None  # on the event clock, an io-aware run's transfers
         self._started_offset = 0
         opener = getattr(backend, "open_shell", None)  # the Docker backend: one shell for every look
         self.shell = ControllerShell(opener) if opener is not None else None
@@ -157,6 +159,7 @@ class HeadRun:
         """With ``--clock events``: the driver of the held clock, started."""
         if not (self.spec.events and isinstance(self.clock, VirtualClock)):
             return None
+        self.live_io = LiveIOWatch.of_run(self.backend, plan)
         driver = EventDriver(
             self.clock, plan, self._observe, self._running,
             ahead=not self.uses_agent, agent=self.uses_agent, backfill=self.backfill,
@@ -176,9 +179,10 @@ class HeadRun:
         submitted = int(status.get("submitted", 0)) + int(status.get("failed", 0))
         self._read_started()
         running = {int(r[1][1:]) for r in rows or () if r[0] == "RUNNING" and r[1][1:].isdigit()}
+        io = self.live_io.state(self.clock.now(), running) if self.live_io is not None else None
         return Observation(
             t0, submitted, rows, bool(status.get("done")), activity, len(running - self.started.keys()),
-            looked, released,
+            looked, released, io,
         )  # fmt: skip
 
     def _poke(self) -> None:
@@ -198,7 +202,8 @@ class HeadRun:
 
     def _look(self) -> tuple[list[str] | None, SlurmActivity | None]:
         """squeue's rows of the run's jobs (None: no answer) and slurmctld's activity (sdiag)."""
-        cmd = ["squeue", "--noheader", *self.users_filter(), "--format=%T %j %S"]
+        states = LiveIOWatch.squeue_states() if self.live_io is not None else []
+        cmd = ["squeue", "--noheader", *self.users_filter(), *states, "--format=%T %j %S"]
         if self.shell is not None:
             return split_look(self.shell.run(look_script(cmd)) or "")
         res = self.backend.exec(cmd, timeout=30)
@@ -329,7 +334,8 @@ class HeadRun:
     def queue_counts(self) -> tuple[int, int] | None:
         """(pending, running) jobs of the submit user, from squeue; None if squeue failed
         (a busy slurmctld times out): that says nothing about the queue."""
-        cmd = ["squeue", "--noheader", *self.users_filter(), "--format=%T %j %S"]
+        states = LiveIOWatch.squeue_states() if self.live_io is not None else []
+        cmd = ["squeue", "--noheader", *self.users_filter(), *states, "--format=%T %j %S"]
         res = self.backend.exec(cmd, timeout=30)
         if not res.ok:
             return None

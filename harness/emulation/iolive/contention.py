@@ -59,6 +59,7 @@ import numpy as np
 
 from harness.emulation.iolive.drains import end_time, finish_drains, update_drains
 from harness.emulation.iolive.flows import FLOWS_DIR, RATES, Flow, read_flows, staging_flow
+from harness.emulation.iolive.io_events import ENDS_DIR, SIG_PREFIX, set_signature
 from harness.emulation.iolive.transfers import active_transfers
 from harness.flow import NO_LINK, max_min_rates
 from harness.flow.io_network import MB, IONetwork
@@ -133,9 +134,12 @@ def known_flows(flows: list[Flow], machine: Machine, report: Callable[[str], Non
     return kept
 
 
-def write_rates(directory: Path, flows: list[Flow], rates: Iterable[float]) -> None:
-    """``rates`` rewritten atomically (no fsync: it is rebuilt from the flows on a restart)."""
-    text = "".join(f"{f.key} {r:.6f}\n" for f, r in zip(flows, rates, strict=True))
+def write_rates(directory: Path, flows: list[Flow], rates: Iterable[float], sig: str = "") -> None:
+    """``rates`` rewritten atomically (no fsync: it is rebuilt from the flows on a restart),
+    after a first line with the signature of the set solved (for the event clock:
+    :mod:`harness.emulation.iolive.io_events`)."""
+    text = f"{SIG_PREFIX}{sig}\n" if sig else ""
+    text += "".join(f"{f.key} {r:.6f}\n" for f, r in zip(flows, rates, strict=True))
     tmp = directory / f".{RATES}.{os.getpid()}.tmp"
     tmp.write_text(text)
     os.chmod(tmp, 0o644)
@@ -147,6 +151,7 @@ def publish(directory: Path, machine: Machine, report: Callable[[str], None] = p
     """One look: read the flows, drop those of jobs Slurm no longer runs, write the rates,
     move the drains whose rate changed on to ``now`` (their files rewritten)."""
     now = time.time() if now is None else now
+    sig = set_signature(directory)  # before the read: a change meanwhile shows as a new set
     flows = read_flows(directory, report)
     if running is not None:
         gone = [f for f in flows if f.slurm_job is not None and f.slurm_job not in running]
@@ -155,8 +160,9 @@ def publish(directory: Path, machine: Machine, report: Callable[[str], None] = p
         flows = [f for f in flows if f not in gone]
     flows = known_flows(flows, machine, report)
     rates = flow_rates([*flows, *active_stagings(directory)], machine)  # stagings share the links
-    write_rates(directory, flows, rates[: len(flows)])
-    return update_drains(directory / FLOWS_DIR, flows, rates[: len(flows)], now)
+    moved = update_drains(directory / FLOWS_DIR, flows, rates[: len(flows)], now)
+    write_rates(directory, flows, rates[: len(flows)], sig)  # the drains' files first: then their ends hold
+    return moved
 
 
 def end_drains(directory: Path, machine: Machine, flows: list[Flow], now: float | None = None) -> list[Flow]:
@@ -200,9 +206,10 @@ def serve(directory: Path, machine: Machine, *, tick: float = DEFAULT_TICK, sque
     """Publish the rates whenever the set of flows changes, until ``stop()``; the drains move on
     ``clock`` (the jobs' clock: the wall clock, or the virtual clock's page)."""
     flows_dir = directory / FLOWS_DIR
-    flows_dir.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(PermissionError):
-        os.chmod(flows_dir, 0o1777)  # jobs run as an unprivileged user
+    for shared in (flows_dir, directory / ENDS_DIR):
+        shared.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(PermissionError):
+            os.chmod(shared, 0o1777)  # jobs run as an unprivileged user
     seen: tuple[int, int] | None = None
     flows: list[Flow] = []
     next_stale = time.monotonic() + stale_every

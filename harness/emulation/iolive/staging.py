@@ -51,6 +51,7 @@ import numpy as np
 from harness.emulation.iolive.contention import flow_rates, known_flows
 from harness.emulation.iolive.drains import drains_of
 from harness.emulation.iolive.flows import read_flows, staging_flow
+from harness.emulation.iolive.io_events import Publication, publish, set_signature, staging_name, withdraw
 from harness.emulation.iolive.transfers import Transfer, active_transfers, register
 from harness.flow import NO_LINK, max_min_rates
 from harness.flow.io_network import MB, IONetwork
@@ -144,29 +145,41 @@ def run_transfer(
     tick: float = DEFAULT_TICK,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
+    events: bool = False,
 ) -> dict[str, float | int | str]:
-    """Move ``transfer``'s bytes at its fair share until done; returns its record."""
+    """Move ``transfer``'s bytes at its fair share until done; returns its record. ``events``:
+    on the event clock, publish its end for the driver at every look
+    (:mod:`harness.emulation.iolive.io_events`)."""
     solo = float(transfer_rates([transfer], machine, TimeScale.of_speedup(transfer.time_scale))[0])
     left = transfer.mb * MB
     path = register(directory, transfer)
+    announce = _Announcer(directory, staging_name(transfer.job, transfer.kind)) if events else None
     start = last = clock()
     rates: list[float] = []
     try:
         while True:
+            sig = set_signature(directory) if announce else ""
             rate = _own_rate(transfer, active_transfers(directory), machine, directory)
             if left <= rate * DONE_S:
                 break
+            if announce and sig == set_signature(directory):  # (the set did not change while solved)
+                announce(last, sig, last + left / rate)
             rates.append(rate)
             sleep(min(tick, left / rate))
             now = clock()
             left -= rate * (now - last)
-            last = now
+            last = now if left >= 0 else now + left / rate  # (a late wake: it ended before)
+        moved, waited = last, False
+        while transfer.kind == "out" and pending_drains(directory, transfer.job):
+            waited = True
+            if announce:  # the drains' ends are the service's to publish
+                announce(clock(), set_signature(directory), float("inf"))
+            sleep(tick)  # the job's checkpoints still draining: Slurm holds its BB meanwhile
     finally:
         path.unlink(missing_ok=True)
-    moved = clock()
-    while transfer.kind == "out" and pending_drains(directory, transfer.job):
-        sleep(tick)  # the job's checkpoints still draining: Slurm holds its BB meanwhile
-    end = clock()
+        if announce:
+            announce.withdraw()
+    end = clock() if waited else moved
     seconds = end - start
     record: dict[str, float | int | str] = {
         "job": transfer.job, "kind": transfer.kind, "nodes": transfer.nodes, "mb": transfer.mb,
@@ -177,6 +190,23 @@ def run_transfer(
     }  # fmt: skip
     append_jsonl(directory / RECORDS, record)
     return record
+
+
+class _Announcer:
+    """One staging process's publications for the event clock (written only when they change)."""
+
+    def __init__(self, directory: Path, name: str) -> None:
+        self.directory, self.name = directory, name
+        self._last: Publication | None = None
+
+    def __call__(self, at: float, sig: str, end: float) -> None:
+        pub = Publication(at, sig, end)
+        if pub != self._last:
+            publish(self.directory, self.name, pub)
+            self._last = pub
+
+    def withdraw(self) -> None:
+        withdraw(self.directory, self.name)
 
 
 def pending_drains(directory: Path, slurm_job: int) -> bool:
@@ -220,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     if transfer.mb > 0 or (transfer.kind == "out" and pending_drains(args.dir, transfer.job)):
         args.dir.mkdir(parents=True, exist_ok=True)
         tick = args.tick * max(clock.rate, 1.0)  # looks every --tick real seconds, whatever the speed-up
-        run_transfer(transfer, machine, args.dir, tick=tick, clock=clock.now, sleep=clock.sleep)
+        held = isinstance(clock, VirtualClock) and clock.rate == 0  # the event clock
+        run_transfer(transfer, machine, args.dir, tick=tick, clock=clock.now, sleep=clock.sleep, events=held)
     return 0
 
 

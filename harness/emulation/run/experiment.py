@@ -30,7 +30,6 @@ from harness.emulation.run.steps import (
     plugins_for,
 )
 from harness.model import rundir
-from harness.model.io_models import ALLOC_ONLY
 from harness.platform import Machine, load_platform
 from harness.policies.io_platform import NoIoTreeError
 from harness.policies.registry import UnknownPolicyError, get_policy
@@ -78,11 +77,6 @@ def clock_for(opts: RunOptions) -> ClockMode:
     flag = "--clock events" if opts.replay.events else "--speedup"
     if opts.workload.shrink != 0.0:
         raise RunError(f"{flag} replays the trace in its own time: give no --shrink (or --shrink 0)")
-    if opts.workload.model != ALLOC_ONLY and opts.replay.events:
-        raise RunError(
-            "--clock events: live I/O (--model io-aware) does not run on the event clock yet "
-            "(its transfers would need the clock to stop at their ends); use --speedup S"
-        )
     if opts.cluster.backend != "docker":
         raise RunError(
             f"{flag} needs the local Docker cluster (--cluster docker): hosts deployed by Ansible "
