@@ -14,6 +14,7 @@ import pytest
 
 from harness.emulation.iolive.contention import flow_rates, publish
 from harness.emulation.iolive.flows import FLOWS_DIR, RATES, Flow, FlowFileError, parse_flow, read_flows
+from harness.emulation.iolive.io_events import set_signature
 from harness.emulation.iolive.staging import _own_rate as staging_rate
 from harness.emulation.iolive.staging import transfer_rates
 from harness.emulation.iolive.transfers import Transfer, active_transfers, register
@@ -106,7 +107,7 @@ def test_publish_writes_every_rate_and_drops_jobs_gone_and_foreign_nodes(tmp_pat
     said: list[str] = []
     kept = publish(tmp_path, MACHINE, said.append, running={101, 102, 104})
     assert [f.key for f in kept] == ["1.1", "2.4"]
-    assert (tmp_path / RATES).read_text() == "1.1 625.000000\n2.4 625.000000\n"
+    assert _rates(tmp_path) == "1.1 625.000000\n2.4 625.000000\n"
     assert not (flows / "3.1.flow").exists()  # Slurm no longer runs job 103
     assert len(said) == 2 and "5.1.flow: missing time_scale" in said[0] and "x001" in said[1]
     assert [f.key for f in read_flows(tmp_path, said.append)] == ["1.1", "2.4", "4.1"]
@@ -122,7 +123,10 @@ def test_stagings_and_checkpoints_share_the_bb_links_in_one_solve(tmp_path: Path
     )
     register(tmp_path, Transfer(9, "in", 1, 1000.0, 1.0, os.getpid()))
     publish(tmp_path, MACHINE, print)
-    assert (tmp_path / RATES).read_text() == f"1.1 {level:.6f}\n"
+    assert _rates(tmp_path) == f"1.1 {level:.6f}\n"
+    # solved for the checkpoint and the staging, and says so (the event clock reads it)
+    assert (tmp_path / RATES).read_text().startswith(f"#sig {set_signature(tmp_path)}\n")
+    assert set_signature(tmp_path) not in ("0", "")
     # the staging command sees the same: its slowest stripe (on bb01) gets L / 12 for 1/12 of the bytes
     mine = staging_rate(Transfer(9, "in", 1, 1000.0, 1.0, os.getpid()), active_transfers(tmp_path), MACHINE,
                         tmp_path)  # fmt: skip
@@ -135,3 +139,9 @@ def test_slow_tier_writes_to_the_pfs_without_a_bb_node() -> None:
     assert flow_rates([flow(1, "pfs", "c001")], MACHINE).tolist() == [1250.0]
     pair = [flow(1, "pfs", "c[001-008]"), flow(2, "pfs", "c[009-016]")]
     assert flow_rates(pair, MACHINE).tolist() == [2500.0, 2500.0]
+
+
+def _rates(directory: Path) -> str:
+    """The rates file's lines after its ``#sig`` line (the set it solved for, io_events)."""
+    lines = (directory / RATES).read_text().splitlines(keepends=True)
+    return "".join(line for line in lines if not line.startswith("#sig "))

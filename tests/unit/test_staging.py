@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.emulation.iolive.io_events import ENDS_DIR, parse_publication, set_signature, staging_name
 from harness.emulation.iolive.staging import (
     RECORDS,
     StagingError,
@@ -288,3 +289,38 @@ def test_staging_agreement_in_original_seconds_and_the_io_aware_twin() -> None:
     assert got["mean_stage_out_s"]["rel_diff"] == 0.0
     assert simulator_twin("slurm-backfill-io-aware-1") == "io-easy"
     assert simulator_twin("slurm-backfill-1") == "backfill-1"
+
+
+class DrivenClock(FakeClock):
+    """A held clock that a driver jumps to the first published end, as the event clock does;
+    ``late``: each wake comes this many virtual seconds after the asked-for sleep instead."""
+
+    def __init__(self, directory: Path, name: str, late: float = 0.0) -> None:
+        super().__init__()
+        self.directory, self.name, self.late, self.seen = directory, name, late, []
+
+    def sleep(self, dt: float) -> None:
+        if self.late:
+            self.now += dt + self.late
+            return
+        pub = parse_publication((self.directory / ENDS_DIR / self.name).read_text())
+        self.seen.append(pub)
+        assert pub.at == self.now and pub.sig == set_signature(self.directory)
+        self.now = pub.end
+
+
+def test_on_the_event_clock_a_transfer_publishes_its_end_and_ends_there(tmp_path: Path) -> None:
+    # 8,000 MB beside job 6's 10,000 MB: 2,500 MB/s each, 3.2 s
+    register(tmp_path, _t(6, 4, 10_000.0, pid=os.getpid()))
+    clock = DrivenClock(tmp_path, staging_name(5, "in"))
+    rec = run_transfer(_t(5, 4, 8000.0), MACHINE, tmp_path, clock=clock, sleep=clock.sleep, events=True)
+    assert [p.end for p in clock.seen] == [pytest.approx(1003.2)]
+    assert (rec["start"], rec["end"]) == (1000.0, pytest.approx(1003.2))
+    assert not (tmp_path / ENDS_DIR / staging_name(5, "in")).exists()  # withdrawn
+
+
+def test_a_late_wake_ends_the_transfer_where_its_bytes_ran_out(tmp_path: Path) -> None:
+    # 1,000 MB alone at 5,000 MB/s: 0.2 s; the one wake comes at 0.25 s
+    clock = DrivenClock(tmp_path, "-", late=0.05)
+    rec = run_transfer(_t(5, 4, 1000.0), MACHINE, tmp_path, tick=0.5, clock=clock, sleep=clock.sleep)
+    assert clock.now == pytest.approx(1000.25) and rec["end"] == pytest.approx(1000.2)

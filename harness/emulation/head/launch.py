@@ -30,10 +30,13 @@ from harness.emulation.head.quiescence import (
     SlurmActivity,
     look_script,
     poke_script,
+    queue_row,
+    running_since,
     split_look,
 )
 from harness.emulation.head.site_requests import uses_site_requests
 from harness.emulation.head.watch import HeadProcessDied, Watcher
+from harness.emulation.iolive.staging_results import wait_for_stage_outs
 from harness.emulation.run.specs import ReplaySpec
 from harness.model import rundir
 from harness.model.clock import DEFAULT_POLL_S, VirtualClock, WallClock
@@ -42,7 +45,6 @@ from harness.model.jsonio import parse_jsonl
 from harness.model.rundir import CLOCK_PAGE
 from harness.platform import built_in_name
 from harness.slurm.config import HARNESS_PYTHON
-from harness.slurm.jobcomp import slurm_time
 
 SUBMIT_USER = "emu"
 CANCEL_CHUNK = 500  # job ids per scontrol/scancel call
@@ -85,6 +87,7 @@ class HeadRun:
         self.quiet = quiet
         self.verbose = verbose
         self.running_since: dict[int, float] = {}  # plan job id -> start (epoch s), from squeue
+        self.live_io: LiveIOWatch | None = None  # on the event clock, an io-aware run's transfers
         self.shared = f"{rundir.SHARED_RUNS}/{run_id}"
         self.observer: RunObserver | None = None  # writes progress and interim results as the run goes
         self.monitor = FaultMonitor()
@@ -94,12 +97,10 @@ class HeadRun:
         # clock a job Slurm starts while the daemons are a second behind the page starts at the
         # page's instant, a second after Slurm's stamp
         self.started: dict[int, float] = {}
-        self.live_io: LiveIOWatch | None = None  # on the event clock, an io-aware run's transfers
         self._started_offset = 0
         opener = getattr(backend, "open_shell", None)  # the Docker backend: one shell for every look
         self.shell = ControllerShell(opener) if opener is not None else None
-        # the run's clock as this host reads it: the wall clock, or the cluster's virtual clock
-        virtual = backend.virtual_clock() if spec.virtual else None
+        virtual = backend.virtual_clock() if spec.virtual else None  # (None: the wall clock)
         self.clock: WallClock | VirtualClock = virtual or WallClock()
 
     @property
@@ -129,7 +130,7 @@ class HeadRun:
             died = HeadProcessDied("the head node did not answer", str(exc))
         finally:
             if driver is not None:
-                self._end_events(driver)
+                self._end_events(driver, complete)
             self.stop(proc)
             if agent is not None:
                 self.stop(agent)  # the same STOP file ends the agent
@@ -143,7 +144,9 @@ class HeadRun:
             raise died
         return complete, reason
 
-    def _end_events(self, driver: EventDriver) -> None:
+    def _end_events(self, driver: EventDriver, complete: bool) -> None:
+        if complete and self.live_io is not None:  # the last stage-outs move on the clock's events
+            wait_for_stage_outs(self.backend, SUBMIT_USER)
         driver.stop()
         if self.shell is not None:
             self.shell.close()
@@ -174,12 +177,12 @@ class HeadRun:
         # this look's counters (the driver waits for a main cycle after them)
         looked, released = self._agent_status() if self.uses_agent else (None, None)
         lines, activity = self._look()
-        rows = tuple(_queue_row(line.split()) for line in lines) if lines is not None else None
+        rows = tuple(queue_row(line.split()) for line in lines) if lines is not None else None
         t0 = float(status["t0"]) if status.get("t0") else None
         submitted = int(status.get("submitted", 0)) + int(status.get("failed", 0))
         self._read_started()
         running = {int(r[1][1:]) for r in rows or () if r[0] == "RUNNING" and r[1][1:].isdigit()}
-        io = self.live_io.state(self.clock.now(), running) if self.live_io is not None else None
+        io = self.live_io.state(self.clock.now(), running, rows) if self.live_io is not None else None
         return Observation(
             t0, submitted, rows, bool(status.get("done")), activity, len(running - self.started.keys()),
             looked, released, io,
@@ -202,8 +205,8 @@ class HeadRun:
 
     def _look(self) -> tuple[list[str] | None, SlurmActivity | None]:
         """squeue's rows of the run's jobs (None: no answer) and slurmctld's activity (sdiag)."""
-        states = LiveIOWatch.squeue_states() if self.live_io is not None else []
-        cmd = ["squeue", "--noheader", *self.users_filter(), *states, "--format=%T %j %S"]
+        columns = LiveIOWatch.squeue_columns() if self.live_io is not None else ["--format=%T %j %S"]
+        cmd = ["squeue", "--noheader", *self.users_filter(), *columns]
         if self.shell is not None:
             return split_look(self.shell.run(look_script(cmd)) or "")
         res = self.backend.exec(cmd, timeout=30)
@@ -332,10 +335,8 @@ class HeadRun:
         return len(ended & slurm_ids)
 
     def queue_counts(self) -> tuple[int, int] | None:
-        """(pending, running) jobs of the submit user, from squeue; None if squeue failed
-        (a busy slurmctld times out): that says nothing about the queue."""
-        states = LiveIOWatch.squeue_states() if self.live_io is not None else []
-        cmd = ["squeue", "--noheader", *self.users_filter(), *states, "--format=%T %j %S"]
+        """(pending, running) jobs of the run, from squeue; None if it failed (slurmctld busy)."""
+        cmd = ["squeue", "--noheader", *self.users_filter(), "--format=%T %j %S"]
         res = self.backend.exec(cmd, timeout=30)
         if not res.ok:
             return None
@@ -362,27 +363,8 @@ def cancel_submitted(backend: ClusterBackend, run_id: str, say: Callable[[str], 
     say(f"asked Slurm to cancel the run's {len(ids)} submitted job(s)")
 
 
-def _queue_row(fields: list[str]) -> tuple[str, str, str]:
-    """(state, name, start) of one squeue row; a pending job's planned start is left out (it
-    moves with every backfill pass and says nothing of the cluster working)."""
-    state, name, start = [*fields, "", "", ""][:3]
-    return state, name, start if state in ("RUNNING", "COMPLETING") else ""
-
-
 def _running_of(obs: Observation) -> dict[int, float]:
     return running_since([list(row) for row in obs.queue or ()])
-
-
-def running_since(rows: list[list[str]]) -> dict[int, float]:
-    """Plan job id -> start instant of the running jobs, from squeue's ``%T %j %S`` rows
-    (the replay names a job ``t<plan job id>``)."""
-    found = {}
-    for row in rows:
-        if len(row) == 3 and row[0] in ("RUNNING", "COMPLETING") and row[1][1:].isdigit():
-            start = slurm_time(row[2])
-            if start is not None:
-                found[int(row[1][1:])] = start
-    return found
 
 
 def leftover_advice(backend: str, name: str, every_user: bool = False) -> str:

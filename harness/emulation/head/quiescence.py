@@ -25,6 +25,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from harness.slurm.jobcomp import slurm_time
+
 END = "@@harness-look-end"
 LOOK_TIMEOUT_S = 30.0
 # sdiag's counters that move when slurmctld accepts, starts or ends a job or runs a pass
@@ -142,3 +144,23 @@ class ControllerShell:
             proc.wait(timeout=5)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+def queue_row(fields: list[str]) -> tuple[str, ...]:
+    """(state, name, start, ...) of one squeue row; a pending job's planned start is left out (it
+    moves with every backfill pass and says nothing of the cluster working). Fields after the
+    third (live I/O's Slurm job id and burst-buffer state) are kept."""
+    state, name, start = [*fields, "", "", ""][:3]
+    return state, name, start if state in ("RUNNING", "COMPLETING") else "", *fields[3:]
+
+
+def running_since(rows: list[list[str]]) -> dict[int, float]:
+    """Plan job id -> start instant of the running jobs, from squeue's ``%T %j %S`` rows
+    (the replay names a job ``t<plan job id>``)."""
+    found = {}
+    for row in rows:
+        if len(row) >= 3 and row[0] in ("RUNNING", "COMPLETING") and row[1][1:].isdigit():
+            start = slurm_time(row[2])
+            if start is not None:
+                found[int(row[1][1:])] = start
+    return found

@@ -158,6 +158,7 @@ def publish(directory: Path, machine: Machine, report: Callable[[str], None] = p
         for f in gone:
             (directory / FLOWS_DIR / f"{f.key}.flow").unlink(missing_ok=True)
         flows = [f for f in flows if f not in gone]
+        sig = "" if gone else sig  # solved for no set seen whole: the next look publishes it
     flows = known_flows(flows, machine, report)
     rates = flow_rates([*flows, *active_stagings(directory)], machine)  # stagings share the links
     moved = update_drains(directory / FLOWS_DIR, flows, rates[: len(flows)], now)
