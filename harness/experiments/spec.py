@@ -376,7 +376,6 @@ def _check_mode(spec: ExperimentSpec, path: Path) -> None:
             "[workload] drift": w.drift != (0.0,),
             "[workload] priority": w.priority != ("none",),
             "[workload] preempt": w.preempt != ("none",),
-            'model = "io-aware"': spec.emulate.clock == "events" and IO_AWARE in spec.models,
         })  # fmt: skip
     if spec.simulate.staging in OFF_ALLOCATION and set(spec.models) != {IO_AWARE}:
         raise SpecError(f'{path}: [simulate] staging = "{spec.simulate.staging}": needs model = "io-aware"')

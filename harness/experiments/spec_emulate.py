@@ -56,8 +56,8 @@ def emulate_table(keys: Keys) -> EmulateSpec:
 
 def check_virtual_clock(emulate: EmulateSpec, path: Path, wall_only: dict[str, bool]) -> None:
     """What runs on the wall clock only (``wall_only``: what the file says -> whether it does),
-    refused on a virtual clock before any cell runs: `harness run` refuses drift, and io-aware
-    on the event clock; priority and preemption are what its `--clock auto` keeps on the wall
+    refused on a virtual clock before any cell runs: `harness run` refuses drift; priority
+    and preemption are what its `--clock auto` keeps on the wall
     clock (not run on the virtual one)."""
     given = next((what for what, on in wall_only.items() if on), None)
     if given is not None:

@@ -101,14 +101,13 @@ def opts(speedup: float | None, **workload: object) -> RunOptions:
     return RunOptions(WorkloadSpec(**workload), ClusterSpec(), ReplaySpec(speedup=speedup))  # type: ignore[arg-type]
 
 
-def test_a_virtual_clock_needs_unshrunk_times_on_the_docker_cluster_and_io_aware_a_speed_up() -> None:
+def test_a_virtual_clock_needs_unshrunk_times_on_the_docker_cluster() -> None:
     assert clock_for(opts(None)) == "wall" and clock_for(opts(50.0, shrink=0.0)) == "virtual"
     with pytest.raises(RunError, match="no --shrink"):
         clock_for(opts(50.0, shrink=0.99))
     assert clock_for(opts(50.0, shrink=0.0, model=IO_AWARE)) == "virtual"
     events = RunOptions(WorkloadSpec(shrink=0.0, model=IO_AWARE), ClusterSpec(), ReplaySpec(events=True))
-    with pytest.raises(RunError, match=r"--clock events: live I/O \(--model io-aware\) does not run"):
-        clock_for(events)
+    assert clock_for(events) == "virtual"  # live I/O publishes its ends for the event clock
     remote = RunOptions(WorkloadSpec(shrink=0.0), ClusterSpec(backend="ssh://u@h"), ReplaySpec(speedup=10.0))
     with pytest.raises(RunError, match="local Docker cluster"):
         clock_for(remote)

@@ -189,7 +189,6 @@ def test_a_wall_clock_cell_keeps_the_key_it_had_before_clocks(tmp_path: Path) ->
         ('cluster = "local"', "", '"events" needs the local Docker cluster'),
         ("", "drift = 0.5", r'clock = "events": \[workload\] drift runs on the wall clock only'),
         ("", 'priority = "size:4"', r'clock = "events": \[workload\] priority runs on the wall clock only'),
-        ("", 'model = "io-aware"', 'clock = "events": model = "io-aware" runs on the wall clock only'),
     ],
 )
 def test_a_clock_the_cells_cannot_run_on_is_refused_before_any_cell(
