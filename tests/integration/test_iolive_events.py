@@ -64,7 +64,7 @@ def test_every_transfer_start_and_end_is_the_twins(events_run: Path) -> None:
     assert len(emulated) == JOBS and (emulated["status"] == "completed").all(), emulated["status"].tolist()
     twin = pd.read_parquet(events_run / "simulation" / rundir.RESULTS).set_index("job_id")
     twin["stage_in_begin"] = twin["start"] - twin["stage_in_s"]
-    both = emulated[COLUMNS].join(twin[COLUMNS], rsuffix="_twin")
+    both = emulated[COLUMNS].join(twin[COLUMNS].add_suffix("_twin"))
     for column in COLUMNS:
         gap = (both[column] - both[f"{column}_twin"]).abs()
         assert (gap <= 1e-3).all(), both[[column, f"{column}_twin"]].to_string()
