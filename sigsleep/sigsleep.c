@@ -826,7 +826,7 @@ static void run_job(const struct options *o, struct run *r, const sigset_t *wait
 /*
  * On a held virtual clock (rate 0: harness run --clock events) the clock jumps only when
  * the cluster is quiet, and never past the first end of a transfer or a phase. So this
- * job publishes, at every instant the clock stands at, when its current phase ends:
+ * job publishes when its current phase ends, again whenever that end or its set changes:
  * DIR/ends/job.<ID>, one line "at=V sig=S end=E final=0|1" (S: the set its rate was
  * solved for, "-" for a compute phase; E "inf" while its rate is not known; final: the
  * job's last phase). harness/emulation/iolive/io_events.py reads it.
@@ -843,16 +843,18 @@ static void ends_path(char *out, size_t n, const struct options *o, const char *
 
 static void publish_end(const struct options *o, const char *sig, double end, bool final)
 {
-    static char last[160];
-    char line[160], dir[PATH_MAX], path[PATH_MAX], tmp[PATH_MAX + 8];
+    static char last[128];
+    char what[128], line[160], dir[PATH_MAX], path[PATH_MAX], tmp[PATH_MAX + 8];
     char end_text[32];
     if (isinf(end))
         snprintf(end_text, sizeof end_text, "inf");
     else
         snprintf(end_text, sizeof end_text, "%.6f", end);
-    snprintf(line, sizeof line, "at=%.6f sig=%s end=%s final=%d\n", real_s(), sig, end_text, final ? 1 : 0);
-    if (strcmp(line, last) == 0)
+    /* Written again for a new set, end or phase only: an end holds across a jump. */
+    snprintf(what, sizeof what, "sig=%s end=%s final=%d\n", sig, end_text, final ? 1 : 0);
+    if (strcmp(what, last) == 0)
         return;
+    snprintf(line, sizeof line, "at=%.6f %s", real_s(), what);
     snprintf(dir, sizeof dir, "%s/ends", o->io_dir);
     mkdir(dir, 0777); /* EEXIST is fine; a failure shows at open */
     ends_path(path, sizeof path, o, "");
@@ -864,7 +866,7 @@ static void publish_end(const struct options *o, const char *sig, double end, bo
     }
     fputs(line, f);
     if (fclose(f) == 0 && rename(tmp, path) == 0)
-        snprintf(last, sizeof last, "%s", line);
+        snprintf(last, sizeof last, "%s", what);
 }
 
 static void withdraw_end(const struct options *o)

@@ -16,10 +16,12 @@ A publication is one line::
 
     at=1700000012.000000 sig=3f2a9c01d4e7 end=1700000013.600000 final=0
 
-``at``: the clock's instant when it was written (a process that has not published at the
-present instant has not yet seen the last jump); ``sig``: the set it solved for, or ``-``
-for a compute phase, which no rate moves; ``end``: its end at that rate (``inf``: not
-known yet); ``final``: 1 when it is the last phase of its job, whose end is then the job's.
+``at``: the clock's instant when it was written; ``sig``: the set it solved for, or ``-`` for
+a compute phase, which no rate moves; ``end``: its end at that rate (``inf``: not known yet);
+``final``: 1 when it is the last phase of its job, whose end is then the job's. A publisher
+writes again only when its set, its end or its phase changes, not at every jump: between two
+events no rate changes, so an end published before a jump still holds after it, and a
+transfer credits the bytes of the jump at its next look, at the rate it had.
 
 The set's signature (:func:`set_signature`) is computed from the directory alone, the same
 way by every process: each flow file's name and channel (a checkpoint that becomes a drain
@@ -140,8 +142,8 @@ def service_sig(directory: Path) -> str | None:
 
 def io_state(directory: Path, now: float, phase_jobs: set[int]) -> IOState:
     """Whether live I/O has settled at ``now`` (every staging process and every running job with
-    phases, ``phase_jobs`` by plan id, has published at ``now`` for the present set, and the
-    contention service has solved it), and the first end to come."""
+    phases, ``phase_jobs`` by plan id, has published for the present set, none is at its end,
+    and the contention service has solved the set), and the first end to come."""
     sig = set_signature(directory)
     flows = read_flows(directory, report=lambda _: None)
     pubs = read_publications(directory)
@@ -157,7 +159,7 @@ def io_state(directory: Path, now: float, phase_jobs: set[int]) -> IOState:
     finals = []
     for name in names:
         pub = pubs.get(name)
-        if pub is None or abs(pub.at - now) > SAME_INSTANT_S or pub.sig not in (sig, NO_SIG):
+        if pub is None or pub.sig not in (sig, NO_SIG):
             waiting.append(name)
             continue
         if pub.end <= now + SAME_INSTANT_S:

@@ -197,13 +197,14 @@ class _Announcer:
 
     def __init__(self, directory: Path, name: str) -> None:
         self.directory, self.name = directory, name
-        self._last: Publication | None = None
+        self._said: str | None = None  # the set and end last published
 
     def __call__(self, at: float, sig: str, end: float) -> None:
         pub = Publication(at, sig, end)
-        if pub != self._last:
+        said = pub.line().split(maxsplit=1)[1]
+        if said != self._said:  # a new set or end, not a new instant alone
             publish(self.directory, self.name, pub)
-            self._last = pub
+            self._said = said
 
     def withdraw(self) -> None:
         withdraw(self.directory, self.name)
