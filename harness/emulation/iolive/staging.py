@@ -155,16 +155,16 @@ def run_transfer(
     path = register(directory, transfer)
     announce = _Announcer(directory, staging_name(transfer.job, transfer.kind)) if events else None
     start = last = clock()
-    rates: list[float] = []
+    read_rate = _RateReader(transfer, machine, directory, by_set=events)
+    slowest = float("inf")
     try:
         while True:
-            sig = set_signature(directory) if announce else ""
-            rate = _own_rate(transfer, active_transfers(directory), machine, directory)
+            rate, sig = read_rate()
             if left <= rate * DONE_S:
                 break
-            if announce and sig == set_signature(directory):  # (the set did not change while solved)
+            if announce and sig is not None:
                 announce(last, sig, last + left / rate)
-            rates.append(rate)
+            slowest = min(slowest, rate)
             sleep(min(tick, left / rate))
             now = clock()
             left -= rate * (now - last)
@@ -186,10 +186,35 @@ def run_transfer(
         "time_scale": transfer.time_scale, "start": round(start, 6), "end": round(end, 6),
         "seconds": round(seconds, 6), "solo_s": round(transfer.mb * MB / solo, 6) if solo else 0.0,
         "mean_mbps": round(transfer.mb / seconds, 3) if seconds > 0 else 0.0,
-        "min_mbps": round(min(rates) / MB, 3) if rates else 0.0, "drain_wait_s": round(end - moved, 6),
+        "min_mbps": round(slowest / MB, 3) if slowest < float("inf") else 0.0,
+        "drain_wait_s": round(end - moved, 6),
     }  # fmt: skip
     append_jsonl(directory / RECORDS, record)
     return record
+
+
+class _RateReader:
+    """The transfer's rate at each look. ``by_set`` (the event clock, which looks every 20 real
+    ms while it stands still): solved again only when the set of transfers changed (max-min
+    rates depend on the set alone), and returned with the set's signature (None: the set
+    changed while it was solved: not to be published)."""
+
+    def __init__(self, transfer: Transfer, machine: Machine, directory: Path, by_set: bool) -> None:
+        self.transfer, self.machine, self.directory, self.by_set = transfer, machine, directory, by_set
+        self._solved: tuple[str, float] | None = None
+
+    def __call__(self) -> tuple[float, str | None]:
+        if not self.by_set:
+            return self._solve(), None
+        sig = set_signature(self.directory)
+        if self._solved is not None and self._solved[0] == sig:
+            return self._solved[1], sig
+        rate = self._solve()
+        self._solved = (sig, rate) if set_signature(self.directory) == sig else None
+        return rate, sig if self._solved is not None else None
+
+    def _solve(self) -> float:
+        return _own_rate(self.transfer, active_transfers(self.directory), self.machine, self.directory)
 
 
 class _Announcer:
