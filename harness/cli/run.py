@@ -76,7 +76,7 @@ RUN_POLICY_HELP = (
     help="events: Slurm, the jobs and the replay on a virtual clock that stands still while Slurm works "
     "and jumps to the next submission or job end when the cluster is quiescent (docs/virtual-time.md). "
     "wall: the wall clock with --shrink. auto: events, unless the run needs the wall clock "
-    "(--shrink, --model io-aware, --priority, --preempt, --drift, a cluster other than local Docker, "
+    "(--shrink, --priority, --preempt, --drift, a cluster other than local Docker, "
     "or one already up on the wall clock). With --speedup the virtual clock goes at a fixed rate.",
 )  # fmt: skip
 @policy_option("slurm-backfill-1", RUN_POLICY_HELP)
@@ -233,13 +233,11 @@ def _clock(kw: dict[str, Any]) -> str:
 def _wall_clock_reason(kw: dict[str, Any]) -> str | None:
     """Why the run stays off the event clock (None: nothing keeps it off)."""
     from harness.cluster.containers.clock import running_clock
-    from harness.model.io_models import ALLOC_ONLY
 
     source = click.get_current_context().get_parameter_source
     wanted = {
         "--shrink": source("shrink") is not ParameterSource.DEFAULT,
         "--speedup": kw["speedup"] is not None,
-        "--model io-aware": kw["model"] != ALLOC_ONLY,
         "--preempt": kw["preempt"] != "none",
         "--priority": str(kw["priority"]) != "none",
         "--drift": bool(kw["drift"]),
