@@ -82,6 +82,7 @@ def gate(opts: RunOptions, repeat: int, long: dict[str, Any]) -> Prepared | None
     )
     from harness.emulation.run.specs import plan_for
     from harness.model.durations import human_duration
+    from harness.model.io_models import IO_AWARE
     from harness.model.timescale import TimeScale
     from harness.platform import load_platform
 
@@ -91,7 +92,7 @@ def gate(opts: RunOptions, repeat: int, long: dict[str, Any]) -> Prepared | None
     policies = policies_of(opts.replay.policy)
     est = estimate_plan(plan, TimeScale(opts.workload.shrink), opts.replay.warmup, cluster, policies, repeat,
                         trace=opts.workload.source.name, speedup=opts.replay.speedup or 1.0,
-                        events=opts.replay.events)  # fmt: skip
+                        events=opts.replay.events, live_io=opts.workload.model == IO_AWARE)  # fmt: skip
     block = describe(est)
     if long.get("dry_run"):
         click.echo(block)

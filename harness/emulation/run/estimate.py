@@ -24,6 +24,9 @@ from harness.model.timescale import TimeScale
 # one-second steps Slurm's passes need, and the approach to the second before an end), measured:
 # 1.10 on the bundled slice, 1.125 on KTH's first period of 16 (docs/virtual-time.md)
 EVENT_WALL_S_PER_JOB = 1.15
+# ... with live I/O (io-aware): every transfer and phase end is an event too; measured: 3.72 on
+# the bundled slice (2026-11-29, docs/virtual-time.md, "Live I/O on the event clock: built")
+EVENT_IO_WALL_S_PER_JOB = 3.7
 OVERHEAD_S = 60.0  # cluster check/bring-up, collection and report of one run (measured 20-40 s)
 DEFAULT_CONFIRM_OVER_S = 2 * 3600.0  # ask (or refuse without --yes) above this expected wall time
 MIN_JOBS = 10  # fewer jobs are no experiment: not suggested as --first-n
@@ -46,6 +49,7 @@ class Estimate:
     trace: str = ""
     speedup: float = 1.0  # the virtual clock's speed-up (1: the wall clock, times shrunk instead)
     events: bool = False  # the virtual clock moved by events: the wall time goes by jobs, not span
+    live_io: bool = False  # io-aware: each job's transfers are events of their own
 
     @property
     def shrink(self) -> float:
@@ -63,7 +67,9 @@ class Estimate:
     @property
     def per_run_s(self) -> float:
         if self.events:
-            return OVERHEAD_S + EVENT_WALL_S_PER_JOB * self.jobs
+            return (
+                OVERHEAD_S + (EVENT_IO_WALL_S_PER_JOB if self.live_io else EVENT_WALL_S_PER_JOB) * self.jobs
+            )
         return OVERHEAD_S + self.warmup_s / self.speedup + self.span_s / self.trace_s_per_real_s
 
     @property
@@ -88,12 +94,14 @@ def plan_span(plan: pd.DataFrame) -> float:
 
 def estimate_plan(
     plan: pd.DataFrame, scale: TimeScale, warmup: float, cluster: str, policies: tuple[str, ...],
-    repeat: int = 1, trace: str = "", speedup: float = 1.0, events: bool = False,
+    repeat: int = 1, trace: str = "", speedup: float = 1.0, events: bool = False, live_io: bool = False,
 ) -> Estimate:  # fmt: skip
     """The estimate of replaying ``plan`` (the trace's time) shrunk by ``scale`` on the wall
     clock, or on a virtual clock ``speedup`` times faster than it."""
     span = plan_span(plan)
-    return Estimate(len(plan), span, scale, warmup, cluster, policies, repeat, trace, speedup, events)
+    return Estimate(
+        len(plan), span, scale, warmup, cluster, policies, repeat, trace, speedup, events, live_io
+    )
 
 
 def policies_of(text: str) -> tuple[str, ...]:
