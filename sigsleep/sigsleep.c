@@ -1006,6 +1006,8 @@ static void run_transfer(const struct options *o, struct run *r, const sigset_t 
             break;
     }
     r->poll_return = false;
+    if (r->reason == R_COMPLETED && rate > 0 && left <= rate * DONE_NS / 1e9)
+        left = 0; /* done to the microsecond the clock stopped at: the checkpoint drains */
     ph->moved_mb = ph->mb - left;
     /* A checkpoint done drains in the background (the flow file becomes the drain,
      * in one rename): the next phase goes on meanwhile. */

@@ -126,3 +126,46 @@ def test_sigsleep_takes_no_start_while_the_controller_is_moving_the_clock(
     wait_exit(procs[0], 5)
     [rec] = records(log)
     assert rec["start"] == V0 + 300.0 and rec["end"] == V0 + 300.0
+
+
+def _published(path: Path, wanted: str, timeout: float = 5.0) -> str:
+    """The job's publication once it holds ``wanted`` (sigsleep writes it within its 20-ms look)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = path.read_text() if path.exists() else ""
+        if wanted in text:
+            return text
+        time.sleep(0.01)
+    raise AssertionError(f"{path}: {wanted!r} never published (last: {text!r})")
+
+
+def test_on_a_held_clock_each_phase_publishes_its_end_and_the_checkpoint_drains(
+    binary: str, tmp_path: Path
+) -> None:
+    """The event clock's side of sigsleep (io_events): compute 10 s, a checkpoint of 2,000 MB at
+    the published 7,000 MB/s (2/7 s: published rounded down, 0.29 us short of its end), compute 5 s. The test
+    moves the clock as the driver does, to each published end, and the record has every phase
+    to the microsecond, the checkpoint moved whole and handed over as a drain."""
+    clock = VirtualClock.create(tmp_path / "clock", start=V0, rate=0.0)
+    clock.hold()
+    (tmp_path / "rates").write_text("#sig 5e7a\n1.1 7000.000000\n")  # the service's, solved for set 5e7a
+    log, ends = tmp_path / "jobs.jsonl", tmp_path / "ends" / "job.1"
+    proc = start(binary, log, "--io-dir", str(tmp_path), "--time-scale", "1", "--clock", str(clock.path),
+                 "--phases", "compute:10,checkpoint:2000,compute:5")  # fmt: skip
+    assert _published(ends, "sig=- ").startswith(f"at={V0:.6f} sig=- end={V0 + 10:.6f} final=0")
+    clock.jump(V0 + 10.0)
+    moved = V0 + 10.0 + 2.0 / 7.0  # published 285714, 0.29 us short of the true end
+    assert f"sig=5e7a end={moved:.6f} final=0" in _published(ends, "sig=5e7a")
+    clock.jump(round(moved, 6))  # as the driver reads it
+    assert f"sig=- end={moved + 5:.6f} final=1" in _published(ends, "final=1")
+    assert "channel=drain" in (tmp_path / "flows" / "1.1.flow").read_text()  # handed over whole
+    clock.jump(round(moved + 5, 6))
+    wait_exit(proc, 5)
+    assert not ends.exists()  # withdrawn at the end
+    [rec] = records(log)
+    assert rec["reason"] == "completed"
+    compute, checkpoint, last = rec["phases"]
+    assert checkpoint["moved_mb"] == 2000.0
+    spans = [(p["start"] - V0, p["end"] - V0) for p in (compute, checkpoint, last)]
+    ends_at = [(0.0, 10.0), (10.0, moved - V0), (moved - V0, moved - V0 + 5)]
+    assert spans == [pytest.approx(s, abs=1e-6) for s in ends_at]
