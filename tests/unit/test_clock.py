@@ -223,7 +223,7 @@ def test_the_daemons_can_stay_a_second_behind_the_page_and_never_go_back(tmp_pat
     [
         ([], "virtual, moved by events"),
         (["--shrink", "0.9"], None),
-        (["--model", "io-aware"], None),
+        (["--model", "io-aware"], "virtual, moved by events"),  # live I/O publishes its ends
         (["--preempt", "suspend", "--priority", "size:4"], None),
         (["--speedup", "50"], "virtual, x50"),
         (["--clock", "wall"], None),

@@ -1,6 +1,5 @@
 """The local Docker cluster: one slurmctld container and a few node-group containers,
-each running its share of the slurmd daemons (multiple-slurmd mode), host networking only.
-"""
+each running its share of the slurmd daemons (multiple-slurmd mode), host networking only."""
 
 from __future__ import annotations
 
@@ -173,8 +172,7 @@ class DockerCluster:
     def shared_path(self, rel: str) -> str:
         return f"{SHARED}/{rel}"
 
-    def shared_dir(self, rel: str) -> Path:
-        """This host's path of ``rel`` in the shared directory (a bind mount of it)."""
+    def shared_dir(self, rel: str) -> Path:  # this host's path of ``rel`` (the bind mount's source)
         return self.state.shared / rel
 
     def put(self, local: Path, rel: str) -> None:

@@ -71,7 +71,7 @@ class Observation:
 
     t0: float | None  # the replay's t0 (None: not started yet)
     submitted: int  # submissions made, accepted or not
-    queue: tuple[tuple[str, str, str], ...] | None  # squeue rows (state, name, start); None: no answer
+    queue: tuple[tuple[str, ...], ...] | None  # squeue rows (state, name, start); None: no answer
     done: bool  # the replay has made every submission
     activity: SlurmActivity | None = None  # slurmctld's counters (sdiag); None: not known
     unstarted: int = 0  # jobs Slurm runs whose sigsleep has not written its start marker yet
@@ -107,7 +107,7 @@ def as_at(
     if t0 is None:
         return obs
 
-    def waiting(row: tuple[str, str, str]) -> bool:
+    def waiting(row: tuple[str, ...]) -> bool:
         offset = submit_of.get(int(row[1][1:])) if row[1][1:].isdigit() else None
         return row[0] == "PENDING" and offset is not None and eligible_instant(t0 + offset) > now + 1e-9
 
