@@ -19,16 +19,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.cluster.containers.backend import DockerCluster
-from harness.emulation.run.experiment import Experiment
-from harness.emulation.run.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
+from harness.emulation.run.specs import ReplaySpec
 from harness.model import rundir
-from harness.model.io_models import IO_AWARE
 from harness.model.jsonio import read_json
-from harness.platform import load_platform
-from harness.workload.plan import save_plan
-from tests.integration.test_iolive_vclock import CONTROLLER_PORT, JOBS, SLURMD_BASE_PORT, bb_plan
-from tests.platforms import platform_toml
+from tests.integration.test_iolive_vclock import JOBS, bb_run
 
 pytestmark = pytest.mark.integration
 
@@ -38,23 +32,8 @@ COLUMNS = ["stage_in_begin", "stage_in_s", "start", "end", "stage_out_s"]
 
 @pytest.fixture(scope="module")
 def events_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    tmp = tmp_path_factory.mktemp("ioevents")
-    platform = tmp / "ioevents.toml"
-    platform.write_text(platform_toml(name="ioevents", controller_port=CONTROLLER_PORT,
-                                      slurmd_base_port=SLURMD_BASE_PORT, chassis_per_group=2,
-                                      node_containers=1))  # fmt: skip
-    plan = tmp / "plan.parquet"
-    save_plan(bb_plan(), {"format": "harness-plan", "version": 1, "shrink": 0.0, "seed": 0}, plan)
-    cluster = DockerCluster(NAME, load_platform(str(platform)))
-    cluster.down()
-    opts = RunOptions(WorkloadSpec(trace=plan, shrink=0.0, model=IO_AWARE),
-                      ClusterSpec(name=NAME, platform=str(platform)),
-                      ReplaySpec(policy="slurm-backfill-1", events=True, compare_sim=True),
-                      runs_dir=tmp / "runs", quiet=True)  # fmt: skip
-    try:
-        yield Experiment(opts, progress=print).execute()
-    finally:
-        cluster.down()
+    replay = ReplaySpec(policy="slurm-backfill-1", events=True, compare_sim=True)
+    yield from bb_run(tmp_path_factory.mktemp("ioevents"), NAME, replay)
 
 
 def test_every_transfer_start_and_end_is_the_twins(events_run: Path) -> None:

@@ -47,25 +47,30 @@ def bb_plan() -> pd.DataFrame:
     })  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def io_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    tmp = tmp_path_factory.mktemp("iovclock")
-    platform = tmp / "iovclock.toml"
-    platform.write_text(platform_toml(name="iovclock", controller_port=CONTROLLER_PORT,
+def bb_run(tmp: Path, name: str, replay: ReplaySpec) -> Iterator[Path]:
+    """The run directory of :func:`bb_plan` replayed under ``replay`` on cluster ``name`` (on
+    this module's ports), the cluster taken down after."""
+    platform = tmp / f"{name}.toml"
+    platform.write_text(platform_toml(name=name, controller_port=CONTROLLER_PORT,
                                       slurmd_base_port=SLURMD_BASE_PORT, chassis_per_group=2,
                                       node_containers=1))  # fmt: skip
     plan = tmp / "plan.parquet"
     save_plan(bb_plan(), {"format": "harness-plan", "version": 1, "shrink": 0.0, "seed": 0}, plan)
-    cluster = DockerCluster(NAME, load_platform(str(platform)))
+    cluster = DockerCluster(name, load_platform(str(platform)))
     cluster.down()
     opts = RunOptions(WorkloadSpec(trace=plan, shrink=0.0, model=IO_AWARE),
-                      ClusterSpec(name=NAME, platform=str(platform)),
-                      ReplaySpec(policy="slurm-backfill-1", speedup=SPEEDUP, compare_sim=True),
+                      ClusterSpec(name=name, platform=str(platform)), replay,
                       runs_dir=tmp / "runs", quiet=True)  # fmt: skip
     try:
         yield Experiment(opts, progress=print).execute()
     finally:
         cluster.down()
+
+
+@pytest.fixture(scope="module")
+def io_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    replay = ReplaySpec(policy="slurm-backfill-1", speedup=SPEEDUP, compare_sim=True)
+    yield from bb_run(tmp_path_factory.mktemp("iovclock"), NAME, replay)
 
 
 def test_every_job_stages_in_and_out_in_virtual_seconds(io_run: Path) -> None:
