@@ -22,6 +22,12 @@ It moves it:
   next end of a running job (its start, as Slurm stamps it, plus its runtime or its walltime,
   whichever is shorter: sigsleep ends itself at its walltime). It never jumps past an event.
 
+With live I/O (io-aware), every transfer and phase publishes its end
+(:mod:`harness.emulation.iolive.io_events`, read by :mod:`harness.emulation.head.io_watch`):
+the cluster is quiescent only once all have published for the set of transfers running, and
+no job is in a Lua step of Slurm's burst-buffer life cycle; the clock then goes no further
+than the first of those ends, which may fall between two seconds.
+
 With the replay submitting ahead (``harness replay --submit-ahead``, ``ahead=True``), each job
 is in Slurm's queue, not yet eligible (``sbatch --begin``), before the clock reaches its
 instant: Slurm's passes at that instant see it, instead of racing its ``sbatch``. The driver
@@ -71,7 +77,8 @@ class Observation:
 
     t0: float | None  # the replay's t0 (None: not started yet)
     submitted: int  # submissions made, accepted or not
-    queue: tuple[tuple[str, ...], ...] | None  # squeue rows (state, name, start); None: no answer
+    # squeue rows (state, name, start; with live I/O also Slurm's id and BB state); None: no answer
+    queue: tuple[tuple[str, ...], ...] | None
     done: bool  # the replay has made every submission
     activity: SlurmActivity | None = None  # slurmctld's counters (sdiag); None: not known
     unstarted: int = 0  # jobs Slurm runs whose sigsleep has not written its start marker yet
