@@ -26,6 +26,10 @@ pytestmark = pytest.mark.integration
 NAME = "bbiolive1"
 RATE_MBPS = 5000.0  # the default platform's PFS link: one job of 4 nodes alone
 TICK = 1.0  # Slurm's states change on its one-second passes
+# Slurm shows a job in staging-in from its setup Lua step on, before the transfer begins: its
+# setup and data_in scripts run through slurmscriptd, 1.7 s more than the transfer in a full
+# test run on 2026-11-29 (the transfer itself 4.0 s as the model says)
+LUA_STEPS_S = 2.0
 
 
 @pytest.fixture(scope="module")
@@ -110,12 +114,12 @@ def test_stage_in_then_run_then_stage_out_with_slurm_holding_the_pool(bb_cluster
     stage_in, stage_out_rec = rec[(job, "in")], rec[(job, "out")]
     assert stage_in["seconds"] == pytest.approx(20_000 / RATE_MBPS, rel=0.05)
     assert stage_out_rec["seconds"] == pytest.approx(15_000 / RATE_MBPS, rel=0.05)
-    # Slurm showed the stage-in for as long as it lasted, within its one-second tick: at least
-    # from the end of the first look that saw it to the start of the last one, at most from the
-    # start of the first to the end of the last
+    # Slurm showed the stage-in for as long as it lasted, within its one-second tick and its Lua
+    # steps around the transfer: at least from the end of the first look that saw it to the
+    # start of the last one, at most from the start of the first to the end of the last
     shown_at_least = staging_in[-1][5] - staging_in[0][0]
     shown_at_most = staging_in[-1][0] - staging_in[0][5]
-    assert shown_at_least <= stage_in["seconds"] + TICK, (shown_at_least, stage_in)
+    assert shown_at_least <= stage_in["seconds"] + TICK + LUA_STEPS_S, (shown_at_least, stage_in)
     assert stage_in["seconds"] - 2 * TICK <= shown_at_most, (shown_at_most, stage_in)
     running = [s[0] for s in seen if s[1] == "RUNNING"]
     assert running and min(running) >= stage_in["end"]  # started after its stage-in ended
