@@ -25,7 +25,7 @@ from harness.model.timescale import TimeScale
 # 1.10 on the bundled slice, 1.125 on KTH's first period of 16 (docs/virtual-time.md)
 EVENT_WALL_S_PER_JOB = 1.15
 # ... with live I/O (io-aware): every transfer and phase end is an event too; measured: 3.72 on
-# the bundled slice (2026-11-29, docs/virtual-time.md, "Live I/O on the event clock: built")
+# the bundled slice under slurm-backfill-1, 4.6 under the agent (2026-11-29, docs/virtual-time.md)
 EVENT_IO_WALL_S_PER_JOB = 3.7
 OVERHEAD_S = 60.0  # cluster check/bring-up, collection and report of one run (measured 20-40 s)
 DEFAULT_CONFIRM_OVER_S = 2 * 3600.0  # ask (or refuse without --yes) above this expected wall time
