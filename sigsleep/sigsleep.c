@@ -968,6 +968,12 @@ static void run_to(const struct options *o, struct run *r, const sigset_t *wait_
 
 /* Move the phase's megabytes at the published rate, re-read every RATE_TICK_NS
  * of running time; the last published rate holds while the service is away. */
+/* Whether `left` MB at `rate` MB/s is done: nothing left, or less than DONE_NS of it. */
+static bool transfer_done(double left, double rate)
+{
+    return left <= 0 || (rate > 0 && left <= rate * DONE_NS / 1e9);
+}
+
 static void run_transfer(const struct options *o, struct run *r, const sigset_t *wait_mask, int index,
                          struct phase *ph)
 {
@@ -975,7 +981,7 @@ static void run_transfer(const struct options *o, struct run *r, const sigset_t 
     char sig[SIG_LEN] = "?";
     bool registered = register_flow(o, index, ph), last_phase = index == o->n_phases - 1;
     ph->min_mbps = INFINITY;
-    while (left > 0 && !(rate > 0 && left <= rate * DONE_NS / 1e9)) {
+    while (!transfer_done(left, rate)) {
         char read_sig[SIG_LEN];
         double published = registered ? read_rate(o, index, read_sig) : -1;
         if (published >= 0) {
@@ -1006,7 +1012,7 @@ static void run_transfer(const struct options *o, struct run *r, const sigset_t 
             break;
     }
     r->poll_return = false;
-    if (r->reason == R_COMPLETED && rate > 0 && left <= rate * DONE_NS / 1e9)
+    if (r->reason == R_COMPLETED && transfer_done(left, rate))
         left = 0; /* done to the microsecond the clock stopped at: the checkpoint drains */
     ph->moved_mb = ph->mb - left;
     /* A checkpoint done drains in the background (the flow file becomes the drain,
@@ -1017,8 +1023,8 @@ static void run_transfer(const struct options *o, struct run *r, const sigset_t 
         unregister_flow(o, index);
 }
 
-/* A compute phase: `seconds` of running time; on the event clock its end published at
- * every instant the clock stands at. */
+/* A compute phase: `seconds` of running time; on the event clock its end published (once:
+ * publish_end writes only a new end). */
 static void run_compute(const struct options *o, struct run *r, const sigset_t *wait_mask, int index,
                         int64_t goal)
 {

@@ -11,7 +11,7 @@ import pandas as pd
 
 from harness.emulation.head.ahead import next_begin
 from harness.emulation.iolive.io_events import IOState
-from harness.emulation.iolive.phases import PLAN_COLUMN
+from harness.emulation.iolive.phases import has_phases
 
 
 def job_durations(plan: pd.DataFrame) -> dict[int, float]:
@@ -20,8 +20,7 @@ def job_durations(plan: pd.DataFrame) -> dict[int, float]:
     one ends (:func:`with_finals`)."""
     walltime = plan["walltime"].to_numpy(float)
     ends = np.minimum(plan["runtime"].to_numpy(float), walltime)
-    if PLAN_COLUMN in plan.columns:
-        ends = np.where(plan[PLAN_COLUMN].fillna("").astype(str) != "", walltime, ends)
+    ends = np.where(has_phases(plan).to_numpy(), walltime, ends)
     return dict(zip(plan["job_id"].astype(int), ends, strict=True))
 
 

@@ -13,7 +13,7 @@ import pandas as pd
 
 from harness.cluster.base import ClusterBackend
 from harness.emulation.iolive.io_events import IOState, io_state
-from harness.emulation.iolive.phases import PLAN_COLUMN
+from harness.emulation.iolive.phases import PLAN_COLUMN, has_phases
 from harness.emulation.iolive.transfers import ACTIVE_DIR
 from harness.model.rundir import SHARED, SHARED_IO
 from harness.slurm.client import ACTIVE_STATES
@@ -32,8 +32,7 @@ class LiveIOWatch:
 
     def __init__(self, directory: Path, plan: pd.DataFrame) -> None:
         self.directory = directory
-        phases = plan[PLAN_COLUMN].fillna("").astype(str) != ""
-        self.phase_jobs = set(plan.loc[phases, "job_id"].astype(int))
+        self.phase_jobs = set(plan.loc[has_phases(plan), "job_id"].astype(int))
 
     @classmethod
     def of_run(cls, backend: ClusterBackend, plan: pd.DataFrame) -> LiveIOWatch | None:

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.emulation.iolive.drains import end_time
-from harness.emulation.iolive.flows import RATES, read_flows
+from harness.emulation.iolive.flows import RATES, Flow, read_flows
 from harness.emulation.iolive.transfers import ACTIVE_DIR
 
 ENDS_DIR = "ends"
@@ -66,10 +66,10 @@ class Publication:
 class IOState:
     """What the driver reads of live I/O at one look."""
 
-    settled: bool  # every transfer and phase has published at the present instant for the present set
+    settled: bool  # every transfer and phase has published for the present set, none is at its end
     next_end: float  # the first end of a transfer, a phase or a drain (inf: none)
     finals: tuple[tuple[int, float], ...] = ()  # (plan job, its end) of jobs in their last phase
-    waiting_for: str = ""  # what is not settled (for a forced move's message)
+    waiting_for: str = ""  # what is not settled (names of publishers, jobs in a Lua step)
 
 
 def _instant(value: float) -> str:
@@ -89,7 +89,12 @@ def parse_publication(text: str, source: str = "<publication>") -> Publication:
 def set_signature(directory: Path) -> str:
     """The signature of the transfers running now: flow files (name and channel) and staging
     files (name); ``0`` with none."""
-    items = [f"{f.key}:{f.channel}" for f in read_flows(directory, report=lambda _: None)]
+    return signature_of(read_flows(directory, report=lambda _: None), directory)
+
+
+def signature_of(flows: list[Flow], directory: Path) -> str:
+    """:func:`set_signature` of ``flows`` (read by the caller) and ``directory``'s stagings."""
+    items = [f"{f.key}:{f.channel}" for f in flows]
     items += sorted(p.name for p in (directory / ACTIVE_DIR).glob("*.json"))
     if not items:
         return "0"
@@ -144,8 +149,8 @@ def io_state(directory: Path, now: float, phase_jobs: set[int]) -> IOState:
     """Whether live I/O has settled at ``now`` (every staging process and every running job with
     phases, ``phase_jobs`` by plan id, has published for the present set, none is at its end,
     and the contention service has solved the set), and the first end to come."""
-    sig = set_signature(directory)
     flows = read_flows(directory, report=lambda _: None)
+    sig = signature_of(flows, directory)
     pubs = read_publications(directory)
     waiting = []
     if flows and service_sig(directory) != sig:

@@ -51,6 +51,13 @@ def with_phase_lists(plan: pd.DataFrame, machine: Machine) -> pd.DataFrame:
     return out
 
 
+def has_phases(plan: pd.DataFrame) -> pd.Series:
+    """Which rows of ``plan`` run sigsleep with phases (all False without :data:`PLAN_COLUMN`)."""
+    if PLAN_COLUMN not in plan.columns:
+        return pd.Series(False, index=plan.index)
+    return plan[PLAN_COLUMN].fillna("").astype(str) != ""
+
+
 def phase_list(job: dict, compute_link_mbps: float) -> str | None:
     """sigsleep's ``--phases`` for a plan row with Kopański's columns (``None`` without)."""
     if not all(c in job for c in _PLAN_COLUMNS):

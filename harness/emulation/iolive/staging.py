@@ -148,7 +148,7 @@ def run_transfer(
     events: bool = False,
 ) -> dict[str, float | int | str]:
     """Move ``transfer``'s bytes at its fair share until done; returns its record. ``events``:
-    on the event clock, publish its end for the driver at every look
+    on the event clock, publish its end for the driver whenever its set or end changes
     (:mod:`harness.emulation.iolive.io_events`)."""
     solo = float(transfer_rates([transfer], machine, TimeScale.of_speedup(transfer.time_scale))[0])
     left = transfer.mb * MB
