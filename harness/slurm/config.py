@@ -26,6 +26,7 @@ from harness.slurm.settings import (
     BB_LUA_FILES,
     CLOCK_ENV,
     CRED_EXPIRE_VIRTUAL_S,
+    VIRTUAL_TIMEOUTS_S,
     GPU_STANDIN_DIR,
     HARNESS_PYTHON,
     LOOPBACK,
@@ -52,6 +53,7 @@ __all__ = [
     "BB_LUA_FILES",
     "CLOCK_ENV",
     "CRED_EXPIRE_VIRTUAL_S",
+    "VIRTUAL_TIMEOUTS_S",
     "GPU_STANDIN_DIR",
     "HARNESS_PYTHON",
     "LOOPBACK",
@@ -92,6 +94,14 @@ def template_environment() -> jinja2.Environment:
     return _environment()
 
 
+def _timeouts(platform: Platform, sched: SchedulerConfig) -> dict[str, int]:
+    """slurm.conf's timeouts of a real answer: the platform's, raised on the virtual clock."""
+    own = {"MessageTimeout": platform.deployment.message_timeout}
+    if sched.clock != "virtual":
+        return own
+    return {key: max(own.get(key, 0), value) for key, value in VIRTUAL_TIMEOUTS_S.items()}
+
+
 def template_context(
     platform: Platform,
     sched: SchedulerConfig,
@@ -119,6 +129,7 @@ def template_context(
         "urgent_partition": URGENT_PARTITION,
         "pfs_mbps": int(platform.io.pfs_capacity_mbps(platform.compute_count)),
         "cred_expire_s": CRED_EXPIRE_VIRTUAL_S,
+        "timeouts": _timeouts(platform, sched),
         "accounting_tres": accounting_tres(platform),
         "own_node": "",  # the one node of a slurmd's own slurm.conf (own-node deployments)
         **site_context(platform, sched, ports, addresses),

@@ -77,9 +77,11 @@ def recheck_lost_launches(
     say: Callable[[str], None],
     sleep: Callable[[float], None] = time.sleep,
     now: Callable[[], float] = time.time,
+    rate: float = 1.0,
 ) -> list[int]:
     """After a revived slurmctld: when jobs were started just before its boot, wait out their
-    window and have every node register again (Slurm requeues a lost launch). The jobs at risk."""
+    window and have every node register again (Slurm requeues a lost launch). The jobs at risk.
+    ``rate``: Slurm's seconds per real second (a virtual clock's speed-up)."""
     config = run(["env", "SLURM_TIME_FORMAT=%s", "scontrol", "show", "config"], timeout=30)
     queue = run(["env", "SLURM_TIME_FORMAT=%s", "squeue", "--noheader", "--states=RUNNING",
                  "--format=%i|%T|%S"], timeout=30)  # fmt: skip
@@ -94,8 +96,9 @@ def recheck_lost_launches(
     risky = at_risk(parse_running(queue.stdout), facts)
     if not risky:
         return []
-    # capped: on a virtual clock Slurm's times are not the host's
-    wait = min(decided_at(risky, facts) - now(), facts.window_s + MARGIN_S)
+    # capped: on a virtual clock Slurm's times are not the host's, and its window passes `rate`
+    # times as fast
+    wait = min(decided_at(risky, facts) - now(), (facts.window_s + MARGIN_S) / max(rate, 1.0))
     say(f"{len(risky)} job(s) started just before slurmctld stopped: making the nodes register "
         f"in {max(wait, 0):.0f} s, so that Slurm requeues a launch that never reached its node")  # fmt: skip
     if wait > 0:

@@ -36,6 +36,11 @@ NODE_EXTRA_FILES = ("gres.conf", "cgroup.conf")  # what slurmd reads beside its 
 CLOCK_ENV = "clock.env"  # with the virtual clock: the environment that preloads slurmctld
 NODES_CLOCK_ENV = "clock-nodes.env"  # ... and the slurmd daemons (and their slurmstepd)
 CRED_EXPIRE_VIRTUAL_S = 100_000  # a launch credential outlives any jump of the virtual clock
+# Timeouts that wait for a real answer, on the virtual clock: a real delay of d s lasts d x the
+# speed-up there. At x50 a batch launch that took over 0.6 real s under load outran the 30-s
+# MessageTimeout and Slurm requeued its job (2026-11-29). These leave 3 real s for an answer and
+# 1 s for a connection at x100, the highest speed-up (the platform's MessageTimeout if larger).
+VIRTUAL_TIMEOUTS_S = {"MessageTimeout": 300, "TCPTimeout": 100, "BatchStartTimeout": 300}
 BurstBufferMode = Literal["licenses", "lua"]
 # GPUs without GPUs (a site's platform): gres.conf gives every GPU a stand-in device file
 # here, a symbolic link to /dev/null (a character device, as slurmd's check wants) that each

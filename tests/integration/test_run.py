@@ -1,7 +1,7 @@
 """`harness run` end to end on the real containerised Slurm ([run] acceptance).
 
-The 200-job bundled KTH slice on the event clock takes about seven minutes of wall time; the
-session fixture ``slice_runs`` (conftest) replays it once per policy, in parallel.
+The session fixture ``slice_runs`` (conftest) replays the first half of the bundled KTH slice
+on the event clock once per policy, in parallel.
 """
 
 from __future__ import annotations
@@ -20,9 +20,7 @@ from harness.emulation.run.experiment import Experiment
 from harness.emulation.run.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
 from harness.workload.plan import save_plan
 
-from .conftest import TEST_CLUSTER
-
-SLICE_JOBS = 200
+from .conftest import SLICE_JOBS, TEST_CLUSTER
 
 
 def _run(runs_dir: Path, policy: str, workload: WorkloadSpec, drift: float = 0.0) -> Path:

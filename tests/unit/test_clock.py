@@ -97,6 +97,21 @@ def test_the_slurmd_daemons_wait_longer_than_a_kill_takes() -> None:
     assert "clock-nodes.env" not in render_slurm_files(load_platform(), SchedulerConfig())
 
 
+def conf_values(conf: str, *keys: str) -> dict[str, str]:
+    pairs = (line.split("=", 1) for line in conf.splitlines() if "=" in line and not line.startswith("#"))
+    return {k: v for k, v in pairs if k in keys}
+
+
+def test_timeouts_of_a_real_answer_are_raised_on_the_virtual_clock_only() -> None:
+    """A real delay lasts speed-up times as long in virtual seconds: 300 s of MessageTimeout
+    are 3 real s at x100; the wall clock keeps the platform's 30 s and Slurm's defaults."""
+    keys = ("MessageTimeout", "TCPTimeout", "BatchStartTimeout")
+    virtual = render_slurm_files(load_platform(), SchedulerConfig(clock="virtual"))["slurm.conf"]
+    wall = render_slurm_files(load_platform(), SchedulerConfig())["slurm.conf"]
+    assert conf_values(virtual, *keys) == {"MessageTimeout": "300", "TCPTimeout": "100", "BatchStartTimeout": "300"}
+    assert conf_values(wall, *keys) == {"MessageTimeout": "30"}
+
+
 def opts(speedup: float | None, **workload: object) -> RunOptions:
     return RunOptions(WorkloadSpec(**workload), ClusterSpec(), ReplaySpec(speedup=speedup))  # type: ignore[arg-type]
 

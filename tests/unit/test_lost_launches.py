@@ -76,3 +76,12 @@ def test_a_job_started_just_before_the_boot_makes_the_nodes_register_after_its_w
     assert slurm.calls[-2:] == ["scontrol reconfigure", "scontrol ping"]
     assert said and "1 job(s)" in said[0]
     assert slept == [1795797346.0 + 20.0 + 2.0 - 1795797350.0]  # 18 s: until its window is past
+
+
+def test_on_a_virtual_clock_the_wait_is_the_window_in_real_seconds() -> None:
+    # Slurm's instants are virtual (far from the host's now): the wait is the window, 20 s plus
+    # the 2-s margin, passed at x50: 0.44 real s
+    slurm = FakeSlurm("88|RUNNING|1795797346\n")
+    slept: list[float] = []
+    recheck_lost_launches(slurm, lambda _m: None, sleep=slept.append, now=lambda: 0.0, rate=50.0)
+    assert slept == [pytest.approx(22.0 / 50.0)]

@@ -175,7 +175,7 @@ def replay(ctx: RunContext) -> dict[str, Any]:
     report's once the run completes) and :class:`HeadProcessDied` stops the run, to be resumed."""
     if ctx.resumed:  # a host reboot or a dead controller container stopped what it needs
         ctx.backend.revive(ctx.say)
-        recheck_lost_launches(ctx.backend.exec, ctx.say)
+        recheck_lost_launches(ctx.backend.exec, ctx.say, rate=ctx.opts.replay.speedup or 1.0)
     head = HeadRun(
         ctx.backend,
         ctx.run_id,
