@@ -29,13 +29,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from harness.emulation.iolive.flows import Flow
 from harness.model.jsonio import append_jsonl
 from harness.model.rundir import DRAIN_RECORDS
+
+if TYPE_CHECKING:  # pandas is for the run's collection only: the staging command starts without it
+    import pandas as pd
 
 DRAIN_COLUMNS = ("drains", "drain_mb", "drain_s", "drain_solo_s")
 
@@ -130,6 +133,8 @@ def drain_records(records: list[dict], t0: float) -> dict[int, list[dict]]:
 def add_drains(results: pd.DataFrame, records: list[dict], t0: float) -> pd.DataFrame:
     """``results`` with :data:`DRAIN_COLUMNS`: drains done, MB, seconds with a drain running
     (their union), and the sum of their times alone (NaN: no drain)."""
+    import pandas as pd
+
     by_job = drain_records(records, t0)
     out = results.copy()
     rows = [by_job.get(int(i), []) if pd.notna(i) else [] for i in out["slurm_job_id"]]
