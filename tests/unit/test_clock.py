@@ -108,7 +108,8 @@ def test_timeouts_of_a_real_answer_are_raised_on_the_virtual_clock_only() -> Non
     keys = ("MessageTimeout", "TCPTimeout", "BatchStartTimeout")
     virtual = render_slurm_files(load_platform(), SchedulerConfig(clock="virtual"))["slurm.conf"]
     wall = render_slurm_files(load_platform(), SchedulerConfig())["slurm.conf"]
-    assert conf_values(virtual, *keys) == {"MessageTimeout": "300", "TCPTimeout": "100", "BatchStartTimeout": "300"}
+    raised = {"MessageTimeout": "300", "TCPTimeout": "100", "BatchStartTimeout": "300"}
+    assert conf_values(virtual, *keys) == raised
     assert conf_values(wall, *keys) == {"MessageTimeout": "30"}
 
 

@@ -1,8 +1,11 @@
 """The thesis's findings on the real KTH trace (Kopański Sections 4.2, 4.5, 4.7).
 
-Full-trace runs of the fast policies; the slow plan-based policy is compared with
-SJF backfilling on one of the 16 periods of the split workload (the full-trace
-comparison is in benchmarks/simulate.py, its figures in docs/policies.md).
+The fast policies on the trace's first quarter (6,251 jobs, about 20 s in all); the slow
+plan-based policy against SJF backfilling on one of the 16 periods of the split workload.
+The whole trace is benchmarks/simulate.py's (its figures in docs/policies.md): there these
+tests took 121 s of a 55-minute test run. The findings hold on the whole trace and on its
+first quarter, not on every window: on the second half, no future BB reservations wait 8.0
+times as long as backfill-1, not 10 (measured 2026-11-29).
 """
 
 from __future__ import annotations
@@ -28,16 +31,20 @@ pytestmark = [
 ]
 
 
+FIRST_QUARTER = (0, 4)
+
+
 @cache
-def kth_plan(period: int | None = None) -> pd.DataFrame:
+def kth_plan(period: tuple[int, int] | None = None) -> pd.DataFrame:
+    """The prepared trace, or its period (i, k): the i-th of k, from 0."""
     from harness.workload.plan import prepare
 
-    plan, _ = prepare(KTH, period=None if period is None else (period, 16))
+    plan, _ = prepare(KTH, period=period)
     return plan
 
 
 @cache
-def run(policy: str, period: int | None = None) -> dict[str, Any]:
+def run(policy: str, period: tuple[int, int] = FIRST_QUARTER) -> dict[str, Any]:
     result = simulate(kth_plan(period), get_policy(policy), PLATFORM)
     assert check_schedule(result.jobs, PLATFORM) == []
     return summary(result.jobs, PLATFORM)
@@ -63,7 +70,7 @@ def test_deeper_reservations_wait_longer() -> None:
 
 def test_plan_square_beats_sjf_backfilling_on_a_period() -> None:
     # Period 15 of 16 (index 14, 1305 jobs), as in the split workload of Section 4.1.
-    plan = run("plan-square-0", 14)
-    sjf = run("backfill-sjf-1", 14)
+    plan = run("plan-square-0", (14, 16))
+    sjf = run("backfill-sjf-1", (14, 16))
     assert plan["mean_wait"] <= 0.85 * sjf["mean_wait"]
     assert plan["mean_bsld"] <= 0.85 * sjf["mean_bsld"]
