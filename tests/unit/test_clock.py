@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 import harness.model.clock as clock_module
 from harness.cli import main
+from harness.cluster.hosts.backend import conf_value
 from harness.cluster.node.clock_ticker import tick
 from harness.emulation.run.experiment import RunError, clock_for
 from harness.emulation.run.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
@@ -97,11 +98,6 @@ def test_the_slurmd_daemons_wait_longer_than_a_kill_takes() -> None:
     assert "clock-nodes.env" not in render_slurm_files(load_platform(), SchedulerConfig())
 
 
-def conf_values(conf: str, *keys: str) -> dict[str, str]:
-    pairs = (line.split("=", 1) for line in conf.splitlines() if "=" in line and not line.startswith("#"))
-    return {k: v for k, v in pairs if k in keys}
-
-
 def test_timeouts_of_a_real_answer_are_raised_on_the_virtual_clock_only() -> None:
     """A real delay lasts speed-up times as long in virtual seconds: 300 s of MessageTimeout
     are 3 real s at x100; the wall clock keeps the platform's 30 s and Slurm's defaults."""
@@ -109,8 +105,12 @@ def test_timeouts_of_a_real_answer_are_raised_on_the_virtual_clock_only() -> Non
     virtual = render_slurm_files(load_platform(), SchedulerConfig(clock="virtual"))["slurm.conf"]
     wall = render_slurm_files(load_platform(), SchedulerConfig())["slurm.conf"]
     raised = {"MessageTimeout": "300", "TCPTimeout": "100", "BatchStartTimeout": "300"}
-    assert conf_values(virtual, *keys) == raised
-    assert conf_values(wall, *keys) == {"MessageTimeout": "30"}
+    assert {key: conf_value(virtual, key) for key in keys} == raised
+    assert {key: conf_value(wall, key) for key in keys} == {
+        "MessageTimeout": "30",
+        "TCPTimeout": None,
+        "BatchStartTimeout": None,
+    }
 
 
 def opts(speedup: float | None, **workload: object) -> RunOptions:

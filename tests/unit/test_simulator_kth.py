@@ -1,6 +1,6 @@
 """The thesis's findings on the real KTH trace (Kopański Sections 4.2, 4.5, 4.7).
 
-The fast policies on the trace's first quarter (6,251 jobs, about 20 s in all); the slow
+The fast policies on the trace's first quarter (6,251 jobs, 24 s in all); the slow
 plan-based policy against SJF backfilling on one of the 16 periods of the split workload.
 The whole trace is benchmarks/simulate.py's (its figures in docs/policies.md): there these
 tests took 121 s of a 55-minute test run. The findings hold on the whole trace and on its

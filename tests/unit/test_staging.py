@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -324,3 +326,13 @@ def test_a_late_wake_ends_the_transfer_where_its_bytes_ran_out(tmp_path: Path) -
     clock = DrivenClock(tmp_path, "-", late=0.05)
     rec = run_transfer(_t(5, 4, 1000.0), MACHINE, tmp_path, tick=0.5, clock=clock, sleep=clock.sleep)
     assert clock.now == pytest.approx(1000.25) and rec["end"] == pytest.approx(1000.2)
+
+
+def test_the_staging_command_starts_without_pandas() -> None:
+    """Every stage-in and stage-out starts this command: with pandas (through the drains
+    module) its imports took 1.35 s of CPU, 135 virtual s at x100, and bursts of stage-ins
+    overloaded the host (docs/io-live.md, "Cause, found")."""
+    code = "import sys, harness.emulation.iolive.staging; print('pandas' in sys.modules)"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "False"
