@@ -5,6 +5,7 @@ own and every way a VM starts slurmd (harness-service, slurmd@.service) passes `
 from __future__ import annotations
 
 import json
+import tarfile
 from pathlib import Path
 
 import yaml
@@ -13,7 +14,7 @@ from harness.cluster.ansible_render import variables as av
 from harness.cluster.containers.state_dir import ClusterState
 from harness.model.paths import repo_path
 from harness.platform import Platform, load_platform
-from harness.slurm.config import NODE_EXTRA_FILES, OWN_NODE_DIR, SchedulerConfig
+from harness.slurm.config import OWN_NODE_DIR, SchedulerConfig
 from tests.platforms import platform_toml, slurm_nodes
 
 HEAD = av.HostSpec("head", "head.example.org")
@@ -97,17 +98,51 @@ def test_the_head_gets_no_node_files(tmp_path: Path) -> None:
     assert len(files) == 4 + 2 + 27
 
 
+def worker_archive(render: Path, worker: str) -> dict[str, str]:
+    with tarfile.open(render / "workers" / f"{worker}.tar") as tar:
+        return {m.name: tar.extractfile(m).read().decode() for m in tar.getmembers()}  # type: ignore[union-attr]
+
+
+def test_each_worker_gets_one_archive_of_its_nodes_files_beside_the_two_it_reads(tmp_path: Path) -> None:
+    p = platform(tmp_path)
+    av.render_ansible(tmp_path / "r", p, av.plan_layout(p, HEAD, WORKERS))
+    etc = tmp_path / "r" / "etc" / "nodes"
+    w02 = worker_archive(tmp_path / "r", "w02")
+    # 27 nodes over 3 workers: w02 runs the 10th to the 18th (s10-s18), after gres and cgroup
+    assert list(w02) == ["gres.conf", "cgroup.conf", *(f"slurm-s{i}.conf" for i in range(10, 19))]
+    assert all(text == (etc / name).read_text() for name, text in w02.items())
+    assert list(worker_archive(tmp_path / "r", "w03"))[-1] == "slurm-sbb3.conf"
+    archives = sorted(path.name for path in (tmp_path / "r" / "workers").iterdir())
+    assert archives == ["w01.tar", "w02.tar", "w03.tar"]
+    with tarfile.open(tmp_path / "r" / "workers" / "w01.tar") as tar:
+        assert {(m.uid, m.uname, m.mtime, m.mode) for m in tar.getmembers()} == {(0, "root", 0, 0o644)}
+
+
+def test_a_worker_gone_or_a_shared_platform_leaves_no_archive(tmp_path: Path) -> None:
+    p = platform(tmp_path)
+    av.render_ansible(tmp_path / "r", p, av.plan_layout(p, HEAD, WORKERS))
+    first = (tmp_path / "r" / "workers" / "w01.tar").read_bytes()
+    two = av.render_ansible(tmp_path / "r", p, av.plan_layout(p, HEAD, WORKERS[:2]))
+    assert "workers/w03.tar" in two.changed and not (tmp_path / "r" / "workers" / "w03.tar").exists()
+    assert "workers/w01.tar" in two.changed  # 14 nodes now, not 9
+    again = av.render_ansible(tmp_path / "r", p, av.plan_layout(p, HEAD, WORKERS))
+    assert (tmp_path / "r" / "workers" / "w01.tar").read_bytes() == first  # the same bytes again
+    assert {"workers/w01.tar", "workers/w03.tar"} <= set(again.changed)
+    shared = platform(tmp_path, conf="shared")
+    result = av.render_ansible(tmp_path / "r", shared, av.plan_layout(shared, HEAD, WORKERS))
+    assert {"workers/w01.tar", "workers/w02.tar", "workers/w03.tar"} <= set(result.changed)
+    assert not (tmp_path / "r" / "workers").exists()
+
+
 def test_the_slurmd_role_installs_the_workers_files_where_slurmd_is_started_with_f() -> None:
     tasks = yaml.safe_load(repo_path("ansible/roles/slurmd/tasks/main.yml").read_text())
     by_name = {task["name"]: task for task in tasks}
-    beside = by_name["Install the files slurmd reads beside its own slurm.conf"]
-    assert beside["loop"] == list(NODE_EXTRA_FILES)
-    assert beside["ansible.builtin.copy"]["dest"] == f"/etc/slurm/{OWN_NODE_DIR}/{{{{ item }}}}"
-    own = by_name["Install the own slurm.conf of each node of this worker"]
-    assert own["loop"] == "{{ slurmd_layout.workers[inventory_hostname].nodes }}"
-    assert own["ansible.builtin.copy"]["src"] == "{{ harness_render_dir }}/etc/nodes/slurm-{{ item }}.conf"
-    assert own["ansible.builtin.copy"]["dest"] == "/etc/slurm/nodes/slurm-{{ item }}.conf"
-    assert own["when"] == "slurmd_own_node" and own["notify"] == "Restart slurmd"
+    copy = by_name["Copy this worker's own-node files as one archive"]["ansible.builtin.copy"]
+    assert copy["src"] == "{{ harness_render_dir }}/workers/{{ inventory_hostname }}.tar"
+    [unpack] = [task for name, task in by_name.items() if name.startswith("Unpack the own slurm.conf")]
+    assert unpack["ansible.builtin.unarchive"] == {"src": copy["dest"], "dest": f"/etc/slurm/{OWN_NODE_DIR}",
+                                                   "remote_src": True}  # fmt: skip
+    assert unpack["when"] == "slurmd_own_node" and unpack["notify"] == "Restart slurmd"
     # The supervisor of the Docker path reads the same folder (containers/entrypoint.sh).
     assert "--conf-dir /etc/slurm/nodes" in repo_path("containers/entrypoint.sh").read_text()
     script = repo_path("ansible/roles/common/files/harness-service").read_text()

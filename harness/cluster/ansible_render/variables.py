@@ -8,8 +8,10 @@ writes everything host-specific into one directory, and the playbook copies it:
                         node's ``NodeAddr`` set to the address of the worker VM that runs it
     etc/nodes/          with ``slurmd_conf = "own-node"``: ``slurm-<node>.conf`` for every node
                         (its own ``NodeName`` line only) and the gres.conf and cgroup.conf slurmd
-                        reads beside it, as the Docker path; each worker installs its nodes' files
-                        and starts their slurmd with ``-f`` (roles ``slurmd``, ``common``)
+                        reads beside it, as the Docker path, and starts their slurmd with ``-f``
+                        (roles ``slurmd``, ``common``)
+    workers/<worker>.tar  with own-node: what each worker unpacks into /etc/slurm/nodes/ (the
+                        files beside and its nodes' own), one copy instead of one a node
     cluster.json        the layout: head, workers, the nodes and ports of each worker
                         (the playbook's variables; also installed as /etc/harness/cluster.json,
                         where ``harness run --cluster ssh://...`` reads it)
@@ -24,22 +26,20 @@ Files are rewritten only when their content changes, so a second playbook run se
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import os
-import tarfile
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.cluster.ansible_render.accounting import render_dbd_dir
+from harness.cluster.ansible_render.archives import WORKER_ARCHIVE_DIR, reproducible_tar, worker_archives
 from harness.model.atomic import atomic_write
 from harness.model.hostlist import compress_hostlist
 from harness.model.rundir import SHARED
 from harness.platform import Platform, bundled_platform_file
-from harness.slurm.config import LOOPBACK, OWN_NODE_DIR, SchedulerConfig, render_slurm_files
+from harness.slurm.config import LOOPBACK, NODE_EXTRA_FILES, OWN_NODE_DIR, SchedulerConfig, render_slurm_files
 
 SHARED_DIR = SHARED  # the replay's job directory and the run files live here on every host
 CLUSTER_JSON = "cluster.json"
@@ -204,28 +204,11 @@ def platform_text(platform: Platform) -> str:
 
 # -- reproducible source archive ---------------------------------------------------------
 def source_archive(root: Path) -> bytes:
-    """A .tar.gz of the harness sources whose bytes depend on file contents only.
-
-    Fixed times, owners and order make an unchanged tree give identical bytes, so Ansible's
-    copy sees no change and the head node's venv is not reinstalled for nothing.
-    """
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for rel in _source_paths(root):
-            path = root / rel
-            info = tarfile.TarInfo(rel.as_posix())
-            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
-            if path.is_dir():
-                info.type, info.mode = tarfile.DIRTYPE, 0o755
-                tar.addfile(info)
-            else:
-                data = path.read_bytes()
-                info.size, info.mode = len(data), 0o644
-                tar.addfile(info, io.BytesIO(data))
-    out = io.BytesIO()
-    with gzip.GzipFile(fileobj=out, mode="wb", mtime=0, compresslevel=6) as gz:
-        gz.write(raw.getvalue())
-    return out.getvalue()
+    """A .tar.gz of the harness sources whose bytes depend on file contents only, so an
+    unchanged tree does not reinstall the head node's venv."""
+    paths = [root / rel for rel in _source_paths(root)]
+    members = [(p.relative_to(root).as_posix(), None if p.is_dir() else p.read_bytes()) for p in paths]
+    return reproducible_tar(members, compress=True)
 
 
 def _source_paths(root: Path) -> list[Path]:
@@ -302,10 +285,13 @@ def render_ansible(
     outputs[PLATFORM_TOML] = platform_text(platform).encode()
     if source_root is not None:
         outputs[SOURCE_ARCHIVE] = source_archive(source_root)
+    outputs |= node_file_archives(files, layout)
     for rel, data in outputs.items():
+        (out / rel).parent.mkdir(exist_ok=True)
         if write_if_changed(out / rel, data):
             changed.append(rel)
-    changed += remove_stale_node_files(out / "etc", outputs)
+    changed += remove_stale_files(out, f"etc/{OWN_NODE_DIR}", outputs)
+    changed += remove_stale_files(out, WORKER_ARCHIVE_DIR, outputs)
     if ensure_munge_key(out / MUNGE_KEY):
         changed.append(MUNGE_KEY)
     changed += render_dbd_dir(
@@ -314,20 +300,28 @@ def render_ansible(
     return RenderResult(out=out, changed=tuple(changed), layout=layout)
 
 
-def remove_stale_node_files(etc: Path, outputs: Mapping[str, bytes]) -> list[str]:
-    """Delete the files of ``etc/nodes/`` this render did not write (a node gone, or the platform
-    back to a shared slurm.conf), so no worker installs one; their ``etc/...`` names, sorted."""
-    folder = etc / OWN_NODE_DIR
-    if not folder.is_dir():
+def node_file_archives(files: Mapping[str, str], layout: Layout) -> dict[str, bytes]:
+    """Each worker's own-node files as one archive (none for a shared slurm.conf)."""
+    prefix = f"{OWN_NODE_DIR}/"
+    own = {name.removeprefix(prefix): text for name, text in files.items() if name.startswith(prefix)}
+    if not own:
+        return {}
+    return worker_archives(own, {w.name: w.nodes for w in layout.workers}, NODE_EXTRA_FILES)
+
+
+def remove_stale_files(out: Path, folder: str, outputs: Mapping[str, bytes]) -> list[str]:
+    """Delete the files of ``out/folder`` this render did not write (a node or worker gone, or
+    the platform back to a shared slurm.conf), so no worker installs one; their names, sorted."""
+    if not (out / folder).is_dir():
         return []
     removed = []
-    for path in sorted(folder.iterdir()):
-        rel = f"etc/{OWN_NODE_DIR}/{path.name}"
+    for path in sorted((out / folder).iterdir()):
+        rel = f"{folder}/{path.name}"
         if rel not in outputs:
             path.unlink()
             removed.append(rel)
-    if not any(folder.iterdir()):
-        folder.rmdir()
+    if not any((out / folder).iterdir()):
+        (out / folder).rmdir()
     return removed
 
 
