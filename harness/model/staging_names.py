@@ -5,3 +5,4 @@ from __future__ import annotations
 
 STAGINGS = ("inside", "outside", "pool")
 OFF_ALLOCATION = ("outside", "pool")  # the stagings with Slurm's life cycle: BB and nodes held apart
+STAGE_INS = ("policy", "slurm")  # who begins a stage-in off the allocation: the policy, or Slurm itself

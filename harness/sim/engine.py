@@ -28,7 +28,7 @@ from harness.model.io_models import ALLOC_ONLY, MODELS
 from harness.model.staging_names import OFF_ALLOCATION
 from harness.platform import Machine
 from harness.policies import kernels
-from harness.policies.base import Decision, Policy, SelectsStagedRuns
+from harness.policies.base import Decision, Policy
 from harness.policies.io_platform import on_platform, uses_io_tree
 from harness.policies.state import Allocation, JobQueue, RunningJob, Topology
 from harness.sim.events import next_pass
@@ -37,7 +37,7 @@ from harness.sim.io_execution import IOExecution
 from harness.sim.io_mode import io_columns, io_execution
 from harness.sim.machine import SimMachine, SimulationError, bb_map_string
 from harness.sim.pool_tiers import PoolTiers, pool_tier_setup
-from harness.sim.staged_runs import policy_run_selector
+from harness.sim.staged_runs import policy_off_allocation
 from harness.sim.staging import OutsideStaging, SlurmPasses, check_staging, outside_execution
 from harness.sim.tiers import TierExecution, is_tiered, tier_setup
 
@@ -108,6 +108,7 @@ def simulate(
     stage_delay: float = 0.0,
     staged_start: str | None = None,
     decision_tick: float | None = None,
+    stage_in: str = "policy",
 ) -> SimulationResult:
     """Run ``policy`` on ``plan`` (columns of :data:`PLAN_COLUMNS`) and return the schedule.
 
@@ -117,12 +118,11 @@ def simulate(
     (outside, striped over every BB node as Slurm's pool; :mod:`harness.sim.staging`);
     off the allocation, ``launch_delay`` is the time from the pass after a job's stage-in
     to its start and ``stage_delay`` that from the pass that picked it to its stage-in;
-    ``staged_start`` how staged-in jobs get nodes (:class:`~harness.sim.staging.SlurmPasses`;
-    default ``backfill`` in a pool, else ``in-order``); ``decision_tick`` (default
-    ``tick``) how often the policy runs there, when it is not Slurm's pass (the agent's poll).
-    ``tiers`` runs storage tiers for any policy, as always for a policy that chooses
-    tiers: Lackner's (:mod:`harness.sim.tiers`) inside the allocation, those of a live run
-    in a pool (:mod:`harness.sim.pool_tiers`).
+    ``staged_start`` how staged-in jobs get nodes and ``stage_in`` who begins a stage-in
+    (:class:`~harness.sim.staging.SlurmPasses`); ``decision_tick`` (default ``tick``) how
+    often the policy runs there, when it is not Slurm's pass (the agent's poll).
+    ``tiers`` runs storage tiers for any policy, as always for a tier-choosing one:
+    Lackner's (:mod:`harness.sim.tiers`) inside the allocation, a live run's in a pool.
     """
     _check_options(tick, launch_delay, stage_delay, model, staging)
     topology = Topology.from_platform(platform)
@@ -137,12 +137,11 @@ def simulate(
     twin = Twin(tick, launch_delay)
     if staging in OFF_ALLOCATION:
         order = staged_start or ("backfill" if staging == "pool" else "in-order")
-        passes = SlurmPasses(tick, stage_delay, launch_delay, order)
+        passes = SlurmPasses(tick, stage_delay, launch_delay, order, stage_in)
         kind = PoolTiers if pool_tiers else OutsideStaging
         execution, machine = outside_execution(jobs.df, platform, topology, seed=io_seed,
                                                pool=staging == "pool", passes=passes, kind=kind)  # fmt: skip
-        if isinstance(policy, SelectsStagedRuns) and order != "reserved":  # Cerberus's Q_R
-            execution.run_selector = policy_run_selector(policy, jobs.queue, jobs.job_id, machine)
+        policy = policy_off_allocation(policy, execution, machine, jobs.queue)
         # the execution delays the stage-in and the start itself
         twin = Twin(tick if decision_tick is None else decision_tick, 0.0)
     elif tiered:

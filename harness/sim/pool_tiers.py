@@ -40,7 +40,8 @@ from harness.policies.base import Policy, Start
 from harness.policies.state import Allocation, RunningJob
 from harness.policies.tiers import HPS, LPS, TierRates, staged_job_io
 from harness.sim.io_execution import EventKey, JobIO, _Job
-from harness.sim.staging import OutsideStaging, SlurmPasses, StagedMachine
+from harness.sim.staged_machine import StagedMachine
+from harness.sim.staging import OutsideStaging, SlurmPasses
 from harness.workload.io import KopanskiIO
 from harness.workload.io.kopanski import COLUMNS as KOPANSKI_COLUMNS
 

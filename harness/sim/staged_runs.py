@@ -1,4 +1,5 @@
-"""A policy's own choice of which staged-in jobs run (Cerberus's ``Q_R``) in the simulator.
+"""Who decides off the allocation in the simulator: Slurm's own stage-ins, or the policy, and
+a policy's own choice of which staged-in jobs run (Cerberus's ``Q_R``).
 
 Off the allocation (:mod:`harness.sim.staging`) staged-in jobs take compute nodes in an
 order Slurm would use, unless the policy selects them itself
@@ -12,10 +13,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from harness.policies.base import SelectsStagedRuns
+from harness.policies.base import Policy, SelectsStagedRuns
 from harness.policies.state import JobQueue
 from harness.sim.machine import SimulationError
-from harness.sim.staging import StagedMachine
+from harness.sim.slurm_stage_in import SlurmStageIn
+from harness.sim.staged_machine import StagedMachine
+from harness.sim.staging import OutsideStaging
 
 
 def policy_run_selector(
@@ -37,3 +40,21 @@ def policy_run_selector(
         return picked
 
     return select
+
+
+def policy_off_allocation(
+    policy: Policy,
+    execution: OutsideStaging,
+    machine: StagedMachine,
+    queue_of: Callable[[np.ndarray], JobQueue],
+) -> Policy:
+    """The policy that decides the starts: with ``stage_in="slurm"`` Slurm's own stage-ins
+    (:mod:`harness.sim.slurm_stage_in`; the policy then only names the run), else ``policy``,
+    asked which staged-in jobs run when it chooses them itself (not under the ordering agent)."""
+    passes = execution.passes
+    if passes.stage_in == "slurm":
+        rows = {int(j): i for i, j in enumerate(execution.job_ids)}
+        return SlurmStageIn(policy.name, execution.first_waiting, rows)
+    if isinstance(policy, SelectsStagedRuns) and passes.staged_start != "reserved":
+        execution.run_selector = policy_run_selector(policy, queue_of, execution.job_ids, machine)
+    return policy

@@ -33,20 +33,21 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from harness.flow.io_network import IONetwork
 from harness.model.io_models import IO_AWARE
-from harness.model.staging_names import OFF_ALLOCATION, STAGINGS
+from harness.model.staging_names import OFF_ALLOCATION, STAGE_INS, STAGINGS
 from harness.platform import Machine
-from harness.policies.state import Allocation, ClusterState, RunningJob, Topology
+from harness.policies.state import Allocation, Topology
 from harness.sim.events import next_pass
 from harness.sim.io_execution import EventKey, IOExecution, JobIO, _Job
 from harness.sim.io_mode import io_columns, job_io
-from harness.sim.machine import SimMachine, SimulationError
+from harness.sim.machine import SimulationError
+from harness.sim.staged_machine import PoolMachine, StagedMachine
 
 
 def check_staging(staging: str, model: str) -> None:
@@ -54,59 +55,6 @@ def check_staging(staging: str, model: str) -> None:
         raise ValueError(f"unknown staging '{staging}' (stagings: {', '.join(STAGINGS)})")
     if staging in OFF_ALLOCATION and model != IO_AWARE:
         raise ValueError("staging outside the allocation needs the io-aware job model (--model io-aware)")
-
-
-class StagedMachine(SimMachine):
-    """A machine on which burst buffer and compute nodes are taken and freed apart.
-
-    ``start`` (the policy's decision) takes the BB shares only; the execution takes and
-    frees the compute nodes (:meth:`take_nodes`, :meth:`release_nodes`) and frees the
-    burst buffer (:meth:`release_bb`). Policies see in ``running`` the jobs on compute
-    nodes; the BB of jobs staging in or out is taken from ``free_bb`` only.
-    """
-
-    def __init__(self, topology: Topology) -> None:
-        super().__init__(topology)
-        self.holding: dict[int, RunningJob] = {}  # BB held: stage-in start to stage-out end
-
-    def state(self, memo: dict | None) -> ClusterState:
-        held = tuple(j for i, j in self.holding.items() if i not in self.running)
-        return replace(super().state(memo), holding_bb=held, staged_apart=True)
-
-    def start(self, job: RunningJob) -> None:
-        for b in job.allocation.bb:
-            self.free_bb[b] -= job.bb_per_node_mb
-        if min(self.free_bb) < 0:
-            raise SimulationError(f"job {job.job_id}: a BB node is over-allocated")
-        self.holding[job.job_id] = job
-
-    def take_nodes(self, job_id: int, compute: tuple[int, ...], now: float) -> RunningJob:
-        held = self.holding[job_id]
-        for c in compute:
-            if not self.free[c]:
-                raise SimulationError(f"job {job_id}: compute node {c} is busy")
-            self.free[c] = False
-        self.free_count -= len(compute)
-        walltime = held.expected_end - held.start
-        job = RunningJob(
-            job_id, now, now + walltime, held.bb_per_node_mb, Allocation(compute, held.allocation.bb)
-        )
-        self.running[job_id] = job
-        return job
-
-    def release_nodes(self, job_id: int) -> None:
-        job = self.running.pop(job_id)
-        for c in job.allocation.compute:
-            self.free[c] = True
-        self.free_count += job.nodes
-
-    def release_bb(self, job_id: int) -> None:
-        job = self.holding.pop(job_id)
-        for b in job.allocation.bb:
-            self.free_bb[b] += job.bb_per_node_mb
-
-    def finish(self, job_id: int) -> None:
-        """Nothing: the execution has freed what the job held as each phase ended."""
 
 
 STAGED_STARTS = ("in-order", "backfill", "reserved")
@@ -122,19 +70,26 @@ class SlurmPasses:
     ``staged_start``, how staged-in jobs get nodes: ``in-order`` (first come, first served:
     ``sched/builtin``), ``backfill`` (in order, and a later one when it does not delay the
     first: ``sched/backfill``) or ``reserved`` (the ordering agent: a job keeps the nodes it
-    was released on from its release, so they idle while it stages in).
+    was released on from its release, so they idle while it stages in). ``stage_in``, who
+    begins a stage-in: the ``policy``, or ``slurm``'s own scheduler as soon as the pool has
+    room (:mod:`harness.sim.slurm_stage_in`); staged-in jobs then take nodes in queue order.
     """
 
     tick: float = 0.0
     stage_delay: float = 0.0
     start_delay: float = 0.0
     staged_start: str = "in-order"
+    stage_in: str = "policy"
 
     def __post_init__(self) -> None:
         if self.staged_start not in STAGED_STARTS:
             raise ValueError(
                 f"unknown staged start {self.staged_start!r} (known: {', '.join(STAGED_STARTS)})"
             )
+        if self.stage_in not in STAGE_INS:
+            raise ValueError(f"unknown stage-in rule {self.stage_in!r} (known: {', '.join(STAGE_INS)})")
+        if self.stage_in == "slurm" and self.staged_start == "reserved":
+            raise ValueError("Slurm begins the stage-ins itself only without the ordering agent")
 
     def start_at(self, now: float) -> float:
         return next_pass(now, self.tick) + self.start_delay
@@ -223,6 +178,10 @@ class OutsideStaging(IOExecution):
         self.waiting.append(job.row)
         self._place_soon(now)
 
+    def first_waiting(self) -> int | None:
+        """The first plan row (in queue order) of the staged-in jobs waiting for nodes."""
+        return min(self.waiting, default=None)
+
     def _place(self, now: float) -> None:
         """Give compute nodes to the staged-in jobs (see :class:`SlurmPasses`): in order,
         while the first one fits, then with ``backfill`` to later ones (:meth:`_backfill`);
@@ -239,6 +198,8 @@ class OutsideStaging(IOExecution):
                 self.waiting.remove(row)
                 self._take_nodes(row, now)
             return
+        if self.passes.stage_in == "slurm":
+            self.waiting.sort()  # Slurm's priority order: the queue's (rows are in submission order)
         while self.waiting and self.machine.free_count >= int(self.jobs.nodes[self.waiting[0]]):
             self._take_nodes(self.waiting.pop(0), now)
         if self.passes.staged_start == "backfill" and len(self.waiting) > 1:
@@ -357,11 +318,11 @@ def outside_execution(
     """The execution (a ``kind``) and the machine it shares with the simulator (``plan``
     sorted as simulated)."""
     net = IONetwork.from_platform(platform)
-    machine = StagedMachine(topology)
+    passes = passes or SlurmPasses(staged_start="backfill" if pool else "in-order")
+    machine = PoolMachine(topology) if passes.stage_in == "slurm" else StagedMachine(topology)
     ids = plan["job_id"].to_numpy(np.int64)
     chassis = topology.chassis_of_compute
     pool_bb = tuple(chassis_bb_node(platform, ch) for ch in chassis) if pool else None
-    passes = passes or SlurmPasses(staged_start="backfill" if pool else "in-order")
     execution = kind(net, job_io(plan, seed), chassis, machine, ids, pool_bb, passes)
     return execution, machine
 

@@ -27,10 +27,12 @@ from harness.model.io_models import ALLOC_ONLY, IO_AWARE
 from harness.model.metric_names import HEADLINE_METRICS
 from harness.model.timescale import TimeScale
 from harness.platform import Machine
+from harness.policies.base import Policy
 from harness.policies.registry import family_of, get_policy
 from harness.policies.tiers import HPS, LPS
 from harness.policies.will_run import SLURM_TIME_WINDOW_S
 from harness.sim.engine import simulate
+from harness.sim.tiers import is_tiered
 from harness.slurm.config import SchedulerConfig
 
 # The twin of Slurm's backfill picks and reserves concrete nodes (docs/virtual-time.md, "A twin
@@ -87,6 +89,7 @@ def compare_with_simulation(
         plan, twin, platform, model=model, io_seed=seed, tick=tick, launch_delay=launch_delay,
         staging=staging, stage_delay=stage_delay, staged_start=order,
         decision_tick=decision_tick if tick and order == "reserved" else None,
+        stage_in=stage_in_for(staging, order, twin),
     ).jobs  # fmt: skip
     emu_metrics = summary(emulated, platform)
     sim_metrics = summary(sim, platform)
@@ -217,6 +220,14 @@ def will_run_params(
         "will_run_origin_s": float(scale.to_trace(slurm_t0 % SLURM_TIME_WINDOW_S)),
         "slurm_node_reservation": "true" if node_reservation else "false",
     }
+
+
+def stage_in_for(staging: str, staged_start: str | None, twin: Policy) -> str:
+    """Who begins a stage-in in the twin: Slurm itself, as soon as the pool has room, when
+    Slurm's own scheduler runs the jobs (:mod:`harness.sim.slurm_stage_in`); the policy under
+    the ordering agent (it releases a job when it starts it) and for a tier-choosing policy."""
+    own = staging == "pool" and staged_start in ("in-order", "backfill") and not is_tiered(twin)
+    return "slurm" if own else "policy"
 
 
 def staged_start_for(sched: SchedulerConfig) -> str:
