@@ -124,7 +124,7 @@ def simulate(
     ``tiers`` runs storage tiers for any policy, as always for a tier-choosing one:
     Lackner's (:mod:`harness.sim.tiers`) inside the allocation, a live run's in a pool.
     """
-    _check_options(tick, launch_delay, stage_delay, model, staging)
+    _check_options(tick, launch_delay, stage_delay, model, staging, stage_in)
     topology = Topology.from_platform(platform)
     tiered = tiers or is_tiered(policy)  # a tier per job: Lackner's (inside) or the live one (pool)
     pool_tiers = tiered and staging == "pool"  # harness.sim.pool_tiers: the live run's I/O
@@ -212,10 +212,12 @@ class Twin:
         return next_pass(now, self.tick)
 
 
-def _check_options(tick: float, launch_delay: float, stage_delay: float, model: str, staging: str) -> None:
+def _check_options(
+    tick: float, launch_delay: float, stage_delay: float, model: str, staging: str, stage_in: str
+) -> None:
     if model not in MODELS:
         raise ValueError(f"unknown job model '{model}' (models: {', '.join(MODELS)})")
-    check_staging(staging, model)
+    check_staging(staging, model, stage_in)
     for name, value in (("tick", tick), ("launch delay", launch_delay), ("stage delay", stage_delay)):
         if not (math.isfinite(value) and value >= 0):
             raise ValueError(f"{name} must be a finite number >= 0, got {value}")

@@ -19,6 +19,7 @@ from harness.sim.machine import SimulationError
 from harness.sim.slurm_stage_in import SlurmStageIn
 from harness.sim.staged_machine import StagedMachine
 from harness.sim.staging import OutsideStaging
+from harness.sim.tiers import is_tiered
 
 
 def policy_run_selector(
@@ -53,6 +54,8 @@ def policy_off_allocation(
     asked which staged-in jobs run when it chooses them itself (not under the ordering agent)."""
     passes = execution.passes
     if passes.stage_in == "slurm":
+        if is_tiered(policy):
+            raise ValueError("a policy that chooses storage tiers begins its stage-ins itself, not Slurm")
         rows = {int(j): i for i, j in enumerate(execution.job_ids)}
         return SlurmStageIn(policy.name, execution.first_waiting, rows)
     if isinstance(policy, SelectsStagedRuns) and passes.staged_start != "reserved":

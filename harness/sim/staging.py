@@ -50,11 +50,15 @@ from harness.sim.machine import SimulationError
 from harness.sim.staged_machine import PoolMachine, StagedMachine
 
 
-def check_staging(staging: str, model: str) -> None:
+def check_staging(staging: str, model: str, stage_in: str = "policy") -> None:
     if staging not in STAGINGS:
         raise ValueError(f"unknown staging '{staging}' (stagings: {', '.join(STAGINGS)})")
     if staging in OFF_ALLOCATION and model != IO_AWARE:
         raise ValueError("staging outside the allocation needs the io-aware job model (--model io-aware)")
+    if stage_in not in STAGE_INS:
+        raise ValueError(f"unknown stage-in rule '{stage_in}' (known: {', '.join(STAGE_INS)})")
+    if stage_in == "slurm" and staging not in OFF_ALLOCATION:
+        raise ValueError("Slurm begins the stage-ins only off the allocation (--staging outside or pool)")
 
 
 STAGED_STARTS = ("in-order", "backfill", "reserved")

@@ -91,11 +91,18 @@ def test_the_pool_takes_a_job_total_from_the_bb_nodes_with_most_room() -> None:
     assert machine.free_bb == [100, 0, 55]
 
 
-def test_slurm_begins_stage_ins_itself_only_without_the_ordering_agent() -> None:
+def test_slurm_begins_stage_ins_itself_only_off_the_allocation_without_the_agent_or_tiers() -> None:
     with pytest.raises(ValueError, match="only without the ordering agent"):
         SlurmPasses(staged_start="reserved", stage_in="slurm")
     with pytest.raises(ValueError, match="unknown stage-in rule 'agent'"):
         SlurmPasses(stage_in="agent")
+    plan, platform = io_plan([staged(1, 10.0, 50.0, 0.0)]), tiny(1, 2, 100)
+    with pytest.raises(ValueError, match="only off the allocation"):
+        simulate(plan, get_policy("fcfs"), platform, model="io-aware", stage_in="slurm")
+    with pytest.raises(ValueError, match="unknown stage-in rule 'agent'"):
+        simulate(plan, get_policy("fcfs"), platform, model="io-aware", staging="pool", stage_in="agent")
+    with pytest.raises(ValueError, match="chooses storage tiers"):
+        simulate(plan, get_policy("sas"), platform, model="io-aware", staging="pool", stage_in="slurm")
 
 
 def test_the_twin_lets_slurm_stage_in_under_its_own_scheduler_only() -> None:
