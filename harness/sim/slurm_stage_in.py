@@ -53,7 +53,9 @@ class SlurmStageIn(Policy):
         for job in queue:
             if job.bb_per_node_mb <= 0:  # to the nodes at once; it blocks the main scheduler if none are free
                 starts.append(_start(job))
-                blocked = self.rows[job.job_id] if job.nodes > free and blocked is None else blocked
+                if job.nodes > free:
+                    row = self.rows[job.job_id]
+                    blocked = row if blocked is None else min(blocked, row)
                 free -= min(job.nodes, free)
             elif (blocked is None or self.rows[job.job_id] < blocked) and job.bb_total_mb <= pool:
                 starts.append(_start(job))  # reached by the main scheduler, and it fits

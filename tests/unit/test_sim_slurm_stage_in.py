@@ -10,10 +10,11 @@ import pytest
 
 from harness.emulation.collect.fidelity import stage_in_for
 from harness.policies.registry import get_policy
-from harness.policies.state import Allocation, RunningJob, Topology
+from harness.policies.state import Allocation, ClusterState, QueuedJob, RunningJob, Topology
 from harness.sim.checks import check_schedule
 from harness.sim.engine import simulate
 from harness.sim.machine import SimulationError
+from harness.sim.slurm_stage_in import SlurmStageIn
 from harness.sim.staged_machine import PoolMachine
 from harness.sim.staging import SlurmPasses
 from tests.unit.test_sim_staging import staged
@@ -111,3 +112,20 @@ def test_the_twin_lets_slurm_stage_in_under_its_own_scheduler_only() -> None:
     assert stage_in_for("pool", "reserved", fcfs) == "policy"  # the ordering agent releases the jobs
     assert stage_in_for("inside", None, fcfs) == "policy"
     assert stage_in_for("pool", "backfill", get_policy("sas")) == "policy"  # it chooses tiers
+
+
+def test_a_job_without_burst_buffer_waiting_for_nodes_stops_the_main_scheduler() -> None:
+    # 4 nodes, a 100 MB pool; a running job holds 2 nodes and 2 x 20 MB: 2 nodes and 60 MB
+    # free. The first job waiting for nodes is row 5. Job 2 (row 2, 4 nodes, no BB) goes to
+    # the nodes and finds them busy: the main scheduler stops there, before rows 3 and 4.
+    # Slurm's stage-in after the pass then takes 3 (70 MB): it does not fit, so 4 (30 MB),
+    # which would, is not staged in either.
+    topology = Topology.from_platform(tiny(1, 4, 100))
+    running = RunningJob(1, 0.0, 100.0, 20, Allocation((0, 1), (0, 0)))
+    state = ClusterState.from_running(topology, [running])
+    queue = [QueuedJob(2, 1.0, 50.0, 4, 0), QueuedJob(3, 2.0, 50.0, 1, 70), QueuedJob(4, 3.0, 50.0, 1, 30)]
+    policy = SlurmStageIn("backfill-1", lambda: 5, {2: 2, 3: 3, 4: 4})
+    assert [s.job_id for s in policy.decide(state, queue, 3.0).starts] == [2]
+    # with nothing waiting and job 2 gone, the main scheduler reaches both: 4 fits, 3 does not
+    alone = SlurmStageIn("backfill-1", lambda: None, {3: 3, 4: 4})
+    assert [s.job_id for s in alone.decide(state, queue[1:], 3.0).starts] == [4]
