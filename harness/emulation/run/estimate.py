@@ -24,9 +24,10 @@ from harness.model.timescale import TimeScale
 # one-second steps Slurm's passes need, and the approach to the second before an end), measured:
 # 1.10 on the bundled slice, 1.125 on KTH's first period of 16 (docs/virtual-time.md)
 EVENT_WALL_S_PER_JOB = 1.15
-# ... with live I/O (io-aware): every transfer and phase end is an event too; measured: 3.72 on
-# the bundled slice under slurm-backfill-1, 4.6 under the agent (2026-11-29, docs/virtual-time.md)
-EVENT_IO_WALL_S_PER_JOB = 3.7
+# ... with live I/O (io-aware): every transfer and phase end is an event too; measured on the
+# bundled slice: 3.13 under slurm-backfill-1, 3.37 under the agent (2026-11-29 13:00 and 13:12,
+# after the staging command's import fix; 3.72 and 4.6 before it; docs/virtual-time.md)
+EVENT_IO_WALL_S_PER_JOB = 3.4
 OVERHEAD_S = 60.0  # cluster check/bring-up, collection and report of one run (measured 20-40 s)
 DEFAULT_CONFIRM_OVER_S = 2 * 3600.0  # ask (or refuse without --yes) above this expected wall time
 MIN_JOBS = 10  # fewer jobs are no experiment: not suggested as --first-n
