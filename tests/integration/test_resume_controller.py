@@ -183,7 +183,7 @@ def test_a_controller_restart_mid_run_is_resumed_without_a_job_lost_or_twice(clu
 
 def test_a_stopped_controller_container_is_started_again_by_the_resume(cluster, tmp_path: Path) -> None:
     backend, platform = cluster
-    jobs = 24
+    jobs = 12  # a third submitted before the stop: the rest after the resume
     stop = ["stop", backend.controller_name]
     run_dir, _ = run_until_fault(
         platform, backend.state.shared, plan_file(tmp_path, jobs), tmp_path / "runs", jobs // 3, stop
