@@ -244,8 +244,10 @@ class OutsideStaging(IOExecution):
             spare = iter(c for c in range(len(free)) if free[c] and c not in chosen)
             compute = tuple(c if free[c] else next(spare) for c in wanted.compute)
             self.machine.take_nodes(int(self.job_ids[row]), compute, now)
-        self.allocation[row] = Allocation(compute, wanted.bb)
         bb = wanted.bb if self.pool_bb is None else tuple(self.pool_bb[c] for c in compute)
+        # Slurm's pool places no share (the policy's shares are nominal): the results show the
+        # BB node each compute node checkpoints to
+        self.allocation[row] = Allocation(compute, bb if self.passes.stage_in == "slurm" else wanted.bb)
         self.io_allocation[row] = Allocation(compute, bb)
         job = self.running[row]
         job.by_bb = sorted(Counter(bb).items())  # the drains' BB nodes

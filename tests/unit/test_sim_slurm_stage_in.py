@@ -129,3 +129,12 @@ def test_a_job_without_burst_buffer_waiting_for_nodes_stops_the_main_scheduler()
     # with nothing waiting and job 2 gone, the main scheduler reaches both: 4 fits, 3 does not
     alone = SlurmStageIn("backfill-1", lambda: None, {3: 3, 4: 4})
     assert [s.job_id for s in alone.decide(state, queue[1:], 3.0).starts] == [4]
+
+
+def test_a_job_in_slurms_pool_shows_the_bb_node_each_of_its_nodes_checkpoints_to() -> None:
+    # two chassis of 2 nodes, a BB node each; the pool places no share, so the results name
+    # each compute node's chassis BB node (where its checkpoints go), not the nominal first
+    platform = tiny(2, 2, 100)
+    plan = io_plan([staged(1, 10.0, 0.0, 0.0, nodes=4, bb_per_node_mb=30)])
+    result = simulate(plan, get_policy("fcfs"), platform, model="io-aware", staging="pool", stage_in="slurm")
+    assert result.jobs.loc[0, "bb_nodes"] == "c001:bb01,c002:bb01,c003:bb02,c004:bb02"
