@@ -10,7 +10,6 @@ import click
 
 from harness.analysis.formatting import format_terse
 from harness.cli.options import (
-    NON_NEGATIVE_SECONDS,
     TAU,
     HarnessCommand,
     json_option,
@@ -22,6 +21,7 @@ from harness.cli.options import (
     time_limit_option,
 )
 from harness.cli.output_options import figure_format_option, force_option
+from harness.cli.simulate_options import twin_options
 from harness.cli.simulate_repeat import (
     check_repeat,
     format_repetitions,
@@ -36,9 +36,8 @@ from harness.cli.workload_options import (
     trace_kwargs,
     trace_options,
 )
-from harness.model.io_models import ALLOC_ONLY, IO_AWARE, MODELS
+from harness.model.io_models import ALLOC_ONLY, IO_AWARE
 from harness.model.metric_names import DEFAULT_TAU_S, HEADLINE_METRICS, IO_METRICS, metric_spec
-from harness.model.staging_names import STAGINGS
 from harness.policies.registry import UnknownPolicyError, parse_policy_list
 
 if TYPE_CHECKING:
@@ -164,36 +163,7 @@ def _write_bandwidth(result: Any, platform: Any, jobs_path: Path, formats: tuple
 @force_option
 @click.option("--check/--no-check", default=True, show_default=True, help="Verify the schedule invariants.")
 @policy_param_option
-@click.option(
-    "--model",
-    type=click.Choice(MODELS),
-    default=ALLOC_ONLY,
-    show_default=True,
-    help="Job model: resources held for the trace runtime, or I/O phases sharing bandwidth.",
-)
-@click.option(
-    "--staging",
-    type=click.Choice(list(STAGINGS)),
-    default="inside",
-    show_default=True,
-    help="io-aware: stage inside the allocation (the thesis), or outside it (Slurm's burst-buffer life "
-    "cycle: BB from stage-in start, nodes from run start to run end); pool: outside, striped over every "
-    "BB node (Slurm's burst_buffer/lua pool, as a live --model io-aware run).",
-)
-@click.option(
-    "--tick",
-    type=NON_NEGATIVE_SECONDS,
-    default=0.0,
-    show_default=True,
-    help="Tick-aware twin: the policy runs only every TICK plan seconds (1: Slurm's one-second pass).",
-)
-@click.option(
-    "--launch-delay",
-    type=NON_NEGATIVE_SECONDS,
-    default=0.0,
-    show_default=True,
-    help="Tick-aware twin: plan seconds from a start decision to the job's start (alloc-only).",
-)
+@twin_options
 @priority_options
 @repeat_options
 @figure_format_option()
@@ -210,6 +180,7 @@ def simulate_command(
     check: bool,
     model: str,
     staging: str,
+    stage_in: str,
     tick: float,
     launch_delay: float,
     figure_formats: tuple[str, ...],
@@ -232,10 +203,10 @@ def simulate_command(
         row = _simulate_priorities(plan, platform, *tiers, io_seed, tau, output, figure_formats)
         return click.echo(json.dumps({names[0]: row}, indent=2) if as_json else _text_table({names[0]: row}))
     results: dict[str, dict[str, Any]] = {}
-    settings = {"model": model, "staging": staging, "tick": tick, "launch_delay": launch_delay, "tau": tau,
-                "io_seed": io_seed, "policy_seed": policy_seed, "time_limit_s": time_limit,
-                "policy_params": params}  # fmt: skip
-    common = {"platform": platform, "twin": (model, tick, launch_delay, staging), "params": params,
+    settings = {"model": model, "staging": staging, "stage_in": stage_in, "tick": tick, "tau": tau,
+                "launch_delay": launch_delay, "io_seed": io_seed, "policy_seed": policy_seed,
+                "time_limit_s": time_limit, "policy_params": params}  # fmt: skip
+    common = {"platform": platform, "twin": (model, tick, launch_delay, staging, stage_in), "params": params,
               "io_seed": io_seed, "policy_seed": policy_seed, "time_limit": time_limit, "tau": tau, "ci": ci,
               "check": check, "several": len(names) > 1, "formats": figure_formats}  # fmt: skip
     for name in names:
@@ -334,15 +305,15 @@ def _simulate_one(
     from harness.sim.checks import check_schedule
     from harness.sim.engine import simulate
 
-    model, tick, delay, staging = twin  # the job model, the tick-aware twin's settings, the staging
+    model, tick, delay, staging, stage_in = twin  # the job model, the tick-aware twin's, the staging's
     scheduler = get_policy(name, seed=policy_seed, time_limit_s=time_limit, params=params.get(name))
     try:
         result = simulate(plan, scheduler, platform, model=model, io_seed=io_seed,
-                          tick=tick, launch_delay=delay, staging=staging)  # fmt: skip
+                          tick=tick, launch_delay=delay, staging=staging, stage_in=stage_in)  # fmt: skip
     except ValueError as exc:
         raise click.ClickException(f"{name}: {exc}") from None
     if check:
-        problems = check_schedule(result.jobs, platform)
+        problems = check_schedule(result.jobs, platform, pool=stage_in == "slurm")
         if problems:
             raise click.ClickException(f"{name}: invalid schedule: {'; '.join(problems[:3])}")
     row = summary(result.jobs, platform, tau=tau, ci=ci)

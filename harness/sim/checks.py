@@ -13,17 +13,21 @@ from harness.platform import Machine
 from harness.sim.machine import parse_bb_map
 
 
-def check_schedule(results: pd.DataFrame, platform: Machine, tol: float = 1e-6) -> list[str]:
+def check_schedule(
+    results: pd.DataFrame, platform: Machine, tol: float = 1e-6, pool: bool = False
+) -> list[str]:
     """Violations of the schedule invariants (empty when the schedule is valid).
 
     Every job starts (not before its submission) and ends no later than its walltime
     allows; each allocated compute node has exactly one BB node; no compute node is
-    used by two jobs at once; no BB node ever holds more than its capacity.
+    used by two jobs at once; no BB node ever holds more than its capacity (``pool``:
+    the burst buffer is one pool, as Slurm's ``burst_buffer/lua`` counts it, never over
+    the sum of the capacities).
     """
     problems = list(_check_jobs(results, tol))
     if problems:
         return problems
-    return list(_check_overlaps(results, platform))
+    return list(_check_overlaps(results, platform, pool))
 
 
 def _check_jobs(df: pd.DataFrame, tol: float) -> Iterator[str]:
@@ -36,7 +40,7 @@ def _check_jobs(df: pd.DataFrame, tol: float) -> Iterator[str]:
             yield f"job {row.job_id} runs outside [start, start + walltime]"
 
 
-def _check_overlaps(df: pd.DataFrame, platform: Machine) -> Iterator[str]:
+def _check_overlaps(df: pd.DataFrame, platform: Machine, pool: bool) -> Iterator[str]:
     """Compute nodes over [start, end]; BB nodes over [bb_start, bb_end] when the
     schedule staged outside the allocation (those columns), else over [start, end] too."""
     maps = []
@@ -62,7 +66,9 @@ def _check_overlaps(df: pd.DataFrame, platform: Machine) -> Iterator[str]:
     for _, is_start, row in _sweep(df[held[0]], df[held[1]]):
         for _, b in maps[row]:
             used[b] += (1 if is_start else -1) * int(shares[row])
-        if is_start and max(used) > platform.bb_capacity_mb:
+        if is_start and pool and sum(used) > platform.bb_count * platform.bb_capacity_mb:
+            yield f"the burst-buffer pool exceeds its capacity when job {ids[row]} starts"
+        elif is_start and not pool and max(used) > platform.bb_capacity_mb:
             yield f"a BB node exceeds its capacity when job {ids[row]} starts"
 
 
