@@ -286,7 +286,7 @@ def _simulate_one(
     name: str,
     plan: Any,
     platform: Any,
-    twin: tuple[str, float, float, str],
+    twin: tuple[str, float, float, str, str],
     params: dict[str, dict[str, Any]],
     io_seed: int,
     policy_seed: int,

@@ -1,7 +1,7 @@
 """`harness run` end to end on the real containerised Slurm ([run] acceptance).
 
-The session fixture ``slice_runs`` (conftest) replays the first half of the bundled KTH slice
-on the event clock once per policy, in parallel.
+The session fixture ``slice_runs`` (conftest) replays the first jobs of the bundled KTH slice
+(``SLICE_JOBS``) on the event clock once per policy, in parallel.
 """
 
 from __future__ import annotations
