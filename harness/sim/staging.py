@@ -55,10 +55,14 @@ def check_staging(staging: str, model: str, stage_in: str = "policy") -> None:
         raise ValueError(f"unknown staging '{staging}' (stagings: {', '.join(STAGINGS)})")
     if staging in OFF_ALLOCATION and model != IO_AWARE:
         raise ValueError("staging outside the allocation needs the io-aware job model (--model io-aware)")
-    if stage_in not in STAGE_INS:
-        raise ValueError(f"unknown stage-in rule '{stage_in}' (known: {', '.join(STAGE_INS)})")
+    check_stage_in(stage_in)
     if stage_in == "slurm" and staging not in OFF_ALLOCATION:
         raise ValueError("Slurm begins the stage-ins only off the allocation (--staging outside or pool)")
+
+
+def check_stage_in(stage_in: str) -> None:
+    if stage_in not in STAGE_INS:
+        raise ValueError(f"unknown stage-in rule '{stage_in}' (known: {', '.join(STAGE_INS)})")
 
 
 STAGED_STARTS = ("in-order", "backfill", "reserved")
@@ -90,8 +94,7 @@ class SlurmPasses:
             raise ValueError(
                 f"unknown staged start {self.staged_start!r} (known: {', '.join(STAGED_STARTS)})"
             )
-        if self.stage_in not in STAGE_INS:
-            raise ValueError(f"unknown stage-in rule {self.stage_in!r} (known: {', '.join(STAGE_INS)})")
+        check_stage_in(self.stage_in)
         if self.stage_in == "slurm" and self.staged_start == "reserved":
             raise ValueError("Slurm begins the stage-ins itself only without the ordering agent")
 

@@ -287,8 +287,7 @@ def render_ansible(
         outputs[SOURCE_ARCHIVE] = source_archive(source_root)
     outputs |= node_file_archives(files, layout)
     for rel, data in outputs.items():
-        (out / rel).parent.mkdir(exist_ok=True)
-        if write_if_changed(out / rel, data):
+        if write_if_changed(out / rel, data):  # atomic_write makes workers/ and etc/nodes/
             changed.append(rel)
     changed += remove_stale_files(out, f"etc/{OWN_NODE_DIR}", outputs)
     changed += remove_stale_files(out, WORKER_ARCHIVE_DIR, outputs)
