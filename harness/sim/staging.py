@@ -58,6 +58,8 @@ def check_staging(staging: str, model: str, stage_in: str = "policy") -> None:
     check_stage_in(stage_in)
     if stage_in == "slurm" and staging not in OFF_ALLOCATION:
         raise ValueError("Slurm begins the stage-ins only off the allocation (--staging outside or pool)")
+    if stage_in == "slurm" and staging != "pool":  # outside places shares on BB nodes: no pool
+        raise ValueError("Slurm's stage-in rule is that of its pool: --staging pool, not outside")
 
 
 def check_stage_in(stage_in: str) -> None:

@@ -104,6 +104,8 @@ def test_slurm_begins_stage_ins_itself_only_off_the_allocation_without_the_agent
     plan, platform = io_plan([staged(1, 10.0, 50.0, 0.0)]), tiny(1, 2, 100)
     with pytest.raises(ValueError, match="only off the allocation"):
         simulate(plan, get_policy("fcfs"), platform, model="io-aware", stage_in="slurm")
+    with pytest.raises(ValueError, match="--staging pool, not outside"):
+        simulate(plan, get_policy("fcfs"), platform, model="io-aware", staging="outside", stage_in="slurm")
     with pytest.raises(ValueError, match="unknown stage-in rule 'agent'"):
         simulate(plan, get_policy("fcfs"), platform, model="io-aware", staging="pool", stage_in="agent")
     with pytest.raises(ValueError, match="chooses storage tiers"):
