@@ -4,11 +4,14 @@ odd spacing never fail outside the named errors, and a write-then-read is the id
 
 from __future__ import annotations
 
+import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -59,8 +62,19 @@ headers = st.lists(
 )
 
 
+_SCRATCH: list[Path] = []  # the module's scratch folder, removed at its end
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _scratch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    _SCRATCH.append(tmp_path_factory.mktemp("swfprop"))
+    yield
+    shutil.rmtree(_SCRATCH.pop())
+
+
 def _tmp(name: str) -> Path:
-    return Path(tempfile.mkdtemp(prefix="swfprop-")) / name
+    """A fresh folder for each Hypothesis example (a function fixture would be shared by all)."""
+    return Path(tempfile.mkdtemp(dir=_SCRATCH[-1])) / name
 
 
 @SETTINGS
