@@ -2,15 +2,16 @@
 (issue [robustness] item 5, docs/run.md "Daemon faults during a replay").
 
 A cluster of its own (``hres0``: 16 compute and 2 BB nodes in one node container, controller
-port 7600, slurmd ports 31201-31218). A 60-job plan of short jobs (one every 2 s of Slurm's
+port 7600, slurmd ports 31201-31218). A 45-job plan of short jobs (one every 2 s of Slurm's
 time, 5-20 s each, 1-4 nodes: the machine is busy but keeps up) is replayed at shrink 0.9
-(about 3 minutes). A third of the way in, ``docker restart hres0-ctld`` kills the replay with
+(90 s of submissions). A third of the way in, ``docker restart hres0-ctld`` kills the replay with
 the container (slurmctld's state survives on the cluster's spool volume): the first ``harness
 run`` ends INCOMPLETE (exit 3) with the replay step not done and the run's jobs left in Slurm.
 ``harness run --resume`` then completes the plan: every plan job once in Slurm's records and
 once in the results, completed; the jobs submitted after the resume on their original
 instants (from the run's first t0); the restart and the resume in the report's faults.
-Runs in about 5 minutes.
+Slurm's commands wait 5 s for an answer (``message_timeout``): the resume's wait for a launch
+lost with the controller, ``BatchStartTimeout + MessageTimeout``, is 15 s. Runs in about 3 minutes.
 
 ``HARNESS_RESUME_TEST_CLUSTER`` and ``HARNESS_RESUME_TEST_PORTS`` (``CONTROLLER:SLURMD_BASE``)
 move the cluster to another name and other ports (a shared host).
@@ -42,7 +43,7 @@ pytestmark = pytest.mark.integration
 NAME = os.environ.get("HARNESS_RESUME_TEST_CLUSTER", "hres0")
 PORTS = os.environ.get("HARNESS_RESUME_TEST_PORTS", "7600:31201")  # controller : first slurmd
 CONTROLLER_PORT, SLURMD_BASE_PORT = (int(port) for port in PORTS.split(":"))
-JOBS = 60  # two minutes of submissions: a third before the fault, time after the resume
+JOBS = 45  # 90 s of submissions: a third before the fault, a third after the resume
 SHRINK = 0.9  # the plan's times are trace seconds: Slurm's are a tenth
 RESTART_AFTER = JOBS // 3  # submissions made when the controller container restarts
 
@@ -68,7 +69,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[DockerCl
     platform = tmp_path_factory.mktemp("resume") / "platform.toml"
     platform.write_text(platform_toml(name="resume", controller_port=CONTROLLER_PORT,
                                       slurmd_base_port=SLURMD_BASE_PORT, chassis_per_group=2,
-                                      node_containers=1))  # fmt: skip
+                                      node_containers=1)
+                        # Slurm's commands wait 5 s for an answer (30 by default): the resume
+                        # waits out BatchStartTimeout + MessageTimeout for a lost launch
+                        .replace('bb_license = "bb"', 'bb_license = "bb"\nmessage_timeout = 5'))  # fmt: skip
     backend = DockerCluster(NAME, load_platform(str(platform)))
     backend.down()
     try:
