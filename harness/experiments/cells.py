@@ -101,9 +101,10 @@ def _simulate(cell: Cell) -> tuple[pd.DataFrame, dict[str, Any]]:
     policy = get_policy(p["policy"], seed=p["policy_seed"], time_limit_s=p["time_limit_s"])
     tick, launch_delay = p.get("twin", (0.0, 0.0))
     model = p.get("model", ALLOC_ONLY)
+    staging, stage_in = p.get("staging", "inside"), p.get("stage_in", "policy")
     result = simulate(plan, policy, platform, model=model, io_seed=p["bb_seed"], tick=tick,
-                      launch_delay=launch_delay, staging=p.get("staging", "inside"))  # fmt: skip
-    problems = check_schedule(result.jobs, platform)
+                      launch_delay=launch_delay, staging=staging, stage_in=stage_in)  # fmt: skip
+    problems = check_schedule(result.jobs, platform, pool=stage_in == "slurm")
     if problems:
         raise RuntimeError(f"invalid schedule: {'; '.join(problems[:3])}")
     return result.jobs, summary(result.jobs, platform, tau=p["tau"])

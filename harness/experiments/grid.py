@@ -103,6 +103,7 @@ def _fixed_params(spec: ExperimentSpec) -> dict[str, Any]:
         **{name: getattr(w, name)[0] for name in ("priority", "preempt") if getattr(w, name) != ("none",)},
         **({"twin": [spec.simulate.tick, spec.simulate.launch_delay]} if _twin(spec) != NO_TWIN else {}),
         **({"staging": spec.simulate.staging} if spec.simulate.staging != NO_TWIN.staging else {}),
+        **({"stage_in": spec.simulate.stage_in[0]} if spec.simulate.stage_in != NO_TWIN.stage_in else {}),
     }
 
 
@@ -117,7 +118,7 @@ def _clock_params(spec: ExperimentSpec) -> dict[str, Any]:
 
 
 def _twin(spec: ExperimentSpec) -> SimulateSpec:
-    """The twin's pass and delay alone (the staging is a key of its own)."""
+    """The twin's pass and delay alone (the staging and the stage-in rule are keys of their own)."""
     return SimulateSpec(spec.simulate.tick, spec.simulate.launch_delay)
 
 
@@ -132,9 +133,11 @@ def _first_values(sampling: dict[str, Any] | None) -> dict[str, Any] | None:
 def _workload_params(params: dict[str, Any]) -> dict[str, Any]:
     """The ``offset`` and ``ratio`` axes go into the cell's sampling (the cell key hashes both);
     an alloc-only cell of a ``model`` axis has no ``model`` key, as in a file without one, so
-    that both files share its result."""
+    that both files share its result (and a policy cell of a ``stage_in`` axis no ``stage_in``)."""
     if params.get("model") == ALLOC_ONLY:
         del params["model"]
+    if params.get("stage_in") == NO_TWIN.stage_in[0]:
+        del params["stage_in"]
     for name in ("offset", "ratio"):
         if name in params:
             params["sampling"] = {**params["sampling"], name: params[name]}
@@ -239,8 +242,8 @@ def describe(spec: ExperimentSpec, cells: list[Cell]) -> str:
 
 def workload_axes(spec: ExperimentSpec) -> list[tuple[str, tuple[Any, ...]]]:
     """The settings given as lists of several values: the data ``model``, ``offset`` and
-    ``ratio`` of the sampling, ``drift``, ``priority``, ``preempt`` (axes of the grid, in this
-    order)."""
+    ``ratio`` of the sampling, ``drift``, ``priority``, ``preempt``, the twin's ``stage_in``
+    (axes of the grid, in this order)."""
     w = spec.workload
     out: list[tuple[str, tuple[Any, ...]]] = []
     if len(spec.models) > 1:
@@ -250,4 +253,6 @@ def workload_axes(spec: ExperimentSpec) -> list[tuple[str, tuple[Any, ...]]]:
     if len(w.drift) > 1:
         out.append(("drift", w.drift))
     out += [(name, getattr(w, name)) for name in ("priority", "preempt") if len(getattr(w, name)) > 1]
+    if len(spec.simulate.stage_in) > 1:
+        out.append(("stage_in", spec.simulate.stage_in))
     return out

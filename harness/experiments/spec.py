@@ -26,7 +26,7 @@ from harness.model.io_models import MODELS as DATA_MODELS
 from harness.model.jsonio import json_default
 from harness.model.metric_names import DEFAULT_TAU_S, METRIC_SPECS
 from harness.model.paths import KTH_NAME, kth_trace
-from harness.model.staging_names import OFF_ALLOCATION, STAGINGS
+from harness.model.staging_names import OFF_ALLOCATION, STAGE_INS, STAGINGS
 from harness.platform import PlatformError, load_platform
 from harness.policies.registry import UnknownPolicyError, get_policy
 from harness.workload.bbmodel import MODELS
@@ -79,6 +79,9 @@ class SimulateSpec:
     tick: float = 0.0  # the policy only on multiples of this (s); Slurm's pass: 1
     launch_delay: float = 0.0  # from the decision to the start (s)
     staging: str = "inside"  # io-aware: inside the allocation, outside (three phases) or pool
+    # who begins a pool's stage-ins: the policy, or Slurm's own rule (harness.sim.slurm_stage_in);
+    # a list of both is an axis
+    stage_in: tuple[str, ...] = ("policy",)
 
 
 @dataclass(frozen=True)
@@ -179,12 +182,14 @@ def spec_from_dict(data: dict[str, Any], path: Path, text: str = "") -> Experime
 
 def _models(keys: Keys) -> tuple[str, ...]:
     """``model``: one data model, or a list of them (an axis; Kopański 4.2 and 4.7 in both)."""
-    if not isinstance(keys.raw("model", ALLOC_ONLY), list):
-        return (keys.string("model", ALLOC_ONLY, DATA_MODELS),)
-    models = tuple(dict.fromkeys(_choose(keys, "model", (ALLOC_ONLY,), DATA_MODELS)))
-    if not models:
-        raise keys.fail("model", f"one or a list of: {', '.join(DATA_MODELS)}", [])
-    return models
+    return _one_or_list(keys, "model", ALLOC_ONLY, DATA_MODELS)
+
+
+def _one_or_list(keys: Keys, key: str, default: str, known: tuple[str, ...]) -> tuple[str, ...]:
+    """One name of ``known`` or a list of them (an axis of the grid when longer than one)."""
+    if not isinstance(keys.raw(key, default), list):
+        return (keys.string(key, default, known),)
+    return tuple(dict.fromkeys(_choose(keys, key, (default,), known)))
 
 
 def _choose(keys: Keys, key: str, default: tuple[str, ...], known: tuple[str, ...]) -> tuple[str, ...]:
@@ -307,6 +312,7 @@ def _simulate(keys: Keys) -> SimulateSpec:
         float(keys.number("tick", 0.0, checks.NON_NEGATIVE)),
         float(keys.number("launch_delay", 0.0, checks.NON_NEGATIVE)),
         keys.string("staging", "inside", STAGINGS),
+        _one_or_list(keys, "stage_in", "policy", STAGE_INS),
     )
     keys.finish()
     return spec
@@ -379,3 +385,6 @@ def _check_mode(spec: ExperimentSpec, path: Path) -> None:
         })  # fmt: skip
     if spec.simulate.staging in OFF_ALLOCATION and set(spec.models) != {IO_AWARE}:
         raise SpecError(f'{path}: [simulate] staging = "{spec.simulate.staging}": needs model = "io-aware"')
+    if "slurm" in spec.simulate.stage_in and spec.simulate.staging != "pool":
+        raise SpecError(f'{path}: [simulate] stage_in = "slurm": needs staging = "pool" (Slurm counts '
+                        f'one pool; not "{spec.simulate.staging}")')  # fmt: skip

@@ -80,6 +80,31 @@ def test_staging_outside_reaches_the_cells_and_runs_three_phases(tmp_path: Path)
     assert len(jobs) == 12 and bool((jobs["bb_start"] <= jobs["start"]).all())
 
 
+def test_a_stage_in_axis_runs_each_rule_in_its_own_cell(tmp_path: Path) -> None:
+    """The simulate command's case (tests/unit/test_sim_slurm_stage_in.py) as a grid: on the
+    slice's first 60 jobs the policies decide the stage-ins apart, Slurm's rule the same for both."""
+    from harness.experiments.cells import _simulate
+
+    text = (
+        '[experiment]\nmodel = "io-aware"\n[policies]\nnames = ["fcfs", "backfill-1"]\n'
+        '[workload]\ntrace = "bundled"\nfirst_n = 60\n'
+        '[simulate]\nstaging = "pool"\nstage_in = ["policy", "slurm"]\n'
+    )
+    spec = load_spec(write(tmp_path, text))
+    assert spec.simulate.stage_in == ("policy", "slurm")
+    cells = expand(spec)
+    assert [(c.axes["policy"], c.axes["stage_in"], c.params.get("stage_in")) for c in cells] == [
+        ("fcfs", "policy", None), ("fcfs", "slurm", "slurm"),
+        ("backfill-1", "policy", None), ("backfill-1", "slurm", "slurm"),
+    ]  # fmt: skip
+    # the policy's cell is the cell of the same file without stage_in: one result for both
+    without = expand(load_spec(write(tmp_path, text.replace('stage_in = ["policy", "slurm"]\n', ""))))
+    assert [c.key for c in without] == [cells[0].key, cells[2].key]
+    wait = {(c.axes["policy"], c.axes["stage_in"]): _simulate(c)[1]["mean_wait"] for c in cells}
+    assert wait[("fcfs", "policy")] > 2 * wait[("backfill-1", "policy")]
+    assert wait[("fcfs", "slurm")] == wait[("backfill-1", "slurm")] < wait[("backfill-1", "policy")]
+
+
 SAMPLING = HEAD + "[workload.sampling]\n"
 S = "[workload.sampling] "
 DRIFT = HEAD.replace('"bundled"\n', '"bundled"\ndrift = ')
@@ -95,6 +120,9 @@ BAD = [
     (HEAD + "[simulate]\nlaunch = 1\n", "[simulate] unknown key launch"),
     (HEAD + '[simulate]\nstaging = "outside"\n', '[simulate] staging = "outside": needs model = "io-aware"'),
     (HEAD + '[simulate]\nstaging = "beside"\n', "[simulate] staging: expected one of inside, outside, pool"),
+    (HEAD + '[simulate]\nstage_in = "eager"\n', "[simulate] stage_in: expected one of policy, slurm"),
+    (HEAD + '[simulate]\nstage_in = ["slurm", "x"]\n', "stage_in: expected names among policy, slurm"),
+    (HEAD + '[simulate]\nstage_in = "slurm"\n', '[simulate] stage_in = "slurm": needs staging = "pool"'),
     (
         '[experiment]\nmode = "emulate"\n' + HEAD + "[emulate]\nshrink = 0.9\n[simulate]\ntick = 1\n",
         '[simulate]: only for mode = "simulate"',
