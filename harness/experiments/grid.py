@@ -15,10 +15,8 @@ from typing import Any
 
 from harness.experiments.keys import SpecError
 from harness.experiments.policy_templates import policy_instances, template_vars
-from harness.experiments.spec import (
-    ExperimentSpec,
-    SimulateSpec,
-)
+from harness.experiments.spec import ExperimentSpec
+from harness.experiments.spec_simulate import SimulateSpec
 from harness.model import checks
 from harness.model.io_models import ALLOC_ONLY
 from harness.model.jsonio import json_default

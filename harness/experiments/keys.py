@@ -127,6 +127,20 @@ class Keys:
             raise self.fail(key, "a list of non-empty strings", value)
         return tuple(self._distinct(key, value, "strings"))
 
+    def names(self, key: str, default: tuple[str, ...], known: tuple[str, ...]) -> tuple[str, ...]:
+        """A list of names, each one of ``known``."""
+        chosen = self.strings(key, default)
+        unknown = [m for m in chosen if m not in known]
+        if unknown:
+            raise self.fail(key, f"names among {', '.join(known)}", unknown)
+        return tuple(chosen)
+
+    def one_or_names(self, key: str, default: str, known: tuple[str, ...]) -> tuple[str, ...]:
+        """One name of ``known`` or a list of them (an axis of a grid when longer than one)."""
+        if not isinstance(self.raw(key, default), list):
+            return (self.string(key, default, known),)
+        return tuple(dict.fromkeys(self.names(key, (default,), known)))
+
     def _distinct(self, key: str, items: list[Any], what: str) -> list[Any]:
         if not items:
             raise self.fail(key, f"a non-empty list of {what}", items)

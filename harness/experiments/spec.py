@@ -19,14 +19,14 @@ from typing import Any
 from harness.experiments.keys import Keys, SpecError
 from harness.experiments.policy_templates import concrete_policies, policy_instances, template_vars
 from harness.experiments.spec_emulate import EmulateSpec, check_virtual_clock, emulate_table
+from harness.experiments.spec_simulate import SimulateSpec, check_simulate, simulate_table
 from harness.experiments.spec_slurm import ScreenSpec, check_slurm, screen_table, slurm_table
 from harness.model import checks
-from harness.model.io_models import ALLOC_ONLY, IO_AWARE
+from harness.model.io_models import ALLOC_ONLY
 from harness.model.io_models import MODELS as DATA_MODELS
 from harness.model.jsonio import json_default
 from harness.model.metric_names import DEFAULT_TAU_S, METRIC_SPECS
 from harness.model.paths import KTH_NAME, kth_trace
-from harness.model.staging_names import OFF_ALLOCATION, STAGE_INS, STAGINGS
 from harness.platform import PlatformError, load_platform
 from harness.policies.registry import UnknownPolicyError, get_policy
 from harness.workload.bbmodel import MODELS
@@ -73,18 +73,6 @@ class WorkloadAxes:
 
 
 @dataclass(frozen=True)
-class SimulateSpec:
-    """The simulator twin of a simulate-mode file: 0 and 0 is the ideal twin."""
-
-    tick: float = 0.0  # the policy only on multiples of this (s); Slurm's pass: 1
-    launch_delay: float = 0.0  # from the decision to the start (s)
-    staging: str = "inside"  # io-aware: inside the allocation, outside (three phases) or pool
-    # who begins a pool's stage-ins: the policy, or Slurm's own rule (harness.sim.slurm_stage_in);
-    # a list of both is an axis
-    stage_in: tuple[str, ...] = ("policy",)
-
-
-@dataclass(frozen=True)
 class ExperimentSpec:
     name: str
     path: Path
@@ -107,7 +95,7 @@ class ExperimentSpec:
     sweep: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     exclude: tuple[dict[str, Any], ...] = ()
     emulate: EmulateSpec | None = None
-    simulate: SimulateSpec = SimulateSpec()
+    simulate: SimulateSpec = field(default_factory=SimulateSpec)
     slurm: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     screen: ScreenSpec | None = None
 
@@ -156,8 +144,8 @@ def spec_from_dict(data: dict[str, Any], path: Path, text: str = "") -> Experime
         models=_models(exp),
         repetitions=exp.integer("repetitions", 1, minimum=1, maximum=checks.MAX_REPETITIONS),
         baseline=exp.string("baseline", None),
-        metrics=_choose(exp, "metrics", DEFAULT_METRICS, SUMMARY_METRICS),
-        job_metrics=_choose(exp, "job_metrics", DEFAULT_JOB_METRICS, JOB_METRICS),
+        metrics=exp.names("metrics", DEFAULT_METRICS, SUMMARY_METRICS),
+        job_metrics=exp.names("job_metrics", DEFAULT_JOB_METRICS, JOB_METRICS),
         tau=exp.number("tau", DEFAULT_TAU_S, checks.POSITIVE),
         workload=_workload(top.table("workload"), path),
         platform=platform,
@@ -168,7 +156,7 @@ def spec_from_dict(data: dict[str, Any], path: Path, text: str = "") -> Experime
         sweep=sweep,
         exclude=_exclude(top.raw("exclude", []), path),
         emulate=emulate_table(top.table("emulate")) if "emulate" in data else None,
-        simulate=_simulate(top.table("simulate")),
+        simulate=simulate_table(top.table("simulate")),
         slurm=slurm_table(top.table("slurm")),
         screen=screen_table(top.table("screen")) if "screen" in data else None,
     )
@@ -182,22 +170,7 @@ def spec_from_dict(data: dict[str, Any], path: Path, text: str = "") -> Experime
 
 def _models(keys: Keys) -> tuple[str, ...]:
     """``model``: one data model, or a list of them (an axis; Kopański 4.2 and 4.7 in both)."""
-    return _one_or_list(keys, "model", ALLOC_ONLY, DATA_MODELS)
-
-
-def _one_or_list(keys: Keys, key: str, default: str, known: tuple[str, ...]) -> tuple[str, ...]:
-    """One name of ``known`` or a list of them (an axis of the grid when longer than one)."""
-    if not isinstance(keys.raw(key, default), list):
-        return (keys.string(key, default, known),)
-    return tuple(dict.fromkeys(_choose(keys, key, (default,), known)))
-
-
-def _choose(keys: Keys, key: str, default: tuple[str, ...], known: tuple[str, ...]) -> tuple[str, ...]:
-    chosen = keys.strings(key, default)
-    unknown = [m for m in chosen if m not in known]
-    if unknown:
-        raise keys.fail(key, f"names among {', '.join(known)}", unknown)
-    return chosen
+    return keys.one_or_names("model", ALLOC_ONLY, DATA_MODELS)
 
 
 def _workload(keys: Keys, spec_path: Path) -> WorkloadAxes:
@@ -307,17 +280,6 @@ def _priority_model(text: str) -> str | None:
         return None
 
 
-def _simulate(keys: Keys) -> SimulateSpec:
-    spec = SimulateSpec(
-        float(keys.number("tick", 0.0, checks.NON_NEGATIVE)),
-        float(keys.number("launch_delay", 0.0, checks.NON_NEGATIVE)),
-        keys.string("staging", "inside", STAGINGS),
-        _one_or_list(keys, "stage_in", "policy", STAGE_INS),
-    )
-    keys.finish()
-    return spec
-
-
 def _platform(keys: Keys, spec_path: Path) -> tuple[str, str]:
     name = keys.string("file", "default")
     target = name if name == "default" else str(spec_path.parent / name)
@@ -383,8 +345,4 @@ def _check_mode(spec: ExperimentSpec, path: Path) -> None:
             "[workload] priority": w.priority != ("none",),
             "[workload] preempt": w.preempt != ("none",),
         })  # fmt: skip
-    if spec.simulate.staging in OFF_ALLOCATION and set(spec.models) != {IO_AWARE}:
-        raise SpecError(f'{path}: [simulate] staging = "{spec.simulate.staging}": needs model = "io-aware"')
-    if "slurm" in spec.simulate.stage_in and spec.simulate.staging != "pool":
-        raise SpecError(f'{path}: [simulate] stage_in = "slurm": needs staging = "pool" (Slurm counts '
-                        f'one pool; not "{spec.simulate.staging}")')  # fmt: skip
+    check_simulate(spec.simulate, path, spec.models, concrete_policies(spec.policies, spec.sweep))

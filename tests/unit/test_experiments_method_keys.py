@@ -8,7 +8,8 @@ import pytest
 
 from harness.experiments.grid import axis_names, expand
 from harness.experiments.keys import SpecError
-from harness.experiments.spec import SimulateSpec, load_spec
+from harness.experiments.spec import load_spec
+from harness.experiments.spec_simulate import SimulateSpec
 
 HEAD = '[policies]\nnames = ["fcfs"]\n[workload]\ntrace = "bundled"\n'
 
@@ -123,6 +124,11 @@ BAD = [
     (HEAD + '[simulate]\nstage_in = "eager"\n', "[simulate] stage_in: expected one of policy, slurm"),
     (HEAD + '[simulate]\nstage_in = ["slurm", "x"]\n', "stage_in: expected names among policy, slurm"),
     (HEAD + '[simulate]\nstage_in = "slurm"\n', '[simulate] stage_in = "slurm": needs staging = "pool"'),
+    (
+        '[experiment]\nmodel = "io-aware"\n' + HEAD.replace('"fcfs"', '"fcfs", "sas"')
+        + '[simulate]\nstaging = "pool"\nstage_in = "slurm"\n',
+        '[simulate] stage_in = "slurm": sas chooses a storage tier for each job and begins its stage-ins',
+    ),
     (
         '[experiment]\nmode = "emulate"\n' + HEAD + "[emulate]\nshrink = 0.9\n[simulate]\ntick = 1\n",
         '[simulate]: only for mode = "simulate"',
