@@ -27,6 +27,7 @@ import pandas as pd
 
 from harness.model import rundir
 from harness.model.jsonio import read_json, read_jsonl
+from harness.model.timescale import TimeScale
 
 PERCENTILES = (10, 50, 90)
 
@@ -36,9 +37,10 @@ def real_per_trace_s(manifest: dict) -> float:
     on the wall clock (0 on the event clock, whose time stands still while Slurm works)."""
     if manifest.get("clock") == "events":
         return 0.0
-    if manifest.get("speedup"):
-        return 1.0 / float(manifest["speedup"])
-    return 1.0 - float(manifest.get("shrink") or 0.0)
+    speedup = manifest.get("speedup")
+    shrink = float(manifest.get("shrink") or 0.0)
+    scale = TimeScale.of_speedup(float(speedup)) if speedup else TimeScale(shrink)
+    return float(scale.to_slurm(1.0))
 
 
 def stages(run_dir: Path) -> tuple[pd.DataFrame, dict]:
@@ -53,7 +55,7 @@ def stages(run_dir: Path) -> tuple[pd.DataFrame, dict]:
             for job in decision.get("started", []):
                 released.setdefault(int(job), float(decision["t"]))
     results = pd.read_parquet(run_dir / rundir.RESULTS)
-    twin = pd.read_parquet(run_dir / "simulation" / rundir.RESULTS)
+    twin = pd.read_parquet(run_dir / rundir.SIMULATION_DIR / rundir.RESULTS)
     both = results.merge(twin[["job_id", "submit", "start"]], on="job_id", suffixes=("", "_twin"))
     prompt = both[(both["start_twin"] - both["submit_twin"]) < 1.0]
     rows = []

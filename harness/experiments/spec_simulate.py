@@ -47,7 +47,9 @@ def check_simulate(spec: SimulateSpec, path: Path, models: tuple[str, ...], poli
     if spec.staging != "pool":
         raise SpecError(f'{path}: [simulate] stage_in = "slurm": needs staging = "pool" (Slurm counts one '
                         f'pool; not "{spec.staging}")')  # fmt: skip
-    tiered = [name for name in policies if getattr(get_policy(name), "tiered", False)]
+    from harness.sim.tiers import is_tiered  # the simulator only when a file asks for Slurm's rule
+
+    tiered = [name for name in policies if is_tiered(get_policy(name))]
     if tiered:
         raise SpecError(f'{path}: [simulate] stage_in = "slurm": {tiered[0]} chooses a storage tier for '
                         "each job and begins its stage-ins itself")  # fmt: skip
