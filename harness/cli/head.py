@@ -192,6 +192,7 @@ def agent_command(
 ) -> None:
     """The ordering agent: apply a simulator policy inside the live Slurm (run beside slurmctld)."""
     from harness.emulation.head import agent as agent_mod
+    from harness.emulation.head.wakeup import Wakeup
     from harness.model.clock import VirtualClock
     from harness.model.rundir import AGENT_STATUS, DECISIONS, STOP_FILE
     from harness.platform import load_platform
@@ -218,6 +219,7 @@ def agent_command(
         in_step=clock.daemons_caught_up if clock else lambda: True,
         status_path=run_dir / AGENT_STATUS if clock_page and run_dir else None,
         origin=functools.partial(agent_mod.replay_t0, run_dir) if clock_page and run_dir else None,
+        wakeup=Wakeup(run_dir) if run_dir else None,
     )
     stop_file = run_dir / STOP_FILE if run_dir else None
     runner.run(poll=poll, should_stop=lambda: bool(stop_file and stop_file.exists()))

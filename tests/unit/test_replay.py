@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -180,3 +182,45 @@ def test_a_replay_on_time_has_no_begin(tmp_path: Path) -> None:
     replayer.run()
     assert not any(arg.startswith("--begin") for _, cmd in calls for arg in cmd)
     assert all("sent" not in json.loads(x) for x in (tmp_path / SUBMISSIONS).read_text().splitlines())
+
+
+def test_the_status_says_caught_up_once_every_submission_due_has_returned(tmp_path: Path) -> None:
+    """The ordering agent looks when the replay has caught up (emulation.head.wakeup): before
+    a job due later, not between two jobs of one instant, and after the last job."""
+    clock = FakeClock(submit_cost=0.3)
+    seen: list[tuple[bool, int]] = []
+    replayer, _ = make_replayer(tmp_path, [0.0, 1.0, 1.0, 5.0], clock)
+    submit = replayer.submit_fn
+
+    def watching_submit(cmd: list[str]) -> tuple[int | None, str]:
+        status = json.loads((tmp_path / STATUS).read_text())
+        seen.append((status["caught_up"], status["submitted"]))
+        return submit(cmd)
+
+    replayer.submit_fn = watching_submit
+    replayer.run()
+    # job 3 shares job 2's instant: it is sent while job 2's answer is the latest, not caught up
+    assert seen == [(True, 0), (True, 1), (False, 2), (True, 3)]
+    final = json.loads((tmp_path / STATUS).read_text())
+    assert (final["caught_up"], final["submitted"], final["done"]) == (True, 4, True)
+
+
+def test_a_burst_in_parallel_is_caught_up_only_after_its_last_answer(tmp_path: Path) -> None:
+    """Eight submitters: while one of a burst is still in flight (here: about to return), the
+    status never says caught up, though the others of the burst have returned."""
+    seen_caught_up: list[bool] = []
+    opts = ReplayOptions(run_dir=tmp_path, run_id="r1", warmup=0.0, workers=8)
+    lock = threading.Lock()
+    answered = {"n": 0}
+
+    def slow_submit(cmd: list[str]) -> tuple[int | None, str]:
+        time.sleep(0.02 * (len(seen_caught_up) + 1))  # they return one after another
+        with lock:
+            seen_caught_up.append(json.loads((tmp_path / STATUS).read_text())["caught_up"])
+            answered["n"] += 1
+            return answered["n"], ""
+
+    status = Replayer(plan_of([0.0] * 6), opts, submit_fn=slow_submit).run()
+    final = json.loads((tmp_path / STATUS).read_text())
+    assert status.submitted == 6 and (final["caught_up"], final["submitted"]) == (True, 6)
+    assert seen_caught_up == [False] * 6

@@ -15,7 +15,8 @@ from harness.cluster.base import ClusterError
 from harness.cluster.containers.diagnostics import stopped_in_start_order
 from harness.emulation.head import launch
 from harness.emulation.head.launch import HeadRun
-from harness.emulation.head.replay import Replayer, ReplayOptions, jobs_to_adopt
+from harness.emulation.head.replay import Replayer, ReplayOptions
+from harness.emulation.head.resubmit import jobs_to_adopt
 from harness.emulation.head.watch import HeadProcessDied
 from harness.emulation.run import experiment
 from harness.emulation.run.experiment import RunToResume, run_steps

@@ -2,14 +2,15 @@
 
 Runs on the head node beside slurmctld. With external ordering, ``job_submit.lua`` holds
 every job at submission (priority 0). On every change of the queue or of the running set
-(polled at a short interval, so simultaneous events are batched) the agent rebuilds the
+(looked at as soon as the replay has made a burst of submissions or a job's own record says
+it ended, :mod:`~harness.emulation.head.wakeup`, else at a short poll) the agent rebuilds the
 policy's :class:`ClusterState` (its own map of BB shares to BB nodes for the jobs it
 started; a job in Slurm's ``STAGE_OUT``, nodes released and burst buffer still held, is
 kept as holding its BB shares only, ``holding_bb``, until it leaves the queue, as the
 simulator's twin counts a staging job), calls the policy, and enforces the decision: each
 chosen job gets the policy's compute nodes as its node list and is released, so Slurm
 starts exactly it, there, at its next scheduling pass. Every call is logged (time, queue,
-running, staging out, started, latency).
+running, staging out, started, latency, why it looked).
 
 The job's walltime and per-node BB request travel in its comment (set by the replay,
 :mod:`harness.slurm.jobspec`), because Slurm keeps time limits in whole minutes and
@@ -27,6 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from harness.emulation.head.wakeup import POLL, Wakeup
 from harness.emulation.iolive.tiers import move_to_slow_tier
 from harness.model.atomic import atomic_write_text
 from harness.model.hostlist import compress_hostlist, expand_hostlist
@@ -58,6 +60,7 @@ class Agent:
         status_path: Path | None = None,
         in_step: Callable[[], bool] = lambda: True,
         origin: Callable[[], float | None] | None = None,
+        wakeup: Wakeup | None = None,
     ) -> None:
         """``clock``: the run's clock (a virtual clock's ``now`` on one); ``origin``: on a virtual
         clock, the replay's t0 once it is known (the policy then decides in the trace's own
@@ -65,8 +68,11 @@ class Agent:
         to say, after each look, when it began (the event clock moves only once the agent has
         looked at, and acted on, the cluster's latest state); ``in_step``: whether Slurm is at
         the clock's instant (not while an event clock's page leads the daemons: the instant's
-        jobs are still ending, and a look would decide on half of it)."""
+        jobs are still ending, and a look would decide on half of it); ``wakeup``: what it
+        waits on between looks besides its poll (new submissions, a job's end)."""
         self.in_step = in_step
+        self.wakeup = wakeup
+        self.woke = POLL  # why the latest look came (logged with its decision)
         # Herbein's schedulers on the platform's I/O tree (NoIoTreeError without one)
         self.policy = on_platform(policy, platform)
         self.io_tree = platform_tree(platform, policy.name) if self.policy is not policy else None
@@ -98,6 +104,8 @@ class Agent:
     def step(self) -> Decision | None:
         """Look at Slurm once; call the policy if anything changed; enforce its decision."""
         jobs = self.client.jobs()
+        if self.wakeup is not None:
+            self.wakeup.looked({j.job_id for j in jobs})
         self._take_origin()
         now = self.clock() - self.t0
         self.comments = {j.job_id: j.comment for j in jobs}
@@ -177,7 +185,7 @@ class Agent:
         self._log({
             "t": round(self.t0 + now, 6), "now": round(now, 6), "queue": len(queue),
             "running": len(state.running), "staging_out": len(state.holding_bb), "started": released,
-            "latency_s": round(latency, 6),
+            "latency_s": round(latency, 6), "woke": self.woke,
             **({"links_mb_s": self.link_use(pfs_rates)} if self.io_tree is not None else {}),
         })  # fmt: skip
         return decision
@@ -307,7 +315,10 @@ class Agent:
                 self._log({"t": round(self.clock(), 6), "look_failed": str(exc)})
             else:
                 self._write_status(looked)
-            time.sleep(poll)
+            if self.wakeup is None:
+                time.sleep(poll)
+            else:
+                self.woke = self.wakeup.wait(poll)
 
     def _write_status(self, looked: float) -> None:
         """After a look that went through: when it began, how many calls so far and when jobs

@@ -31,10 +31,9 @@ import os
 import secrets
 import shlex
 import signal
-import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -46,9 +45,10 @@ from harness.emulation.head.ahead import eligible_instants, release_instants
 from harness.emulation.head.faultlog import note_outage
 from harness.emulation.head.io_requests import PFS_RATE, io_directives, io_volume_words, pfs_license
 from harness.emulation.head.resubmit import (
-    ATTEMPT_TIMEOUT_S,
     SlurmUnavailable,
+    jobs_to_adopt,
     squeue_run_jobs,
+    submit,
     submit_retrying,
 )
 from harness.emulation.head.site_requests import site_partition, site_request_words
@@ -106,6 +106,7 @@ class ReplayStatus:
     outages: list[list[float]] = field(default_factory=list)  # [from, to]: submissions kept failing
     errors: list[str] = field(default_factory=list)
     updated: float = 0.0
+    caught_up: bool = False  # every submission due so far has returned (the ordering agent looks then)
 
 
 def slurm_limit_minutes(walltime_s: float) -> int:
@@ -173,20 +174,6 @@ def own_partition(job: dict, opts: ReplayOptions) -> str:
     return (site_partition(job) if opts.site_requests else None) or opts.partition
 
 
-def submit(cmd: list[str]) -> tuple[int | None, str]:
-    """Run sbatch; (Slurm job id, '') or (None, error message)."""
-    try:
-        res = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=ATTEMPT_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return None, f"sbatch timed out after {ATTEMPT_TIMEOUT_S:g} s"
-    if res.returncode != 0:
-        return None, (res.stderr.strip() or f"sbatch exited {res.returncode}").splitlines()[-1]
-    try:
-        return int(res.stdout.strip().split(";")[0]), ""
-    except ValueError:
-        return None, f"unexpected sbatch output {res.stdout.strip()!r}"
-
-
 class ReplayError(RuntimeError):
     pass
 
@@ -214,6 +201,8 @@ class Replayer:
         self._stop = False
         self._last_status_write = 0.0
         self._lock = threading.Lock()
+        self._in_flight = 0  # submissions begun and not yet returned
+        self._waiting = False  # for the next job's instant
 
     def intended_instants(self, t0: float) -> list[float]:
         submits = self.plan["submit"].to_numpy(float)
@@ -246,10 +235,16 @@ class Replayer:
                     if not self._wait_until(releases[index]):
                         self.status.stopped = True
                         break
+                    with self._lock:
+                        self._in_flight += 1
+                        self.status.caught_up = False
                     if pool is None:
                         self._submit_one(out, index, job, intended[index], begins[index])
                     else:
                         pool.submit(self._submit_one, out, index, job, intended[index], begins[index])
+                with self._lock:  # nothing more is due: caught up once the last ones return
+                    self._waiting = True
+                    self._tell_caught_up()
             finally:
                 if pool is not None:
                     pool.shutdown(wait=True)
@@ -263,6 +258,9 @@ class Replayer:
             if self._should_stop():
                 return False
             remaining = instant - self.clock()
+            with self._lock:
+                self._waiting = remaining > 0
+                self._tell_caught_up()
             if remaining <= 0:
                 return True
             self.sleep(min(remaining, 0.5))
@@ -306,9 +304,20 @@ class Replayer:
                 self.status.submitted += 1
             self.status.max_lag = max(self.status.max_lag, entered - intended)
             out.write(json.dumps(record) + "\n")
+            self._in_flight -= 1
             # on the virtual clock every submission is told at once: an event-driven clock
             # moves only once the replay has made every submission due
-            self._write_status(force=self.opts.clock is not None)
+            if not self._tell_caught_up():
+                self._write_status(force=self.opts.clock is not None)
+
+    def _tell_caught_up(self) -> bool:
+        """(With the lock held.) Once every submission due has returned, say so at once: the
+        ordering agent then looks at the whole burst (:mod:`harness.emulation.head.wakeup`)."""
+        if self.status.caught_up or not self._waiting or self._in_flight:
+            return False
+        self.status.caught_up = True
+        self._write_status(force=True)
+        return True
 
     def _find(self, trace_id: int) -> int | None:
         return self.run_jobs(f"t{trace_id}").get(trace_id)
@@ -373,18 +382,6 @@ class Replayer:
         tmp = path.with_name(f".{STATUS}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         tmp.write_text(json.dumps(asdict(self.status)) + "\n")
         os.replace(tmp, path)
-
-
-def jobs_to_adopt(
-    plan_ids: Iterable[int], recorded: set[int], in_slurm: dict[int, int], ran: dict[int, int]
-) -> dict[int, int]:
-    """Plan job id -> Slurm id of the jobs a dead replay submitted without recording them (it
-    died between sbatch's answer and the record): those Slurm holds (``in_slurm``), and those
-    it has forgotten since (past ``MinJobAge``) whose job wrote its own record (``ran``: the
-    sigsleep log). None of them is submitted again; every other unrecorded job is."""
-    plan = set(plan_ids)
-    found = {**ran, **in_slurm}  # Slurm's id first: the log's may be an ordering agent's copy
-    return {job: slurm for job, slurm in sorted(found.items()) if job in plan and job not in recorded}
 
 
 def replay_plan(plan: pd.DataFrame, opts: ReplayOptions) -> ReplayStatus:

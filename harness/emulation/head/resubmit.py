@@ -17,7 +17,7 @@ submitted again.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from harness.slurm.jobspec import parse_comment
@@ -100,6 +100,20 @@ class Outcome:
     found: bool = False  # a failed attempt had reached Slurm after all
 
 
+def submit(cmd: list[str]) -> tuple[int | None, str]:
+    """Run sbatch; (Slurm job id, '') or (None, error message)."""
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=ATTEMPT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None, f"sbatch timed out after {ATTEMPT_TIMEOUT_S:g} s"
+    if res.returncode != 0:
+        return None, (res.stderr.strip() or f"sbatch exited {res.returncode}").splitlines()[-1]
+    try:
+        return int(res.stdout.strip().split(";")[0]), ""
+    except ValueError:
+        return None, f"unexpected sbatch output {res.stdout.strip()!r}"
+
+
 def submit_retrying(
     cmd: list[str], trace_id: int, submit: Submit, find: Find, *, retry_for: float,
     clock: Callable[[], float], sleep: Callable[[float], None], stop: Callable[[], bool],
@@ -125,3 +139,15 @@ def submit_retrying(
             if found is not None:
                 return Outcome(found, "", attempts, found=True)
             break
+
+
+def jobs_to_adopt(
+    plan_ids: Iterable[int], recorded: set[int], in_slurm: dict[int, int], ran: dict[int, int]
+) -> dict[int, int]:
+    """Plan job id -> Slurm id of the jobs a dead replay submitted without recording them (it
+    died between sbatch's answer and the record): those Slurm holds (``in_slurm``), and those
+    it has forgotten since (past ``MinJobAge``) whose job wrote its own record (``ran``: the
+    sigsleep log). None of them is submitted again; every other unrecorded job is."""
+    plan = set(plan_ids)
+    found = {**ran, **in_slurm}  # Slurm's id first: the log's may be an ordering agent's copy
+    return {job: slurm for job, slurm in sorted(found.items()) if job in plan and job not in recorded}
