@@ -1,4 +1,6 @@
-"""Submissions that survive a slurmctld restart, and never twice.
+"""Submissions that survive a slurmctld restart, and never twice: one ``sbatch``
+(:func:`submit`), its retries (:func:`submit_retrying`) and, at a resume, the jobs a dead
+replay had submitted (:func:`jobs_to_adopt`).
 
 While slurmctld is down (restarted, crashed, or too busy to answer) sbatch fails with a
 *transient* error; the replay retries such a submission with a growing delay
