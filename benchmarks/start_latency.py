@@ -8,7 +8,9 @@ less than a second in the twin, and for each the time it took
 * ``to release`` (the ordering agent only): from there to the agent's release of it (its
   poll, its look at Slurm and its decision);
 * ``to start``: from there (Slurm's own scheduler: from sbatch's return) to sigsleep's first
-  second (Slurm's pass, the launch);
+  second (Slurm's pass, the launch), in two parts: ``to Slurm's`` start (the commands and
+  Slurm's pass; Slurm records whole seconds, so each value is within a second) and
+  ``launch`` (from Slurm's start to sigsleep's);
 
 as percentiles in the trace's seconds and in real milliseconds (the trace's seconds over the
 run's speed-up; the shrink's factor on the wall clock). Also the emulated wait of these jobs,
@@ -54,6 +56,10 @@ def stages(run_dir: Path) -> tuple[pd.DataFrame, dict]:
         for decision in read_jsonl(raw / rundir.DECISIONS):
             for job in decision.get("started", []):
                 released.setdefault(int(job), float(decision["t"]))
+    slurm_starts = {
+        int(k): v.get("start")
+        for k, v in read_json(run_dir / rundir.SLURM_DIR / rundir.SLURM_JOBS)["jobs"].items()
+    }
     results = pd.read_parquet(run_dir / rundir.RESULTS)
     twin = pd.read_parquet(run_dir / rundir.SIMULATION_DIR / rundir.RESULTS)
     both = results.merge(twin[["job_id", "submit", "start"]], on="job_id", suffixes=("", "_twin"))
@@ -66,11 +72,15 @@ def stages(run_dir: Path) -> tuple[pd.DataFrame, dict]:
             continue
         known = float(sub["returned"])
         release = released.get(int(job.slurm_job_id))
+        slurm_start = slurm_starts.get(int(job.slurm_job_id))
+        slurm_start = float(slurm_start) if slurm_start else np.nan
         rows.append({
             "job_id": int(job.job_id),
             "sbatch": known - float(sub["intended"]),
             "to release": (release - known) if release is not None else np.nan,
             "to start": begin - (release if release is not None else known),
+            "to Slurm's": slurm_start - (release if release is not None else known),
+            "launch": begin - slurm_start,
             "wait": float(job.start - job.submit),
         })  # fmt: skip
     return pd.DataFrame(rows), manifest
@@ -83,7 +93,7 @@ def report(run_dir: Path) -> str:
     ideal = metrics.get("fidelity", {}).get("metrics", {}).get("mean_wait", {})
     lines = [f"{run_dir}: {manifest.get('policy')}, clock {manifest.get('clock')}, "
              f"{len(table)} jobs started at once by the twin"]  # fmt: skip
-    for column in ("sbatch", "to release", "to start", "wait"):
+    for column in ("sbatch", "to release", "to start", "to Slurm's", "launch", "wait"):
         values = table[column].dropna().to_numpy() if len(table) else np.array([])
         if not values.size:
             continue

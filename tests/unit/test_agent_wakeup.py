@@ -116,3 +116,13 @@ def test_an_ended_job_slurm_keeps_listing_is_given_up_after_a_while(tmp_path: Pa
     clock.now += 2 * WATCH_S
     wakeup.looked({3})
     assert wakeup.ending == {}
+
+
+def test_on_a_queue_whose_look_is_slow_it_looks_again_no_sooner_than_a_look_takes(tmp_path: Path) -> None:
+    wakeup, clock = wakeup_in(tmp_path)
+    (tmp_path / SIGSLEEP_LOG).write_text(end_record(3))
+    assert wakeup.wait(0.1) == ENDED
+    wakeup.looked({3}, took=0.04)
+    start = clock.now
+    assert wakeup.wait(0.1) == ENDING
+    assert abs(clock.now - start - 0.04) < 1e-9

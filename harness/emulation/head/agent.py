@@ -103,9 +103,10 @@ class Agent:
     # -- one polling step -----------------------------------------------------------------
     def step(self) -> Decision | None:
         """Look at Slurm once; call the policy if anything changed; enforce its decision."""
+        began = time.monotonic()
         jobs = self.client.jobs()
         if self.wakeup is not None:
-            self.wakeup.looked({j.job_id for j in jobs})
+            self.wakeup.looked({j.job_id for j in jobs}, took=time.monotonic() - began)
         self._take_origin()
         now = self.clock() - self.t0
         self.comments = {j.job_id: j.comment for j in jobs}

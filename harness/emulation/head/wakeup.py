@@ -11,7 +11,8 @@ cluster has changed, and are watched between looks (a ``stat`` every 2 ms):
   last job, so the policy decides on the whole burst, as its twin does;
 - the jobs' own log (sigsleep's ``jobs.jsonl``) gains a line when a job ends. Slurm lists the
   job a few milliseconds longer (completing), so until it no longer does, the agent looks
-  again every ``ENDING_RELOOK_S`` instead of every poll.
+  again every ``ENDING_RELOOK_S`` instead of every poll (or, on a queue so long that a look
+  takes longer, after as long as the last look took: at most half its time goes to looking).
 """
 
 from __future__ import annotations
@@ -50,12 +51,13 @@ class Wakeup:
         self._log_offset = _size(self.log_path)  # ends before the agent started are not news
         self._partial = b""
         self.ending: dict[int, float] = {}  # Slurm id -> when its end was read (monotonic)
+        self._relook = ENDING_RELOOK_S
 
     def wait(self, poll: float) -> str:
         """Return at the first reason to look again, and which: ``submitted``, ``ended``,
         ``ending`` (an ended job still listed: look again soon) or ``poll``."""
         now = self.monotonic()
-        deadline = now + (min(poll, ENDING_RELOOK_S) if self.ending else poll)
+        deadline = now + (min(poll, self._relook) if self.ending else poll)
         while True:
             if self._submissions_answered():
                 return SUBMITTED
@@ -66,8 +68,10 @@ class Wakeup:
                 return ENDING if self.ending else POLL
             self.sleep(min(WATCH_S, deadline - now))
 
-    def looked(self, active: set[int]) -> None:
-        """After a look: forget the ended jobs that Slurm no longer lists (or has listed too long)."""
+    def looked(self, active: set[int], took: float = 0.0) -> None:
+        """After a look (which took ``took`` s): forget the ended jobs that Slurm no longer
+        lists (or has listed too long)."""
+        self._relook = max(ENDING_RELOOK_S, took)
         given_up = self.monotonic() - ENDING_GIVE_UP_S
         self.ending = {job: seen for job, seen in self.ending.items() if job in active and seen > given_up}
 
