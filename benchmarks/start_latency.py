@@ -58,7 +58,7 @@ def stages(run_dir: Path) -> tuple[pd.DataFrame, dict]:
                 released.setdefault(int(job), float(decision["t"]))
     slurm_starts = {
         int(k): v.get("start")
-        for k, v in read_json(run_dir / rundir.SLURM_DIR / rundir.SLURM_JOBS)["jobs"].items()
+        for k, v in read_json(run_dir / rundir.SLURM_DIR / rundir.SLURM_JOBS).get("jobs", {}).items()
     }
     results = pd.read_parquet(run_dir / rundir.RESULTS)
     twin = pd.read_parquet(run_dir / rundir.SIMULATION_DIR / rundir.RESULTS)
@@ -72,14 +72,15 @@ def stages(run_dir: Path) -> tuple[pd.DataFrame, dict]:
             continue
         known = float(sub["returned"])
         release = released.get(int(job.slurm_job_id))
+        handed = release if release is not None else known  # to Slurm's scheduler
         slurm_start = slurm_starts.get(int(job.slurm_job_id))
         slurm_start = float(slurm_start) if slurm_start else np.nan
         rows.append({
             "job_id": int(job.job_id),
             "sbatch": known - float(sub["intended"]),
             "to release": (release - known) if release is not None else np.nan,
-            "to start": begin - (release if release is not None else known),
-            "to Slurm's": slurm_start - (release if release is not None else known),
+            "to start": begin - handed,
+            "to Slurm's": slurm_start - handed,
             "launch": begin - slurm_start,
             "wait": float(job.start - job.submit),
         })  # fmt: skip
