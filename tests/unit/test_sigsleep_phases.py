@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit import test_sigsleep as base
-from tests.unit.test_sigsleep import start, wait_exit
+from tests.unit.test_sigsleep import on_a_quiet_moment, start, wait_exit
 
 CONTENTION = "harness.emulation.iolive.contention"
 
@@ -45,16 +45,19 @@ def record(log: Path) -> dict:
 
 
 def test_compute_phases_add_up_and_are_logged(binary: str, tmp_path: Path) -> None:
-    log = tmp_path / "log"
-    proc = run(binary, log, tmp_path, "compute:0.3,compute:0.2")
-    assert proc.wait(10) == 0, proc.stderr.read() if proc.stderr else ""
-    rec = record(log)
-    assert rec["runtime"] == 0.5 and rec["reason"] == "completed"
-    assert rec["running"] == pytest.approx(0.5, abs=0.05)
-    (a, b) = rec["phases"]
-    assert (a["kind"], a["channel"], a["seconds"], a["mb"], a["done"]) == ("compute", None, 0.3, None, True)
-    assert a["running"] == pytest.approx(0.3, abs=0.05) and b["running"] == pytest.approx(0.2, abs=0.05)
-    assert a["end"] == pytest.approx(b["start"], abs=1e-5) and "moved_mb" not in a
+    def check(log: Path) -> None:
+        proc = run(binary, log, tmp_path, "compute:0.3,compute:0.2")
+        assert proc.wait(10) == 0, proc.stderr.read() if proc.stderr else ""
+        rec = record(log)
+        assert rec["runtime"] == 0.5 and rec["reason"] == "completed"
+        assert rec["running"] == pytest.approx(0.5, abs=0.05)
+        (a, b) = rec["phases"]
+        first = (a["kind"], a["channel"], a["seconds"], a["mb"], a["done"])
+        assert first == ("compute", None, 0.3, None, True)
+        assert a["running"] == pytest.approx(0.3, abs=0.05) and b["running"] == pytest.approx(0.2, abs=0.05)
+        assert a["end"] == pytest.approx(b["start"], abs=1e-5) and "moved_mb" not in a
+
+    on_a_quiet_moment(check, tmp_path)
 
 
 def test_a_checkpoint_moves_at_the_published_rate_and_registers_a_flow(binary: str, tmp_path: Path) -> None:
@@ -99,32 +102,37 @@ def test_a_job_killed_after_a_checkpoint_drops_its_drain(binary: str, tmp_path: 
 
 
 def test_a_new_rate_takes_over_within_a_tick(binary: str, tmp_path: Path) -> None:
-    log = tmp_path / "log"
-    rates(tmp_path, "1.0 100\n")
-    proc = run(binary, log, tmp_path, "io:drain:100")
-    time.sleep(0.5)  # 50 MB at 100 MB/s, the other 50 at 200 MB/s: 0.75 s (+ at most a 0.1 s tick at 100)
-    rates(tmp_path, "1.0 200\n")
-    assert proc.wait(10) == 0
-    ph = record(log)["phases"][0]
-    assert (ph["kind"], ph["channel"], ph["min_mbps"]) == ("io", "drain", 100.0)
-    assert 0.74 <= ph["running"] <= 0.95
+    def check(log: Path) -> None:
+        rates(tmp_path, "1.0 100\n")
+        proc = run(binary, log, tmp_path, "io:drain:100")
+        time.sleep(0.5)  # 50 MB at 100 MB/s, the other 50 at 200 MB/s: 0.75 s (+ at most a 0.1 s tick)
+        rates(tmp_path, "1.0 200\n")
+        assert proc.wait(10) == 0
+        ph = record(log)["phases"][0]
+        assert (ph["kind"], ph["channel"], ph["min_mbps"]) == ("io", "drain", 100.0)
+        assert 0.74 <= ph["running"] <= 0.95
+
+    on_a_quiet_moment(check, tmp_path)
 
 
 def test_a_suspended_transfer_moves_nothing(binary: str, tmp_path: Path) -> None:
-    log = tmp_path / "log"
-    rates(tmp_path, "1.0 100\n")
-    proc = run(binary, log, tmp_path, "checkpoint:100")
-    time.sleep(0.3)
-    os.kill(proc.pid, signal.SIGSTOP)
-    time.sleep(0.5)
-    os.kill(proc.pid, signal.SIGCONT)
-    assert proc.wait(10) == 0
-    rec = record(log)
-    ph = rec["phases"][0]
-    # (a loaded host wakes the last step late: the tolerance is the scheduling latency's)
-    assert ph["running"] == pytest.approx(1.0, abs=0.1) and ph["moved_mb"] == 100
-    assert rec["suspended"] >= 0.45 and rec["n_suspensions"] == 1
-    assert ph["end"] - ph["start"] == pytest.approx(ph["running"] + rec["suspended"], abs=0.005)
+    def check(log: Path) -> None:
+        rates(tmp_path, "1.0 100\n")
+        proc = run(binary, log, tmp_path, "checkpoint:100")
+        time.sleep(0.3)
+        os.kill(proc.pid, signal.SIGSTOP)
+        time.sleep(0.5)
+        os.kill(proc.pid, signal.SIGCONT)
+        assert proc.wait(10) == 0
+        rec = record(log)
+        ph = rec["phases"][0]
+        assert ph["running"] == pytest.approx(1.0, abs=0.1) and ph["moved_mb"] == 100
+        assert rec["suspended"] >= 0.45 and rec["n_suspensions"] == 1
+        assert ph["end"] - ph["start"] == pytest.approx(ph["running"] + rec["suspended"], abs=0.005)
+
+    # A suspension left uncounted gives 1.5 s every time; a loaded host that wakes the
+    # last step late gives it once (CI, 2026-11-29: 1.50 s).
+    on_a_quiet_moment(check, tmp_path)
 
 
 def test_sigterm_mid_transfer_logs_the_bytes_moved_and_unregisters(binary: str, tmp_path: Path) -> None:
