@@ -45,6 +45,9 @@
 /* Longest accepted duration: ~31 years, far beyond any trace, and it still
  * fits comfortably in int64 nanoseconds. */
 #define MAX_DURATION_S 1e9
+/* Longest launch (virtual seconds) that --from-slurm-start leaves out: more is not a
+ * launch (a clock page of another run, a requeued job's stale variable). */
+#define MAX_LAUNCH_S 60.0
 /* Accepted epoch timestamps: up to the year 5138; rejects typos like 1e15. */
 #define MAX_EPOCH_S 1e11
 /* Largest exact integer in a double: job ids above it would be corrupted by
@@ -111,6 +114,7 @@ struct options {
     bool has_job_id;
     const char *log_path;
     const char *started_path; /* --started, NULL without */
+    bool from_slurm_start;    /* --from-slurm-start */
     bool has_submit_intended, has_submit_actual, has_end_of_trace;
     double submit_intended, submit_actual, end_of_trace;
     struct meta meta[MAX_META];
@@ -137,6 +141,8 @@ struct run {
     int64_t known_running; /* last instant we know we were not stopped */
     int64_t eot_mono;      /* end of trace on the monotonic clock, or INT64_MAX */
     int64_t goal_ns;       /* running time at which the current wait is over */
+    bool has_launched;     /* counted from Slurm's start: start_real is Slurm's, launched_real ours */
+    double launched_real;
     enum reason reason;
     int signo;
     bool poll_return; /* return after any wait a signal did not end (the event clock's looks) */
@@ -245,6 +251,8 @@ static void print_help(void)
            "  --time-scale X           bytes of X plan seconds per real second (>= 1, default 1)\n"
            "  --clock FILE             run on the emulation's virtual clock (a page written by\n"
            "                           harness/model/clock.py): every time and wait is virtual\n"
+           "  --from-slurm-start       on a running --clock, count a --runtime job from Slurm's start\n"
+           "                           (SLURM_JOB_START_TIME) instead of its own launch\n"
            "  --started FILE           append {\"job_id\":N,\"start\":EPOCH} to FILE once the job has\n"
            "                           read its start (what an event-driven clock waits for)\n"
            "  --help, --version\n\n"
@@ -374,7 +382,8 @@ static void parse_meta(struct options *o, const char *arg)
 }
 
 enum { OPT_RUNTIME = 1000, OPT_JOB_ID, OPT_LOG, OPT_WALLTIME, OPT_SUBMIT_INTENDED, OPT_SUBMIT_ACTUAL,
-       OPT_END_OF_TRACE, OPT_META, OPT_PHASES, OPT_IO_DIR, OPT_TIME_SCALE, OPT_CLOCK, OPT_STARTED, OPT_HELP,
+       OPT_END_OF_TRACE, OPT_META, OPT_PHASES, OPT_IO_DIR, OPT_TIME_SCALE, OPT_CLOCK, OPT_STARTED,
+       OPT_FROM_SLURM_START, OPT_HELP,
        OPT_VERSION };
 
 /* One phase of --phases: compute:SECONDS, checkpoint:MB or io:CHANNEL:MB. */
@@ -445,6 +454,7 @@ static const struct option LONG_OPTS[] = {
     {"time-scale", required_argument, NULL, OPT_TIME_SCALE},
     {"clock", required_argument, NULL, OPT_CLOCK},
     {"started", required_argument, NULL, OPT_STARTED},
+    {"from-slurm-start", no_argument, NULL, OPT_FROM_SLURM_START},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -497,6 +507,9 @@ static void apply_option(struct options *o, int c, const char *arg, bool seen[])
         if (arg[0] == '\0')
             usage_error("--started: empty file name");
         o->started_path = arg;
+        break;
+    case OPT_FROM_SLURM_START:
+        o->from_slurm_start = true;
         break;
     case OPT_WALLTIME:
         o->walltime_s = parse_number(name, arg, 0, MAX_DURATION_S, false);
@@ -555,6 +568,8 @@ static void parse_args(int argc, char **argv, struct options *o)
         usage_error("--job-id is required");
     if (!o->log_path)
         usage_error("--log is required");
+    if (o->from_slurm_start && !g_clock)
+        usage_error("--from-slurm-start needs --clock (Slurm's start is whole seconds of the clock)");
 }
 
 /* ----------------------------------------------------------------- signals -- */
@@ -1186,6 +1201,8 @@ static void build_outcome(struct buf *b, const struct run *r)
     int64_t running = r->end_mono - r->start_mono - r->suspended_ns;
     buf_printf(b, ",\"start\":%.6f,\"end\":%.6f,\"running\":%.6f,\"suspended\":%.6f", r->start_real,
                r->end_real, running / 1e9, r->suspended_ns / 1e9);
+    if (r->has_launched)
+        buf_printf(b, ",\"launched\":%.6f", r->launched_real);
     buf_printf(b, ",\"n_suspensions\":%zu,\"suspensions\":[", r->n_iv + r->n_unrecorded);
     for (size_t i = 0; i < r->n_iv; i++)
         buf_printf(b, "%s[%.6f,%.6f]", i ? "," : "", r->iv[i].start_real, r->iv[i].end_real);
@@ -1342,6 +1359,29 @@ static int write_started(const struct options *o, const struct run *r)
     return 0;
 }
 
+/*
+ * At a fixed speed-up the launch (slurmd forks slurmstepd, which starts the batch script:
+ * tens of real ms) takes seconds of virtual time, a delay the machine at x1 does not have.
+ * Counting the job from Slurm's start (whole seconds, what sacct reports and what its time
+ * limit counts from) leaves the launch out: the job ends where Slurm's start and its runtime
+ * put it.  Not on a held clock (the launch takes no virtual time there, and the whole
+ * second would shorten the job), not with --phases (a transfer cannot move before the job
+ * runs), and not when Slurm's start is not a moment ago.
+ */
+static void count_from_slurm_start(const struct options *o, struct run *r)
+{
+    const char *text = getenv("SLURM_JOB_START_TIME");
+    if (o->phases || !text || !is_decimal(text) || vclock_read(g_clock).rate <= 0)
+        return;
+    double slurm_start = strtod(text, NULL), launch = r->start_real - slurm_start;
+    if (!(launch >= 0 && launch <= MAX_LAUNCH_S))
+        return;
+    r->has_launched = true;
+    r->launched_real = r->start_real;
+    r->start_real = slurm_start;
+    r->start_mono -= llround(launch * 1e9);
+}
+
 /* -------------------------------------------------------------------- main -- */
 
 int main(int argc, char **argv)
@@ -1377,6 +1417,8 @@ int main(int argc, char **argv)
     memset(&r, 0, sizeof r);
     r.start_mono = mono_ns();
     r.start_real = real_s();
+    if (o.from_slurm_start)
+        count_from_slurm_start(&o, &r);
     r.known_running = r.start_mono;
     r.eot_mono = INT64_MAX;
     if (o.started_path && write_started(&o, &r) != 0)

@@ -77,6 +77,11 @@ from harness.slurm.client import SlurmCommandError
     help="Pace by the emulation's virtual clock (its page, harness.model.clock); jobs run on it too.",
 )  # fmt: skip
 @click.option(
+    "--from-slurm-start", "from_slurm_start", is_flag=True,
+    help="With --clock-page at a fixed speed-up: each job counts its runtime from Slurm's start, "
+    "so the launch's real milliseconds, sped up, are not part of it (sigsleep --from-slurm-start).",
+)  # fmt: skip
+@click.option(
     "--submit-ahead", "ahead", is_flag=True,
     help="Submit each job at the previous submission instant with sbatch --begin at its own (whole) "
     "second, one at a time (the event clock: Slurm's passes of that second see it; default workers 1).",
@@ -109,6 +114,7 @@ def replay_command(
     workers: int | None,
     resume: bool,
     clock_page: str | None,
+    from_slurm_start: bool,
     ahead: bool,
     site_requests: bool,
     site_users: bool,
@@ -132,6 +138,7 @@ def replay_command(
         workers=workers or (1 if ahead else DEFAULT_WORKERS),
         resume=resume,
         clock=clock_page,
+        from_slurm_start=from_slurm_start,
         ahead=ahead,
         site_requests=site_requests,
         site_users=site_users,

@@ -53,7 +53,8 @@ class JobRecord(TypedDict, total=False):
     pid: int
     runtime: float  # what it was asked to run
     walltime: float
-    start: float
+    start: float  # at a fixed speed-up Slurm's start (sigsleep --from-slurm-start), else its own
+    launched: float  # its own start, when it counted from Slurm's
     end: float
     running: float  # seconds it ran, suspensions left out
     suspended: float  # seconds it spent suspended

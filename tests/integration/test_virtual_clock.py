@@ -104,7 +104,9 @@ def test_a_replay_at_x50_completes_in_trace_time_and_slurm_agrees(vclock_run) ->
     check = metrics["cross_check"]
     assert check["ok"], check
     assert check["compared"] == JOBS and check["tolerance_s"] == 1.0 * SPEEDUP
-    assert check["max_start_diff_s"] < 0.5 * SPEEDUP  # a launch of at most half a real second
+    # each job counted its runtime from Slurm's start (sigsleep --from-slurm-start): the launch,
+    # tens of real ms, seconds at x50, is not part of the job
+    assert check["max_start_diff_s"] < 1e-3
 
 
 def test_the_schedule_is_close_to_slurm_at_x1(vclock_run) -> None:

@@ -237,6 +237,8 @@ class HeadRun:
             "--bb-license", platform.deployment.bb_license, "--partition", platform.compute.partition,
             *(["--resume"] if self.resume else []),
             *(["--clock-page", self.backend.shared_path(CLOCK_PAGE)] if self.spec.virtual else []),
+            # a fixed speed-up: the launch's real ms would be seconds of the job (docs/virtual-time.md)
+            *(["--from-slurm-start"] if self.spec.speedup is not None else []),
             # the event clock: each job in Slurm's queue before its instant (events.py); not
             # with the agent, which would see (and start) a held job before its instant
             *(["--submit-ahead"] if self.spec.events and not self.uses_agent else []),

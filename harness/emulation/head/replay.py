@@ -81,6 +81,7 @@ class ReplayOptions:
     retry_for: float = 300.0  # seconds a submission is retried while slurmctld does not answer
     resume: bool = False  # continue the run in run_dir (same t0; no job submitted twice)
     clock: str | None = None  # the virtual clock's page (harness.model.clock); None: the wall clock
+    from_slurm_start: bool = False  # a fixed speed-up: each job counts from Slurm's start, not its launch
     ahead: bool = False  # each job sent one instant early with sbatch --begin (harness.emulation.head.ahead)
     site_requests: bool = False  # partition, CPUs, memory, GRES from the plan (emulation.head.site_requests)
     site_users: bool = False  # each job as its plan user and account (emulation.head.site_users); as root
@@ -133,6 +134,7 @@ def sbatch_command(job: dict, opts: ReplayOptions, intended: float, begin: float
         "--log", str(opts.run_dir / SIGSLEEP_LOG),
         # on a virtual clock, a start marker: an event-driven clock waits for it before it moves
         *(["--clock", opts.clock, "--started", str(opts.run_dir / STARTED)] if opts.clock else []),
+        *(["--from-slurm-start"] if opts.clock and opts.from_slurm_start else []),
         "--submit-intended", f"{intended:.6f}",
         "--meta", f"run={opts.run_id}",
     ]  # fmt: skip

@@ -1,0 +1,124 @@
+"""sigsleep ``--from-slurm-start``: at a fixed speed-up a job counts its runtime from Slurm's
+start (``SLURM_JOB_START_TIME``, whole seconds) instead of its own launch, and only there."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.emulation.head.replay import ReplayOptions, sbatch_command
+from harness.model.clock import VirtualClock
+from tests.unit import test_sigsleep as base
+from tests.unit.test_sigsleep import start, wait_exit
+
+# the build and the clean-up of test_sigsleep, as fixtures of this module too
+binary, no_leftovers = base.sigsleep, base._no_leftovers
+
+V0 = 1_900_000_000.0  # a virtual epoch far from the real one, a whole second
+
+
+def run_job(binary: str, tmp_path: Path, clock: VirtualClock, slurm_start: str | None, *args: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "SLURM_JOB_START_TIME"}
+    if slurm_start is not None:
+        env["SLURM_JOB_START_TIME"] = slurm_start
+    log = tmp_path / "jobs.jsonl"
+    proc = start(binary, log, *args, "--clock", str(clock.path), "--from-slurm-start", env=env)
+    wait_exit(proc, 10)
+    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+    [rec] = [json.loads(line) for line in log.read_text().splitlines()]
+    return rec
+
+
+def test_a_job_launched_late_ends_where_slurms_start_and_its_runtime_put_it(
+    binary: str, tmp_path: Path
+) -> None:
+    """x50, Slurm started the job 5 virtual s before it launched: 100 s of runtime take 95 s
+    (1.9 real s) after the launch, and the record's start is Slurm's."""
+    clock = VirtualClock.create(tmp_path / "clock", start=V0, rate=50.0)
+    began = time.monotonic()
+    rec = run_job(binary, tmp_path, clock, f"{V0 - 5:.0f}", "--runtime", "100")
+    took = time.monotonic() - began
+    assert rec["start"] == V0 - 5 and rec["reason"] == "completed"
+    assert V0 <= rec["launched"] < V0 + 50 * 0.5  # its own start (virtual), kept beside it
+    # 1 virtual s of slack: 20 ms real for the wake-up under load
+    assert rec["running"] == pytest.approx(100.0, abs=1.0)
+    assert rec["end"] == pytest.approx(V0 + 95.0, abs=1.0)
+    assert 1.8 < took < 2.5  # 95 / 50 real s, plus start-up
+
+
+def test_the_walltime_counts_from_slurms_start_as_slurms_limit_does(binary: str, tmp_path: Path) -> None:
+    clock = VirtualClock.create(tmp_path / "clock", start=V0, rate=50.0)
+    log = tmp_path / "jobs.jsonl"
+    env = {**os.environ, "SLURM_JOB_START_TIME": f"{V0 - 10:.0f}"}
+    proc = start(binary, log, "--runtime", "500", "--walltime", "60", "--clock", str(clock.path),
+                 "--from-slurm-start", env=env)  # fmt: skip
+    wait_exit(proc, 10)
+    rec = json.loads(log.read_text())
+    assert proc.returncode == 124 and rec["reason"] == "timeout"
+    assert rec["end"] == pytest.approx(V0 + 50.0, abs=1.0)  # Slurm's start + 60
+
+
+@pytest.mark.parametrize(
+    ("rate", "slurm_start", "why"),
+    [
+        (0.0, f"{V0 - 1:.0f}", "a held clock: the launch takes no virtual time there"),
+        (50.0, None, "no SLURM_JOB_START_TIME"),
+        (50.0, "soon", "not a number"),
+        (50.0, f"{V0 + 30:.0f}", "a start after the launch"),
+        (50.0, f"{V0 - 61:.0f}", "a start more than 60 s before the launch"),
+    ],
+)
+def test_the_job_counts_from_its_own_launch_when_slurms_start_does_not_apply(
+    binary: str, tmp_path: Path, rate: float, slurm_start: str | None, why: str
+) -> None:
+    clock = VirtualClock.create(tmp_path / "clock", start=V0, rate=rate)
+    if rate == 0:
+        clock.hold()
+        rec = _held_job(binary, tmp_path, clock, slurm_start)
+    else:
+        rec = run_job(binary, tmp_path, clock, slurm_start, "--runtime", "20")
+    assert "launched" not in rec, why
+    assert V0 <= rec["start"] < V0 + 50 * 0.5 and rec["running"] == pytest.approx(20.0, abs=1.0)
+
+
+def _held_job(binary: str, tmp_path: Path, clock: VirtualClock, slurm_start: str | None) -> dict:
+    env = {**os.environ, "SLURM_JOB_START_TIME": str(slurm_start)}
+    log = tmp_path / "jobs.jsonl"
+    proc = start(binary, log, "--runtime", "20", "--clock", str(clock.path), "--from-slurm-start", env=env)
+    time.sleep(0.3)
+    clock.jump(V0 + 20.0)  # its end when counted from its launch; from Slurm's it would be V0 + 19
+    wait_exit(proc, 5)
+    rec = json.loads(log.read_text())
+    assert rec["start"] == V0 and rec["end"] == V0 + 20.0
+    return rec
+
+
+def test_phases_count_from_their_launch(binary: str, tmp_path: Path) -> None:
+    """A transfer cannot move before the job runs: a job with phases ignores Slurm's start."""
+    clock = VirtualClock.create(tmp_path / "clock", start=V0, rate=50.0)
+    phases = ("--phases", "compute:20", "--io-dir", str(tmp_path))
+    rec = run_job(binary, tmp_path, clock, f"{V0 - 5:.0f}", *phases)
+    assert "launched" not in rec and rec["start"] >= V0
+
+
+def test_without_a_virtual_clock_the_option_is_refused(binary: str, tmp_path: Path) -> None:
+    proc = start(binary, tmp_path / "jobs.jsonl", "--runtime", "1", "--from-slurm-start")
+    wait_exit(proc, 5)
+    error = proc.stderr.read() if proc.stderr else ""
+    assert proc.returncode == 2 and "--from-slurm-start needs --clock" in error
+
+
+def test_the_replay_asks_for_it_only_on_a_virtual_clock(tmp_path: Path) -> None:
+    job = {"job_id": 5, "nodes": 4, "runtime": 330.0, "walltime": 600.0, "bb_per_node_mb": 1000}
+    page = str(tmp_path / "clock")
+
+    def wrap(**kw: object) -> str:
+        return sbatch_command(job, ReplayOptions(run_dir=tmp_path, run_id="r", **kw), 0.0)[-1]  # type: ignore[arg-type]
+
+    assert "--from-slurm-start" in wrap(clock=page, from_slurm_start=True)
+    assert "--from-slurm-start" not in wrap(clock=page)  # the event clock
+    assert "--from-slurm-start" not in wrap(from_slurm_start=True)  # the wall clock
