@@ -9,8 +9,8 @@ cluster has changed, and are watched between looks (a ``stat`` every 2 ms):
 - the replay's status (``replay.json``) says ``caught_up`` once every submission due so far
   has returned: a burst of jobs submitted at one instant wakes the agent once, after its
   last job, so the policy decides on the whole burst, as its twin does;
-- the jobs' own log (sigsleep's ``jobs.jsonl``) gains a line when a job ends. Slurm lists the
-  job a few milliseconds longer (completing), so until it no longer does, the agent looks
+- the jobs' own log (sigsleep's ``jobs.jsonl``) gains a line when a job ends. Slurm usually
+  still lists the job at the next look (completing), so until it no longer does, the agent looks
   again every ``ENDING_RELOOK_S`` instead of every poll (or, on a queue so long that a look
   takes longer, after as long as the last look took: at most half its time goes to looking).
 """
