@@ -1366,14 +1366,18 @@ static int write_started(const struct options *o, const struct run *r)
  * limit counts from) leaves the launch out: the job ends where Slurm's start and its runtime
  * put it.  Not on a held clock (the launch takes no virtual time there, and the whole
  * second would shorten the job), not with --phases (a transfer cannot move before the job
- * runs), and not when Slurm's start is not a moment ago.
+ * runs), and not when Slurm's start is not a moment ago.  Never before the job's submission
+ * (--submit-intended): Slurm stamps by the daemons' clock, up to a tick behind the page.
  */
 static void count_from_slurm_start(const struct options *o, struct run *r)
 {
     const char *text = getenv("SLURM_JOB_START_TIME");
     if (o->phases || !text || !is_decimal(text) || vclock_read(g_clock).rate <= 0)
         return;
-    double slurm_start = strtod(text, NULL), launch = r->start_real - slurm_start;
+    double slurm_start = strtod(text, NULL);
+    if (o->has_submit_intended && slurm_start < o->submit_intended)
+        slurm_start = o->submit_intended; /* the daemons' clock lags the page by up to a tick */
+    double launch = r->start_real - slurm_start;
     if (!(launch >= 0 && launch <= MAX_LAUNCH_S))
         return;
     r->has_launched = true;

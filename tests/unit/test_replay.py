@@ -38,7 +38,8 @@ def plan_of(submits: list[float]) -> pd.DataFrame:
 
 
 def make_replayer(
-    tmp_path: Path, submits: list[float], clock: FakeClock, drift: float = 0.0, fail=(), ahead: bool = False
+    tmp_path: Path, submits: list[float], clock: FakeClock, drift: float = 0.0, fail=(), ahead: bool = False,
+    page: str | None = None, **options: object,
 ):  # fmt: skip
     calls: list[tuple[float, list[str]]] = []
 
@@ -49,7 +50,16 @@ def make_replayer(
             return None, "sbatch: error: Invalid licenses"
         return len(calls), ""
 
-    opts = ReplayOptions(run_dir=tmp_path, run_id="r1", warmup=2.0, drift=drift, workers=1, ahead=ahead)
+    opts = ReplayOptions(
+        run_dir=tmp_path,
+        run_id="r1",
+        warmup=2.0,
+        drift=drift,
+        workers=1,
+        ahead=ahead,
+        clock=page,
+        **options,  # type: ignore[arg-type]
+    )
     return Replayer(plan_of(submits), opts, submit_fn=fake_submit, clock=clock.time, sleep=clock.sleep), calls
 
 
@@ -65,6 +75,25 @@ def test_submissions_happen_at_absolute_instants_despite_slow_sbatch(tmp_path: P
     assert [ln["lag"] for ln in lines] == pytest.approx([0.0, 0.0, 0.3, 0.0])
     assert [ln["slurm_job_id"] for ln in lines] == [1, 2, 3, 4]
     assert json.loads((tmp_path / STATUS).read_text())["done"] is True
+
+
+@pytest.mark.parametrize(
+    ("options", "instants"),
+    [
+        ({}, [1002.25, 1003.25]),
+        # a fixed speed-up: each job counts from Slurm's start (whole seconds), so the trace's
+        # instants are whole seconds too
+        ({"page": "page", "from_slurm_start": True}, [1003.0, 1004.0]),
+        ({"from_slurm_start": True}, [1002.25, 1003.25]),  # not on a virtual clock
+    ],
+)
+def test_t0_is_a_whole_second_where_jobs_count_from_slurms_start(
+    tmp_path: Path, options: dict, instants: list[float]
+) -> None:
+    clock = FakeClock(start=1000.25)
+    replayer, calls = make_replayer(tmp_path, [0.0, 1.0], clock, **options)
+    status = replayer.run()
+    assert [t for t, _ in calls] == instants and status.t0 == instants[0]
 
 
 def test_drift_stretches_each_instant_by_its_index(tmp_path: Path) -> None:

@@ -50,6 +50,15 @@ def test_a_job_launched_late_ends_where_slurms_start_and_its_runtime_put_it(
     assert 1.8 < took < 2.5  # 95 / 50 real s, plus start-up
 
 
+def test_a_job_never_counts_from_before_its_submission(binary: str, tmp_path: Path) -> None:
+    """Slurm stamps by the daemons' clock, up to a tick behind the page: a job submitted at
+    V0 - 2 that Slurm stamped V0 - 3 counts from V0 - 2."""
+    clock = VirtualClock.create(tmp_path / "clock", start=V0, rate=50.0)
+    submitted = ("--submit-intended", f"{V0 - 2:.6f}")
+    rec = run_job(binary, tmp_path, clock, f"{V0 - 3:.0f}", "--runtime", "20", *submitted)
+    assert rec["start"] == V0 - 2 and rec["running"] == pytest.approx(20.0, abs=1.0)
+
+
 def test_the_walltime_counts_from_slurms_start_as_slurms_limit_does(binary: str, tmp_path: Path) -> None:
     clock = VirtualClock.create(tmp_path / "clock", start=V0, rate=50.0)
     log = tmp_path / "jobs.jsonl"

@@ -222,6 +222,8 @@ class Replayer:
             done = self._resume(out) if self.opts.resume else set()
             if not self.opts.resume:
                 self.status.t0 = self.clock() + self.opts.warmup
+                if self.opts.clock and self.opts.from_slurm_start:  # the trace's instants on Slurm's whole seconds
+                    self.status.t0 = float(math.ceil(self.status.t0))
             t0 = self.status.t0
             self._write_status(force=True)
             rows = self.plan.to_dict("records")
