@@ -10,7 +10,8 @@ less than a second in the twin, and for each the time it took
 * ``to start``: from there (Slurm's own scheduler: from sbatch's return) to sigsleep's first
   second (Slurm's pass, the launch), in two parts: ``to Slurm's`` start (the commands and
   Slurm's pass; Slurm records whole seconds, so each value is within a second) and
-  ``launch`` (from Slurm's start to sigsleep's);
+  ``launch`` (from Slurm's start to sigsleep's own, its ``launched`` when it counted from
+  Slurm's start);
 
 as percentiles in the trace's seconds and in real milliseconds (the trace's seconds over the
 run's speed-up; the shrink's factor on the wall clock). Also the emulated wait of these jobs,
@@ -51,6 +52,12 @@ def stages(run_dir: Path) -> tuple[pd.DataFrame, dict]:
     raw = run_dir / rundir.RAW_DIR
     submitted = {s["slurm_job_id"]: s for s in read_jsonl(raw / rundir.SUBMISSIONS) if s.get("slurm_job_id")}
     started = {int(s["job_id"]): float(s["start"]) for s in read_jsonl(raw / rundir.STARTED)}
+    # a job that counted from Slurm's start (a fixed speed-up) keeps its own start as `launched`
+    started |= {
+        int(r["job_id"]): float(r["launched"])
+        for r in read_jsonl(raw / rundir.SIGSLEEP_LOG)
+        if "launched" in r
+    }
     released: dict[int, float] = {}
     if (raw / rundir.DECISIONS).exists():
         for decision in read_jsonl(raw / rundir.DECISIONS):
