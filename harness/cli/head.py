@@ -121,6 +121,8 @@ def replay_command(
     no_bandwidth_license: bool,
 ) -> None:
     """Submit PLAN's jobs at their wall-clock instants (run this next to slurmctld)."""
+    if from_slurm_start and clock_page is None:
+        raise click.UsageError("--from-slurm-start needs --clock-page (Slurm's start on the virtual clock)")
     from harness.emulation.head.replay import DEFAULT_WORKERS, ReplayError, ReplayOptions, replay_plan
     from harness.workload.plan import load_plan
 

@@ -84,7 +84,6 @@ def test_submissions_happen_at_absolute_instants_despite_slow_sbatch(tmp_path: P
         # a fixed speed-up: each job counts from Slurm's start (whole seconds), so the trace's
         # instants are whole seconds too
         ({"page": "page", "from_slurm_start": True}, [1003.0, 1004.0]),
-        ({"from_slurm_start": True}, [1002.25, 1003.25]),  # not on a virtual clock
     ],
 )
 def test_t0_is_a_whole_second_where_jobs_count_from_slurms_start(

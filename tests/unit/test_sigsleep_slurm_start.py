@@ -131,3 +131,15 @@ def test_the_replay_asks_for_it_only_on_a_virtual_clock(tmp_path: Path) -> None:
     assert "--from-slurm-start" in wrap(clock=page, from_slurm_start=True)
     assert "--from-slurm-start" not in wrap(clock=page)  # the event clock
     assert "--from-slurm-start" not in wrap(from_slurm_start=True)  # the wall clock
+
+
+def test_the_replay_command_refuses_it_without_a_clock_page(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    plan = tmp_path / "plan.parquet"
+    plan.write_bytes(b"")  # never read: the options are checked first
+    args = ["replay", str(plan), "--run-dir", str(tmp_path), "--run-id", "r", "--from-slurm-start"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and "--from-slurm-start needs --clock-page" in result.output

@@ -81,7 +81,7 @@ class ReplayOptions:
     retry_for: float = 300.0  # seconds a submission is retried while slurmctld does not answer
     resume: bool = False  # continue the run in run_dir (same t0; no job submitted twice)
     clock: str | None = None  # the virtual clock's page (harness.model.clock); None: the wall clock
-    from_slurm_start: bool = False  # a fixed speed-up: each job counts from Slurm's start, not its launch
+    from_slurm_start: bool = False  # with clock, at a fixed speed-up: jobs count from Slurm's start
     ahead: bool = False  # each job sent one instant early with sbatch --begin (harness.emulation.head.ahead)
     site_requests: bool = False  # partition, CPUs, memory, GRES from the plan (emulation.head.site_requests)
     site_users: bool = False  # each job as its plan user and account (emulation.head.site_users); as root
@@ -220,10 +220,9 @@ class Replayer:
         self.opts.run_dir.mkdir(parents=True, exist_ok=True)
         with open(self.opts.run_dir / SUBMISSIONS, "a", buffering=1) as out:
             done = self._resume(out) if self.opts.resume else set()
-            if not self.opts.resume:
-                self.status.t0 = self.clock() + self.opts.warmup
-                if self.opts.clock and self.opts.from_slurm_start:  # the trace's instants on Slurm's whole seconds
-                    self.status.t0 = float(math.ceil(self.status.t0))
+            if not self.opts.resume:  # on a whole second where jobs count from Slurm's (whole) start
+                t0 = self.clock() + self.opts.warmup
+                self.status.t0 = float(math.ceil(t0)) if self.opts.from_slurm_start else t0
             t0 = self.status.t0
             self._write_status(force=True)
             rows = self.plan.to_dict("records")
