@@ -171,6 +171,8 @@ TOP_LEVEL: dict[str, SlurmSetting] = {
     ),
     "PriorityFlags": SlurmSetting("choices", choices=PRIORITY_FLAGS),
     "OverTimeLimit": _int(0, 65533, "minutes"),
+    # no job is scheduled while one completes (for at most this long after its end)
+    "CompleteWait": _int(0, 65535, "seconds"),
 }
 # the keys of the multifactor priority: a site's own are applied when its users are replayed
 PRIORITY_KEYS = tuple(key for key in TOP_LEVEL if key.startswith("Priority"))

@@ -41,6 +41,15 @@ CRED_EXPIRE_VIRTUAL_S = 100_000  # a launch credential outlives any jump of the 
 # MessageTimeout and Slurm requeued its job (2026-11-29). These leave 3 real s for an answer and
 # 1 s for a connection at x100, the highest speed-up (the platform's MessageTimeout if larger).
 VIRTUAL_TIMEOUTS_S = {"MessageTimeout": 300, "TCPTimeout": 100, "BatchStartTimeout": 300}
+# Limits of a scheduling pass that slurmctld measures on its own clock: a backfill cycle ends
+# after bf_max_time (default bf_interval, 1 s here), yields its locks every bf_yield_interval
+# (2 s) and the main loop ends after max_sched_time (2 s). At x100 these last 10-20 real ms, and
+# time() counts whole seconds, so a cycle that crosses one ends at once: backfill then starts
+# its jobs piecemeal, in cycles that at x1 are whole (docs/virtual-time.md, 2026-11-30). On the
+# virtual clock they are their real-time length at the highest speed-up, within Slurm's bounds
+# (max_sched_time <= MessageTimeout / 2, bf_yield_interval <= 10 s).
+VIRTUAL_PASS_LIMITS = {"max_sched_time": 150}
+VIRTUAL_BACKFILL_LIMITS = {"bf_max_time": 100, "bf_yield_interval": 10_000_000}
 BurstBufferMode = Literal["licenses", "lua"]
 # GPUs without GPUs (a site's platform): gres.conf gives every GPU a stand-in device file
 # here, a symbolic link to /dev/null (a character device, as slurmd's check wants) that each
@@ -127,6 +136,10 @@ class SchedulerConfig:
                 params.append("bf_licenses")
             if self.reserve_depth is not None:
                 params.append(f"bf_job_part_count_reserve={self.reserve_depth}")
+            if self.clock == "virtual":
+                params += [f"{key}={value}" for key, value in VIRTUAL_BACKFILL_LIMITS.items()]
+        if self.clock == "virtual":
+            params += [f"{key}={value}" for key, value in VIRTUAL_PASS_LIMITS.items()]
         return merge_scheduler_parameters(",".join(params), scheduler_overrides(dict(self.settings)))
 
 

@@ -107,6 +107,11 @@ def test_a_replay_at_x50_completes_in_trace_time_and_slurm_agrees(vclock_run) ->
     # each job counted its runtime from Slurm's start (sigsleep --from-slurm-start): the launch,
     # tens of real ms, seconds at x50, is not part of the job
     assert check["max_start_diff_s"] < 1e-3
+    # slurmctld counted its passes on the x50 clock: none was cut at its time limit, which at
+    # Slurm's defaults (1-2 virtual s, 20-40 real ms here) a backfill cycle would be
+    passes = metrics["slurm_passes"]
+    assert passes["backfill"]["bf_max_time"] == 0 and passes["main"]["max_sched_time"] == 0, passes
+    assert sum(passes["backfill"].values()) > 0 and sum(passes["main"].values()) > 0, passes
 
 
 def test_the_schedule_is_close_to_slurm_at_x1(vclock_run) -> None:

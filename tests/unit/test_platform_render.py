@@ -148,6 +148,20 @@ def test_scheduler_parameters_backfill_variants() -> None:
         SchedulerConfig(mode="fifo")  # type: ignore[arg-type]
 
 
+def test_virtual_clock_gives_slurm_passes_their_real_time_length_at_x100() -> None:
+    """bf_max_time, bf_yield_interval and max_sched_time count slurmctld's (virtual) seconds:
+    at x100 Slurm's defaults (1 s, 2 s, 2 s) would cut a cycle after 10-20 real ms."""
+    wall = SchedulerConfig().scheduler_parameters.split(",")
+    assert not any(p.startswith(("bf_max_time", "bf_yield_interval", "max_sched_time")) for p in wall)
+    virtual = SchedulerConfig(clock="virtual").scheduler_parameters.split(",")
+    assert {"bf_max_time=100", "bf_yield_interval=10000000", "max_sched_time=150"} <= set(virtual)
+    builtin = SchedulerConfig(mode="builtin", clock="virtual").scheduler_parameters.split(",")
+    assert "max_sched_time=150" in builtin and not any(p.startswith("bf_") for p in builtin)
+    settings = (("SchedulerParameters.bf_max_time", 1),)
+    chosen = SchedulerConfig(clock="virtual", settings=settings).scheduler_parameters.split(",")
+    assert "bf_max_time=1" in chosen and "bf_max_time=100" not in chosen  # a cell's setting wins
+
+
 def test_external_ordering_switches_priority_and_holds() -> None:
     files = render_slurm_files(load_platform(), SchedulerConfig(external_ordering=True))
     assert "PriorityType=priority/multifactor" in files["slurm.conf"].splitlines()
