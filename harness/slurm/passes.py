@@ -2,17 +2,17 @@
 
 slurmctld counts why each main-scheduler pass and each backfill cycle stopped: at the end of
 the queue, or cut short by a limit (``max_sched_time``, ``bf_max_time``, a job count) or by a
-change of state while backfill yielded its locks. The counters run from slurmctld's start, so a
-run's own are the difference of two readings, one before its first submission and one at its
-end. A pass cut by its time limit leaves the rest of the queue to the next one: at a high
-speed-up of the virtual clock that is what would change the schedule against x1.
+change of state while backfill yielded its locks. The counters run from slurmctld's start
+or its last midnight, so a run's own are summed over readings taken while it goes
+(:class:`PassTally`). A pass cut by its time limit leaves the rest of the queue to the next
+one: at a high speed-up of the virtual clock that is what would change the schedule against x1.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from harness.model.commands import CommandResult
 
@@ -43,18 +43,58 @@ def read_pass_exits(run: Callable[[list[str]], CommandResult]) -> PassExits | No
     return parse_pass_exits(answer.stdout) if answer.ok else None
 
 
-def passes_between(before: Mapping[str, Any] | None, after: PassExits | None) -> PassExits | None:
-    """The passes that ended between two readings, by kind and exit; None if either is unknown
-    or slurmctld restarted in between (a counter went down)."""
-    if before is None or after is None:
-        return None
-    found = {
-        kind: {name: count - int(before.get(kind, {}).get(name, 0)) for name, count in exits.items()}
-        for kind, exits in after.items()
+@dataclass
+class PassTally:
+    """The passes of a run, summed over readings taken while it goes.
+
+    slurmctld resets its counters at midnight of its own clock, which on the virtual clock at
+    x100 comes every 14.4 real minutes: a reading with a counter lower than the last one's
+    starts a new count from zero. The passes between the last reading before a reset and the
+    reset are then not counted (``resets`` says how many resets there were)."""
+
+    base: PassExits | None = None  # where the current count started (the first reading, or 0)
+    last: PassExits | None = None
+    closed: PassExits = field(default_factory=dict)  # the counts before the last reset
+    resets: int = 0
+
+    def add(self, reading: PassExits | None) -> None:
+        if reading is None:
+            return
+        if self.base is None or self.last is None:
+            self.base = self.last = reading
+            return
+        if any(
+            n < self.last.get(kind, {}).get(name, 0)
+            for kind, exits in reading.items()
+            for name, n in exits.items()
+        ):
+            self.closed = _plus(self.closed, _minus(self.last, self.base))
+            self.base, self.resets = {}, self.resets + 1
+        self.last = reading
+
+    def passes(self) -> PassExits | None:
+        """By kind and exit, the passes that ended since the first reading; None: no reading."""
+        if self.base is None or self.last is None:
+            return None
+        return _plus(self.closed, _minus(self.last, self.base))
+
+
+def _minus(a: PassExits, b: PassExits) -> PassExits:
+    return {
+        kind: {name: n - b.get(kind, {}).get(name, 0) for name, n in exits.items()}
+        for kind, exits in a.items()
     }
-    if any(count < 0 for exits in found.values() for count in exits.values()):
-        return None
-    return found
+
+
+def _plus(a: PassExits, b: PassExits) -> PassExits:
+    kinds = {**a, **b}
+    return {
+        kind: {
+            name: a.get(kind, {}).get(name, 0) + b.get(kind, {}).get(name, 0)
+            for name in {**a.get(kind, {}), **b.get(kind, {})}
+        }
+        for kind in kinds
+    }
 
 
 def cut_by_time(passes: PassExits) -> str | None:

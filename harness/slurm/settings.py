@@ -50,6 +50,13 @@ VIRTUAL_TIMEOUTS_S = {"MessageTimeout": 300, "TCPTimeout": 100, "BatchStartTimeo
 # (max_sched_time <= MessageTimeout / 2, bf_yield_interval <= 10 s).
 VIRTUAL_PASS_LIMITS = {"max_sched_time": 150}
 VIRTUAL_BACKFILL_LIMITS = {"bf_max_time": 100, "bf_yield_interval": 10_000_000}
+# At a fixed speed-up the real tens of milliseconds in which a job's nodes are released (each
+# slurmd's end of the job) are seconds of the clock, and a pass in between saw the job half
+# released, which at x1 none does: backfill then packed small jobs onto its first nodes and a
+# wide job lost its place (bundled slice, slurm-backfill-1, x100: mean wait -8 to -18 % of the
+# x1 reference). With CompleteWait no job is scheduled while one completes, for at most this
+# long (0.6 real s at x100): that one run gave the reference to 0.04 % (docs/virtual-time.md).
+FIXED_RATE_COMPLETE_WAIT_S = 60
 BurstBufferMode = Literal["licenses", "lua"]
 # GPUs without GPUs (a site's platform): gres.conf gives every GPU a stand-in device file
 # here, a symbolic link to /dev/null (a character device, as slurmd's check wants) that each
@@ -90,6 +97,8 @@ class SchedulerConfig:
     max_job_count: int = 100_000
     min_job_age: int = 600
     ctld_debug: str = "info"
+    # slurm.conf's CompleteWait (0: not set): FIXED_RATE_COMPLETE_WAIT_S at a fixed speed-up
+    complete_wait_s: int = 0
     # 'virtual': every Slurm daemon reads the emulation's virtual clock (harness.model.clock):
     # no node pings (a jump must not mark nodes DOWN), launch credentials that outlive a jump
     clock: ClockMode = "wall"

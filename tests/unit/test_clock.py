@@ -14,7 +14,7 @@ import harness.model.clock as clock_module
 from harness.cli import main
 from harness.cluster.hosts.backend import conf_value
 from harness.cluster.node.clock_ticker import tick
-from harness.emulation.run.experiment import RunError, clock_for
+from harness.emulation.run.experiment import RunError, clock_for, complete_wait_for
 from harness.emulation.run.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec
 from harness.model.clock import (
     MAX_SPEEDUP,
@@ -127,6 +127,20 @@ def test_a_virtual_clock_needs_unshrunk_times_on_the_docker_cluster() -> None:
     remote = RunOptions(WorkloadSpec(shrink=0.0), ClusterSpec(backend="ssh://u@h"), ReplaySpec(speedup=10.0))
     with pytest.raises(RunError, match="local Docker cluster"):
         clock_for(remote)
+
+
+def test_slurm_schedules_nothing_while_a_job_completes_at_a_fixed_speed_up_only() -> None:
+    """The real milliseconds of a job's release are seconds at x100: CompleteWait keeps every
+    pass from seeing a job half released. The event clock and the wall clock do without."""
+    events = RunOptions(WorkloadSpec(shrink=0.0), ClusterSpec(), ReplaySpec(events=True))
+    assert (complete_wait_for(opts(100.0, shrink=0.0)), complete_wait_for(events)) == (60, 0)
+    assert complete_wait_for(opts(None, shrink=0.9)) == 0
+    fixed = render_slurm_files(load_platform(), SchedulerConfig(clock="virtual", complete_wait_s=60))
+    assert conf_value(fixed["slurm.conf"], "CompleteWait") == "60"
+    held = render_slurm_files(load_platform(), SchedulerConfig(clock="virtual"))["slurm.conf"]
+    assert conf_value(held, "CompleteWait") is None
+    cell = SchedulerConfig(clock="virtual", complete_wait_s=60, settings=(("CompleteWait", 5),))
+    assert conf_value(render_slurm_files(load_platform(), cell)["slurm.conf"], "CompleteWait") == "5"
 
 
 @pytest.mark.parametrize("value", [0.0, -5.0, float("nan"), float("inf"), MAX_SPEEDUP + 1])

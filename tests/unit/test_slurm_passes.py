@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from harness.model.commands import CommandResult
-from harness.slurm.passes import cut_by_time, parse_pass_exits, passes_between, read_pass_exits
+from harness.slurm.passes import PassTally, cut_by_time, parse_pass_exits, read_pass_exits
 
 
 def sdiag(main: dict[str, int], backfill: dict[str, int]) -> str:
@@ -30,22 +30,41 @@ def test_anything_but_sdiags_json_is_unknown() -> None:
     assert parse_pass_exits(json.dumps({"statistics": {"schedule_exit": [], "bf_exit": {}}})) is None
 
 
-def test_a_runs_passes_are_the_difference_of_two_readings() -> None:
-    found = passes_between(parse_pass_exits(BEFORE), parse_pass_exits(AFTER))
-    assert found == {
+def test_a_runs_passes_are_the_difference_of_its_first_and_last_readings() -> None:
+    tally = PassTally()
+    assert tally.passes() is None  # no reading yet
+    for reading in (BEFORE, "not sdiag", AFTER):  # a reading without an answer counts nothing
+        tally.add(parse_pass_exits(reading))
+    assert tally.passes() == {
         "main": {"end_job_queue": 15, "max_sched_time": 0},
         "backfill": {"end_job_queue": 5, "bf_max_time": 12},
     }
+    assert tally.resets == 0
 
 
-def test_a_restart_in_between_or_a_missing_reading_leaves_them_unknown() -> None:
-    assert passes_between(parse_pass_exits(AFTER), parse_pass_exits(BEFORE)) is None  # counters went down
-    assert passes_between(None, parse_pass_exits(AFTER)) is None
-    assert passes_between(parse_pass_exits(BEFORE), None) is None
+def test_a_reset_at_slurmctlds_midnight_starts_a_new_count() -> None:
+    """slurmctld sets its counters to 0 at its midnight: the passes before the last reading
+    of the day and those after the reset add up; the ones in between are not seen."""
+    tally = PassTally()
+    for reading in (
+        BEFORE,  # main 10 + 1 cut, backfill 4 + 2 cut
+        AFTER,  # main 25 + 1, backfill 9 + 14: 15 and 17 more
+        sdiag({"end_job_queue": 3, "max_sched_time": 0}, {"end_job_queue": 2, "bf_max_time": 1}),
+        sdiag({"end_job_queue": 7, "max_sched_time": 2}, {"end_job_queue": 2, "bf_max_time": 1}),
+    ):
+        tally.add(parse_pass_exits(reading))
+    assert tally.resets == 1
+    assert tally.passes() == {
+        "main": {"end_job_queue": 15 + 7, "max_sched_time": 0 + 2},
+        "backfill": {"end_job_queue": 5 + 2, "bf_max_time": 12 + 1},
+    }
 
 
 def test_passes_cut_at_their_time_limit_are_said_in_one_line() -> None:
-    found = passes_between(parse_pass_exits(BEFORE), parse_pass_exits(AFTER))
+    tally = PassTally()
+    tally.add(parse_pass_exits(BEFORE))
+    tally.add(parse_pass_exits(AFTER))
+    found = tally.passes()
     assert found is not None
     assert cut_by_time(found) == (
         "slurmctld cut 12 of 17 backfill passes at bf_max_time (its own clock): "

@@ -45,6 +45,7 @@ from harness.model.jsonio import parse_jsonl
 from harness.model.rundir import CLOCK_PAGE
 from harness.platform import built_in_name
 from harness.slurm.config import HARNESS_PYTHON
+from harness.slurm.passes import PassTally, read_pass_exits
 
 SUBMIT_USER = "emu"
 CANCEL_CHUNK = 500  # job ids per scontrol/scancel call
@@ -90,6 +91,7 @@ class HeadRun:
         self.live_io: LiveIOWatch | None = None  # on the event clock, an io-aware run's transfers
         self.shared = f"{rundir.SHARED_RUNS}/{run_id}"
         self.observer: RunObserver | None = None  # writes progress and interim results as the run goes
+        self.passes = PassTally()  # slurmctld's scheduling passes during the run
         self.monitor = FaultMonitor()
         self.resume = False
         self.site_requests = False  # the plan's partition, CPUs, memory and GRES (a site's history)
@@ -322,9 +324,15 @@ class HeadRun:
         return not status.get("stopped") and time.time() - float(status.get("updated", 0.0)) < REPLAY_ALIVE_S
 
     def observe_faults(self, queue_answered: bool) -> None:
-        """Note nodes going down or back, and slurmctld not answering (:class:`FaultMonitor`)."""
+        """Note nodes going down or back, and slurmctld not answering (:class:`FaultMonitor`);
+        count slurmctld's passes (:class:`PassTally`: its counters reset at its midnight)."""
         states = node_states(self.backend) if queue_answered else None
         self.monitor.observe(self.clock.now(), states or None)
+        if queue_answered:
+            self.count_passes()
+
+    def count_passes(self) -> None:
+        self.passes.add(read_pass_exits(lambda cmd: self.backend.exec(cmd, timeout=30)))
 
     def ended_early(self, slurm_ids: set[int]) -> int:
         """How many of ``slurm_ids`` Slurm ended without their own record (fault or cancel)."""

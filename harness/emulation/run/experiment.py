@@ -35,6 +35,7 @@ from harness.policies.io_platform import NoIoTreeError
 from harness.policies.registry import UnknownPolicyError, get_policy
 from harness.slurm.config import ClockMode, SchedulerConfig
 from harness.slurm.native import is_native, scheduler_for
+from harness.slurm.settings import FIXED_RATE_COMPLETE_WAIT_S
 from harness.workload.priority import parse_priority
 
 
@@ -85,6 +86,12 @@ def clock_for(opts: RunOptions) -> ClockMode:
     if opts.replay.events and opts.replay.drift:
         raise RunError("--clock events: --drift corrects a wall-clock launch delay; it has no meaning here")
     return "virtual"
+
+
+def complete_wait_for(opts: RunOptions) -> int:
+    """slurm.conf's CompleteWait: set at a fixed speed-up of the virtual clock only (the event
+    clock stands still while nodes are released, the wall clock releases them at x1)."""
+    return FIXED_RATE_COMPLETE_WAIT_S if opts.replay.speedup is not None else 0
 
 
 def with_priorities(sched: SchedulerConfig, opts: RunOptions) -> SchedulerConfig:
@@ -142,7 +149,7 @@ class Experiment:
         self.sched = scheduler_for_run(opts.replay.policy)
         for plugin in plugins_for(opts):
             self.sched = plugin.configure(self.sched)
-        self.sched = replace(self.sched, clock=clock_for(opts))
+        self.sched = replace(self.sched, clock=clock_for(opts), complete_wait_s=complete_wait_for(opts))
         self.sched = with_priorities(self.sched, opts)
         self.sched = with_settings(self.sched, opts)
         self.backend = make_backend(opts.cluster)

@@ -58,7 +58,7 @@ from harness.model.timescale import TimeScale
 from harness.policies.tunables import parse_assignments
 from harness.slurm.config import SchedulerConfig
 from harness.slurm.lost_launches import recheck_lost_launches
-from harness.slurm.passes import PassExits, cut_by_time, passes_between, read_pass_exits
+from harness.slurm.passes import PassExits, cut_by_time
 from harness.workload.io import HerbeinIO
 from harness.workload.plan import load_plan, save_plan
 from harness.workload.priority import assign, parse_priority
@@ -195,31 +195,33 @@ def replay(ctx: RunContext) -> dict[str, Any]:
     head.observer = RunObserver(
         ctx.run_dir, plan, ctx.backend.platform, ctx.scale, ctx.opts.replay.interim_every
     )
-    passes_before = pass_exits(ctx.backend)
+    head.count_passes()
     with LoadSampler() as load:
         try:
             complete, reason = head.run(plan)
         except HeadProcessDied as exc:
             append_jsonl(ctx.run_dir / rundir.HEAD_DEATHS, {"why": str(exc), "events": head.monitor.events})
             raise
+    head.count_passes()
     host_load = said_load(load.summary(), wall_clock=not ctx.opts.replay.events, say=ctx.say)
     earlier = [event for death in read_jsonl(ctx.run_dir / rundir.HEAD_DEATHS) for event in death["events"]]
     return {
         "complete": complete, "reason": reason, "fault_events": [*earlier, *head.monitor.events],
-        "host_load": host_load, "pass_exits_before": passes_before,
+        "host_load": host_load,
+        "slurm_passes": head.passes.passes(), "slurm_stats_resets": head.passes.resets,
     }  # fmt: skip
 
 
-def pass_exits(backend: ClusterBackend) -> PassExits | None:
-    return read_pass_exits(lambda cmd: backend.exec(cmd, timeout=30))
-
-
-def run_passes(ctx: RunContext) -> PassExits | None:
-    """How Slurm's passes ended during the replay; says so when some were cut at a time limit."""
-    passes = passes_between(ctx.found("replay").get("pass_exits_before"), pass_exits(ctx.backend))
-    if passes is not None and (cut := cut_by_time(passes)) is not None:
+def add_run_passes(ctx: RunContext, sections: dict[str, Any]) -> None:
+    """How Slurm's passes ended during the replay (``slurm_passes``); says so when some were cut
+    at a time limit."""
+    found = ctx.found("replay")
+    passes: PassExits | None = found.get("slurm_passes")
+    if passes is None:
+        return
+    if (cut := cut_by_time(passes)) is not None:
         ctx.say(cut)
-    return passes
+    sections["slurm_passes"] = {**passes, "stats_resets": found.get("slurm_stats_resets", 0)}
 
 
 def collect(ctx: RunContext) -> dict[str, Any]:
@@ -254,8 +256,7 @@ def collect(ctx: RunContext) -> dict[str, Any]:
         check.update(parts)
         check["ok"] = check["ok"] and all(part.get("ok", True) for part in parts.values())
     sections: dict[str, Any] = {"submission": lag_stats(submissions), "cross_check": check}
-    if (passes := run_passes(ctx)) is not None:
-        sections["slurm_passes"] = passes
+    add_run_passes(ctx, sections)
     events = ctx.found("replay").get("fault_events", [])
     stopped = str(ctx.found("replay").get("reason", ""))
     faults = fault_section(
