@@ -55,7 +55,7 @@ VIRTUAL_BACKFILL_LIMITS = {"bf_max_time": 100, "bf_yield_interval": 10_000_000}
 # released, which at x1 none does: backfill then packed small jobs onto its first nodes and a
 # wide job lost its place (bundled slice, slurm-backfill-1, x100: mean wait -8 to -18 % of the
 # x1 reference). With CompleteWait no job is scheduled while one completes, for at most this
-# long (0.6 real s at x100): that one run gave the reference to 0.04 % (docs/virtual-time.md).
+# long (0.6 real s at x100): two runs gave the reference to 0.1 % (docs/virtual-time.md).
 FIXED_RATE_COMPLETE_WAIT_S = 60
 BurstBufferMode = Literal["licenses", "lua"]
 # GPUs without GPUs (a site's platform): gres.conf gives every GPU a stand-in device file
