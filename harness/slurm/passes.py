@@ -87,13 +87,12 @@ def _minus(a: PassExits, b: PassExits) -> PassExits:
 
 
 def _plus(a: PassExits, b: PassExits) -> PassExits:
-    kinds = {**a, **b}
     return {
         kind: {
             name: a.get(kind, {}).get(name, 0) + b.get(kind, {}).get(name, 0)
-            for name in {**a.get(kind, {}), **b.get(kind, {})}
+            for name in a.get(kind, {}).keys() | b.get(kind, {}).keys()
         }
-        for kind in kinds
+        for kind in a.keys() | b.keys()
     }
 
 
