@@ -105,13 +105,19 @@ def repetition(run_dir: Path, policy: str) -> Repetition:
 
 
 def read_row(run_dir: Path) -> Row:
-    manifest = rundir.read_manifest(run_dir)
-    policy = manifest["policy"]
+    """A run's row; a parent still running (or stopped) has no manifest yet: its finished
+    repetitions' first one says what ran."""
     reps_dir = run_dir / "repetitions"
     repeated = reps_dir.is_dir()
     dirs = sorted(p for p in reps_dir.iterdir() if (p / "metrics.json").exists()) if repeated else [run_dir]
     if not dirs:
         raise SystemExit(f"{run_dir}: no finished repetition (no metrics.json under repetitions/)")
+    manifest = rundir.read_manifest(run_dir)
+    if "policy" not in manifest:
+        manifest = rundir.read_manifest(dirs[0])
+    if "policy" not in manifest:
+        raise SystemExit(f"{run_dir}: no manifest.json says which policy ran")
+    policy = manifest["policy"]
     agreement = rundir.read_metrics(run_dir).get("schedule_agreement") if repeated else None
     identical = agreement.get("identical_start_order") if agreement else None
     reps = [repetition(d, policy) for d in dirs]

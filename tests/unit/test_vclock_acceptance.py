@@ -36,6 +36,7 @@ def _run(root: Path, policy: str, waits: list[float], *, speedup: float | None =
         rep = parent / "repetitions" / f"{i:02d}"
         rep.mkdir(parents=True)
         (rep / "metrics.json").write_text(json.dumps(_metrics(wait, bsld, (100.0, 2.0), (200.0, 2.5))))
+        (rep / "manifest.json").write_text(json.dumps(manifest))
     (parent / "manifest.json").write_text(json.dumps(manifest))
     agreement = {"schedule_agreement": {"identical_start_order": identical}}
     (parent / "metrics.json").write_text(json.dumps(agreement))
@@ -93,4 +94,17 @@ def test_a_run_without_its_twin_says_what_to_do(tmp_path: Path) -> None:
     no_twin = {"mean_wait": 1.0, "mean_bsld": 1.0}
     (parent / "repetitions" / "01" / "metrics.json").write_text(json.dumps(no_twin))
     with pytest.raises(SystemExit, match="--compare-sim"):
+        acceptance.read_row(parent)
+
+
+def test_a_parent_still_running_is_read_from_its_finished_repetitions(tmp_path: Path) -> None:
+    parent = _run(tmp_path, "slurm-backfill-1", [198.0, 202.0], speedup=100.0, bsld=2.5)
+    (parent / "manifest.json").unlink()  # written when the last repetition is done
+    (parent / "metrics.json").unlink()
+    row = acceptance.read_row(parent)
+    assert (row.policy, row.clock, row.waits) == ("slurm-backfill-1", "x100", [198.0, 202.0])
+    assert row.identical_order is None  # the parent's agreement is written at its end
+    for rep in (parent / "repetitions").iterdir():
+        (rep / "manifest.json").unlink()
+    with pytest.raises(SystemExit, match="which policy ran"):
         acceptance.read_row(parent)
