@@ -100,6 +100,14 @@ def test_slurm_is_settled_once_its_passes_ran_at_the_present_instant() -> None:
     assert slurm_settled(Observation(1000.0, 4, running, False, activity(backfill_at=1.0)), moved, 1030.0)
 
 
+def test_a_reset_of_slurms_counters_is_not_a_main_cycle_but_the_cycles_after_it_are() -> None:
+    assert activity((5, 3, 2, 8, 9)).main_cycles_since(7)
+    assert not activity((5, 3, 2, 7, 9)).main_cycles_since(7)
+    assert not activity((0, 0, 0, 0, 0)).main_cycles_since(7)  # reset at midnight, no cycle since
+    assert activity((0, 0, 0, 2, 0)).main_cycles_since(7)  # reset, then two cycles
+    assert activity((0, 0, 0, 1, 0)).main_cycles_since(0)
+
+
 def test_a_job_past_its_end_is_one_slurm_has_not_ended_yet() -> None:
     assert ends_due(1022.0, {7: 1002.0, 8: 1010.0}, {7: 20.0, 8: 20.0}) == 1
     assert ends_due(1021.0, {7: 1002.0}, {7: 20.0}) == 0
@@ -308,21 +316,25 @@ def test_a_jump_to_a_jobs_end_lets_it_end_before_the_daemons_get_there() -> None
     assert clock.moves[:4] == [(1001.0, 1001.0), (1100.0, 1099.0), (1100.0, 1100.0), (1101.0, 1101.0)]
 
 
-@pytest.mark.parametrize("periodic", [False, True])
+@pytest.mark.parametrize("cycle", ["poked", "periodic", "reset"])
 def test_with_jobs_pending_slurm_settles_on_the_second_before_an_end_and_runs_its_main_cycle_there(
-    periodic: bool,
+    cycle: str,
 ) -> None:
     """Job 1 (started at 1000, 100 s) ends at 1100 while job 2 waits for its nodes. The clock
     first approaches 1099 (page and daemons), Slurm settles there; a main cycle must have run at
     1099 (``periodic``: Slurm's own; else the driver pokes for one, once) before the page leads
-    to 1100 with the daemons at 1099; then the daemons follow, and job 2 starts at 1100 only."""
+    to 1100 with the daemons at 1099; then the daemons follow, and job 2 starts at 1100 only.
+    ``reset``: slurmctld's midnight falls at 1099 and sets its cycle counter to 0, which is not
+    a cycle: the driver still pokes for one."""
+    periodic = cycle == "periodic"
     plan = pd.DataFrame({"job_id": [1, 2], "submit": [0.0, 0.0], "runtime": [100.0, 50.0],
                          "walltime": [200.0, 200.0]})  # fmt: skip
     clock = HeldClock(1000.0)
     pokes: list[float] = []
 
     def observe() -> Observation:
-        main = 7 + len(pokes) + (1 if periodic and clock.daemons_now() >= 1099.0 else 0)
+        at_1099 = clock.daemons_now() >= 1099.0
+        main = (0 if cycle == "reset" and at_1099 else 7) + len(pokes) + (1 if periodic and at_1099 else 0)
         if clock.at < 1100.0:
             queue = (("RUNNING", "t1", "x"), ("PENDING", "t2", ""))
         else:  # job 1 has ended on the page's instant; job 2 starts once the daemons are there
@@ -371,10 +383,15 @@ def test_the_event_clocks_estimate_goes_by_jobs_not_by_the_traces_span() -> None
     assert replace(est, live_io=True).per_run_s == pytest.approx(3460.0)
 
 
-def test_after_the_agents_release_a_main_cycle_runs_at_the_same_second_before_the_clock_moves() -> None:
+@pytest.mark.parametrize("reset", [False, True])
+def test_after_the_agents_release_a_main_cycle_runs_at_the_same_second_before_the_clock_moves(
+    reset: bool,
+) -> None:
     """The agent released job 1 at 1000 after Slurm's main cycle of 1000 had run (it runs once
     per instant on a held clock). The driver nudges the daemons within 1000, pokes slurmctld
-    once, and does not move the clock until the cycle came (0.2 s later: job 1 starts at 1000)."""
+    once, and does not move the clock until the cycle came (0.2 s later: job 1 starts at 1000).
+    ``reset``: slurmctld's midnight set its cycle counter to 0 after the poke; the cycle that
+    follows counts from 0 and is seen at once, not after the poke's longest wait."""
     plan = pd.DataFrame({"job_id": [1], "submit": [0.0], "runtime": [100.0], "walltime": [200.0]})
     began = time.time()
     pokes: list[float] = []
@@ -397,7 +414,8 @@ def test_after_the_agents_release_a_main_cycle_runs_at_the_same_second_before_th
     def observe() -> Observation:
         cycled = bool(pokes) and time.time() - pokes[0] >= 0.2
         queue = (("RUNNING", "t1", "x"),) if cycled else (("PENDING", "t1", ""),)
-        counters = (1, int(cycled), 0, 7 + int(cycled), 9)
+        main = (0 if reset and pokes else 7) + int(cycled)
+        counters = (1, int(cycled), 0, main, 9)
         return Observation(1000.0, 1, queue, True, activity(counters), 0, time.time() - 0.01, began)
 
     driver = EventDriver(

@@ -146,6 +146,7 @@ def slurm_settled(
     before = moved.activity if moved is not None else None
     if main_ran or before is None or before.accepted_or_ended == act.accepted_or_ended:
         return True
+    # any change, a reset at slurmctld's midnight too: to wait here for a cycle nothing asks for would stall
     return act.main_cycles != before.main_cycles
 
 
@@ -343,7 +344,7 @@ class EventDriver:
             self._release_poke = (released, obs.activity.main_cycles, time.monotonic())
             self.moves["release"] += 1
             return False
-        if obs.activity.main_cycles > pending[1]:
+        if obs.activity.main_cycles_since(pending[1]):
             self._release_handled = released
             return True
         if time.monotonic() - pending[2] < POKE_WAIT_S:
@@ -354,8 +355,10 @@ class EventDriver:
 
     def _note_main_cycle(self, obs: Observation) -> None:
         """The instant of the daemons when a main scheduling cycle was last seen to run."""
-        if obs.activity is not None and obs.activity.main_cycles != self._main[0]:
-            self._main = (obs.activity.main_cycles, self.clock.daemons_now())
+        act = obs.activity
+        if act is not None and act.main_cycles != self._main[0]:
+            ran = act.main_cycles_since(self._main[0])
+            self._main = (act.main_cycles, self.clock.daemons_now() if ran else self._main[1])
 
     def _target(self, obs: Observation, now: float, dirty: bool) -> tuple[float, str]:
         """Where the clock goes next, and how: a second on after a change (``creep``), else to

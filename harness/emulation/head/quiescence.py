@@ -49,6 +49,13 @@ class SlurmActivity:
     def main_cycles(self) -> int:
         return self.counters[3]
 
+    def main_cycles_since(self, before: int) -> bool:
+        """Whether slurmctld ran a main cycle since its counter read ``before``. It sets its
+        counters to 0 at its midnight: a lower count is then the cycles since that reset, and
+        a reset is not a cycle."""
+        now = self.main_cycles
+        return now > before or 0 < now < before
+
 
 def parse_sdiag(text: str) -> SlurmActivity | None:
     """The activity in ``sdiag --json``'s output; None if it is not sdiag's JSON."""
