@@ -4,9 +4,10 @@ the run-to-run spread of any emulation that is not deterministic.
 For each run directory (made by `harness run`), the run's x1 reference (the twin
 `benchmarks/vclock_acceptance.py` compares with: for `slurm-*` the tick-aware twin of
 Slurm's rules, for the ordering agent's policies the simulator's policy) is computed again
-on the run's plan with every submission delayed by a uniform draw in [0, J) trace seconds,
-once per seed. At a fixed speed-up, `sbatch` alone delays each submission by 1-2.5 trace s at
-x100 (docs/virtual-time.md), so J = 2 is less noise than such a run has. The table gives the
+on the run's plan with every submission delayed by a uniform draw in [0, J) trace seconds
+(kept in the trace's order, as the replay submits), once per seed. At a fixed speed-up,
+`sbatch` alone delays each submission by 1-2.5 trace s at x100 (docs/virtual-time.md), so
+J = 2 is less noise than such a run has. The table gives the
 unperturbed reference, the perturbed mean waits' average, their RSD (n - 1, as the issue's
 target) and range, and how many draws fall outside 5 % of the reference::
 
@@ -53,10 +54,12 @@ Reference = tuple[Callable[[pd.DataFrame], float], pd.DataFrame, str]  # (mean w
 
 def jittered(plan: pd.DataFrame, seconds: float, seed: int) -> pd.DataFrame:
     """``plan`` with each submission later by a uniform draw in [0, ``seconds``), one
-    generator per ``seed``; every other column unchanged."""
+    generator per ``seed``, and never before the one before it: the replay submits in the
+    trace's order, so a delay reorders nothing. Every other column unchanged."""
     out = plan.copy()
     rng = np.random.default_rng(seed)
-    out["submit"] = out["submit"].to_numpy(dtype=float) + rng.uniform(0.0, seconds, len(out))
+    delayed = out["submit"].to_numpy(dtype=float) + rng.uniform(0.0, seconds, len(out))
+    out["submit"] = np.maximum.accumulate(delayed)
     return out
 
 
