@@ -8,7 +8,14 @@ import numpy as np
 
 from harness.platform import load_platform
 from harness.policies.orderings import candidate_orderings
-from harness.policies.plan import AnnealingConfig, PlanBuilder, PlanPolicy, anneal, exhaustive_best
+from harness.policies.plan import (
+    AnnealingConfig,
+    PlanBuilder,
+    PlanPolicy,
+    anneal,
+    annealing_rng,
+    exhaustive_best,
+)
 from harness.policies.registry import get_policy
 from harness.policies.state import Allocation, ClusterState, JobQueue, QueuedJob, RunningJob, Topology
 from harness.policies.window import AGE_MEMO_KEY, SetChecker, exact_packing, greedy_packing
@@ -166,3 +173,23 @@ def test_exact_packing_succeeds_where_greedy_fails() -> None:
     checker = SetChecker(6, [12, 12], jobs, timeout_s=5.0)
     assert checker.packing([0, 1, 2]) == [[1, 1], [1, 1], [1, 1]] and checker.exact_calls == 1
     assert exact_packing([(2, 5), (2, 4), (2, 4)], [12, 12], timeout_s=5.0) is None
+
+
+def test_plan_policy_decides_the_same_queue_alike_at_any_instant() -> None:
+    # An emulation's decision instants differ by milliseconds from run to run. The annealing
+    # draws from the seed and the queue, so the same queue and cluster give the same plan a
+    # microsecond later; seeded by the instant (before), each of these instants drew another plan.
+    queue = mixed_queue(30, 4)
+    state = busy_state(50, 300.0)
+    policy = PlanPolicy("plan-square-0", "square", 0, AnnealingConfig(seed=0))
+    orders = {policy.decide(state, queue, now).planned_order for now in (0.0, 1e-6, 2e-6, 3e-6)}
+    assert len(orders) == 1
+
+
+def test_annealing_draws_depend_on_the_seed_and_the_queue_only() -> None:
+    queue = JobQueue.of(mixed_queue(10, 5))
+    other = JobQueue.of(mixed_queue(10, 5)[1:])
+    draws = annealing_rng(0, queue).random()
+    assert annealing_rng(0, queue).random() == draws
+    assert annealing_rng(1, queue).random() != draws
+    assert annealing_rng(0, other).random() != draws
