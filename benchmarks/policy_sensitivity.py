@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from benchmarks.vclock_acceptance import WITHIN, reference_of, rsd_pct
 from harness.analysis.metrics import summary
 from harness.analysis.rundata import load_run
 from harness.cli.options import PeriodType
@@ -47,7 +48,6 @@ from harness.sim.engine import simulate
 from harness.slurm.native import is_native
 from harness.workload.plan import load_plan, prepare
 
-WITHIN = 0.05  # the fidelity target, of the reference's mean wait
 NO_DELAY = LaunchDelay(0.0, 0)  # the x1 reference has no launch delay
 Reference = tuple[Callable[[pd.DataFrame], float], pd.DataFrame, str]  # (mean wait of a plan, plan, policy)
 
@@ -73,7 +73,7 @@ class Spread:
 
     @property
     def rsd_pct(self) -> float:
-        return statistics.stdev(self.perturbed) / statistics.mean(self.perturbed) * 100.0
+        return rsd_pct(self.perturbed) or 0.0  # spread() draws at least 2
 
     @property
     def outside(self) -> int:
@@ -109,8 +109,7 @@ def run_reference(run_dir: Path) -> Reference:
             plan, ran, simulator_twin(policy), platform, TimeScale(spec.shrink), NO_DELAY, spec.seed,
             spec.model, native, policy_seed=opts.replay.policy_seed, slurm_t0=t0,
         )  # fmt: skip
-        twin = found["tick_aware"] if native else found
-        return float(twin["metrics"]["mean_wait"]["simulated"])
+        return float(reference_of({"fidelity": found}, policy)[0])
 
     return reference_wait, load_plan(run_dir / rundir.PLAN)[0], policy
 

@@ -24,7 +24,6 @@ LINE = re.compile(r"^\[(\d+):(\d\d):(\d\d)\] submitted (\d+)/(\d+) .*\bfinished 
 @dataclass(frozen=True)
 class Point:
     wall_s: int
-    submitted: int
     total: int
     finished: int
 
@@ -34,8 +33,8 @@ def read_points(text: str) -> list[Point]:
     for line in text.splitlines():
         m = LINE.match(line)
         if m:
-            h, mi, s, sub, total, fin = (int(x) for x in m.groups())
-            points.append(Point(h * 3600 + mi * 60 + s, sub, total, fin))
+            h, mi, s, _, total, fin = (int(x) for x in m.groups())
+            points.append(Point(h * 3600 + mi * 60 + s, total, fin))
     return points
 
 

@@ -306,7 +306,7 @@ def annealing_rng(seed: int, jobs: JobQueue) -> random.Random:
     """The annealing's draws for a decision on ``jobs``: from the policy's seed and the queue,
     not the instant. Seeded by the instant, any shift of a decision (an emulation's instants
     differ by milliseconds from run to run) drew another search, and 0-2 s of jitter on the
-    submissions moved the twin's mean wait by an RSD of 3-19 % (docs/virtual-time.md)."""
+    submissions moved the twin's mean wait by an RSD of 2-19 % (docs/virtual-time.md)."""
     return random.Random(f"{seed}:{len(jobs)}:{int(jobs.job_id[0])}")
 
 
