@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import sys
 import time
 from pathlib import Path
@@ -25,6 +26,13 @@ from harness.cli.options import (
 )
 from harness.cli.run import drift_option
 from harness.slurm.client import SlurmCommandError
+
+
+def check_ahead_by(ahead: bool, ahead_by: float | None) -> None:
+    if ahead_by is not None and not (ahead and math.isfinite(ahead_by) and ahead_by > 0):
+        raise click.UsageError(
+            f"--ahead-by {ahead_by:g}: needs --submit-ahead and a positive number of seconds"
+        )
 
 
 @click.command(
@@ -87,6 +95,11 @@ from harness.slurm.client import SlurmCommandError
     "second, one at a time (the event clock: Slurm's passes of that second see it; default workers 1).",
 )  # fmt: skip
 @click.option(
+    "--ahead-by", "ahead_by", type=float, default=None, metavar="SECONDS",
+    help="With --submit-ahead: send each job this many clock seconds before its begin instead of at "
+    "the previous instant (a fixed speed-up, where no driver waits for the replay).",
+)  # fmt: skip
+@click.option(
     "--site-requests", "site_requests", is_flag=True,
     help="Give each job the partition, CPUs, memory and GRES its plan has (a site's sacct history "
     "on the site's own machine: harness.emulation.head.site_requests).",
@@ -116,6 +129,7 @@ def replay_command(
     clock_page: str | None,
     from_slurm_start: bool,
     ahead: bool,
+    ahead_by: float | None,
     site_requests: bool,
     site_users: bool,
     no_bandwidth_license: bool,
@@ -123,6 +137,7 @@ def replay_command(
     """Submit PLAN's jobs at their wall-clock instants (run this next to slurmctld)."""
     if from_slurm_start and clock_page is None:
         raise click.UsageError("--from-slurm-start needs --clock-page (Slurm's start on the virtual clock)")
+    check_ahead_by(ahead, ahead_by)
     from harness.emulation.head.replay import DEFAULT_WORKERS, ReplayError, ReplayOptions, replay_plan
     from harness.workload.plan import load_plan
 
@@ -142,6 +157,7 @@ def replay_command(
         clock=clock_page,
         from_slurm_start=from_slurm_start,
         ahead=ahead,
+        ahead_by=ahead_by,
         site_requests=site_requests,
         site_users=site_users,
         bandwidth_license=not no_bandwidth_license,

@@ -12,6 +12,38 @@ from collections.abc import Sequence
 import numpy as np
 
 ROUNDING_S = 1e-9  # an instant this close above a whole second is that second
+# at a fixed speed-up, jobs go to Slurm this many real seconds before their begin: a burst of
+# a hundred sbatch calls (20-50 ms each on this host) is in the queue, in order, by its instant
+AHEAD_REAL_S = 5.0
+
+
+def ahead_options(agent: bool, events: bool, speedup: float | None, backfill: bool) -> list[str]:
+    """The replay's options for submitting ahead, each job with its begin. Not with the
+    ordering agent, which would see (and start) a held job before its instant. The event
+    clock: at the previous instant, so that Slurm's queue holds each instant's jobs when the
+    clock gets there (events.py). A fixed speed-up with backfill, whose pass each clock second
+    sees a begin come: a lead of AHEAD_REAL_S real seconds, so that a burst's sbatch calls are
+    done by its instant and go in the trace's order. Not without backfill (slurm-fcfs): Slurm's
+    main pass alone would see a begin only at its next periodic run."""
+    if agent:
+        return []
+    if events:
+        return ["--submit-ahead"]
+    if speedup is not None and backfill:
+        return ["--submit-ahead", "--ahead-by", f"{AHEAD_REAL_S * speedup:g}"]
+    return []
+
+
+def send_plan(
+    intended: list[float], ahead: bool, ahead_by: float | None
+) -> tuple[list[float | None], list[float]]:
+    """(each job's begin, when the replay sends it): no begin, sent at its instant; or, ahead,
+    its whole-second begin, sent a lead of ``ahead_by`` before it or at the previous instant."""
+    if not ahead:
+        return [None] * len(intended), list(intended)
+    eligible = eligible_instants(intended)
+    sent = lead_release_instants(eligible, ahead_by) if ahead_by is not None else release_instants(eligible)
+    return list(eligible), sent
 
 
 def eligible_instant(intended: float) -> float:
@@ -35,6 +67,14 @@ def release_instants(eligible: Sequence[float]) -> list[float]:
             previous, current = current, instant
         released.append(previous)
     return released
+
+
+def lead_release_instants(eligible: Sequence[float], lead: float) -> list[float]:
+    """At a fixed speed-up (no driver waits for the replay): each job is submitted ``lead``
+    clock seconds before its eligible instant. Sent at the previous instant instead, a burst's
+    ``sbatch`` calls, real milliseconds each, would come seconds of the clock late and in the
+    order they returned (docs/virtual-time.md)."""
+    return [instant - lead for instant in eligible]
 
 
 def submissions_due(now: float, t0: float | None, instants: Sequence[float]) -> int:

@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.cluster.base import ClusterBackend, ClusterError, Spawned, node_states
+from harness.emulation.head.ahead import ahead_options
 from harness.emulation.head.events import EventDriver, Observation
 from harness.emulation.head.faultlog import FaultMonitor
 from harness.emulation.head.io_watch import LiveIOWatch
@@ -241,9 +242,7 @@ class HeadRun:
             *(["--clock-page", self.backend.shared_path(CLOCK_PAGE)] if self.spec.virtual else []),
             # a fixed speed-up: the launch's real ms would be seconds of the job (docs/virtual-time.md)
             *(["--from-slurm-start"] if self.spec.speedup is not None else []),
-            # the event clock: each job in Slurm's queue before its instant (events.py); not
-            # with the agent, which would see (and start) a held job before its instant
-            *(["--submit-ahead"] if self.spec.events and not self.uses_agent else []),
+            *ahead_options(self.uses_agent, self.spec.events, self.spec.speedup, self.backfill),
             *(["--no-bandwidth-license"] if self.uses_agent else []),  # the agent schedules bandwidth
             *(["--site-requests"] if self.site_requests else []),
             *(["--site-users"] if self.site_users else []),

@@ -41,7 +41,7 @@ from typing import TextIO
 
 import pandas as pd
 
-from harness.emulation.head.ahead import eligible_instants, release_instants
+from harness.emulation.head.ahead import send_plan
 from harness.emulation.head.faultlog import note_outage
 from harness.emulation.head.io_requests import PFS_RATE, io_directives, io_volume_words, pfs_license
 from harness.emulation.head.resubmit import (
@@ -83,6 +83,7 @@ class ReplayOptions:
     clock: str | None = None  # the virtual clock's page (harness.model.clock); None: the wall clock
     from_slurm_start: bool = False  # with clock, at a fixed speed-up: jobs count from Slurm's start
     ahead: bool = False  # each job sent one instant early with sbatch --begin (harness.emulation.head.ahead)
+    ahead_by: float | None = None  # with ahead: sent this many clock seconds early instead
     site_requests: bool = False  # partition, CPUs, memory, GRES from the plan (emulation.head.site_requests)
     site_users: bool = False  # each job as its plan user and account (emulation.head.site_users); as root
     bandwidth_license: bool = True  # a job with a PFS rate holds it as a license (slurm-backfill-io-aware-D)
@@ -227,9 +228,7 @@ class Replayer:
             self._write_status(force=True)
             rows = self.plan.to_dict("records")
             intended = self.intended_instants(t0)
-            eligible = eligible_instants(intended)
-            begins: list[float | None] = list(eligible) if self.opts.ahead else [None] * len(rows)
-            releases = release_instants(eligible) if self.opts.ahead else intended
+            begins, releases = send_plan(intended, self.opts.ahead, self.opts.ahead_by)
             pool = ThreadPoolExecutor(self.opts.workers) if self.opts.workers > 1 else None
             try:
                 for index, job in enumerate(rows):
