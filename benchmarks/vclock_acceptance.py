@@ -104,12 +104,18 @@ def repetition(run_dir: Path, policy: str) -> Repetition:
     )  # fmt: skip
 
 
+def finished_repetition(rep: Path) -> bool:
+    """A repetition that ran to its end: a stopped one has metrics of its jobs so far, and its
+    manifest says it is not complete."""
+    return (rep / "metrics.json").exists() and rundir.read_manifest(rep).get("complete", True) is not False
+
+
 def read_row(run_dir: Path) -> Row:
     """A run's row; a parent still running (or stopped) has no manifest yet: its finished
     repetitions' first one says what ran."""
     reps_dir = run_dir / "repetitions"
     repeated = reps_dir.is_dir()
-    dirs = sorted(p for p in reps_dir.iterdir() if (p / "metrics.json").exists()) if repeated else [run_dir]
+    dirs = sorted(p for p in reps_dir.iterdir() if finished_repetition(p)) if repeated else [run_dir]
     if not dirs:
         raise SystemExit(f"{run_dir}: no finished repetition (no metrics.json under repetitions/)")
     manifest = rundir.read_manifest(run_dir)

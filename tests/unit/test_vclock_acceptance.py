@@ -108,3 +108,11 @@ def test_a_parent_still_running_is_read_from_its_finished_repetitions(tmp_path: 
         (rep / "manifest.json").unlink()
     with pytest.raises(SystemExit, match="which policy ran"):
         acceptance.read_row(parent)
+
+
+def test_a_stopped_repetition_is_left_out(tmp_path: Path) -> None:
+    parent = _run(tmp_path, "slurm-backfill-1", [198.0, 202.0, 0.0], speedup=100.0, bsld=2.5)
+    stopped = parent / "repetitions" / "02"
+    manifest = json.loads((stopped / "manifest.json").read_text())
+    (stopped / "manifest.json").write_text(json.dumps({**manifest, "complete": False}))
+    assert acceptance.read_row(parent).waits == [198.0, 202.0]
