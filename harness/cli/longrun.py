@@ -77,6 +77,7 @@ def gate(opts: RunOptions, repeat: int, long: dict[str, Any]) -> Prepared | None
         decide,
         describe,
         estimate_plan,
+        fixed_rate_note,
         policies_of,
         suggestions,
     )
@@ -86,14 +87,16 @@ def gate(opts: RunOptions, repeat: int, long: dict[str, Any]) -> Prepared | None
     from harness.model.timescale import TimeScale
     from harness.platform import load_platform
 
-    prepared = plan_for(opts.workload, load_platform(opts.cluster.platform))
+    platform = load_platform(opts.cluster.platform)
+    prepared = plan_for(opts.workload, platform)
     plan = prepared[0]
     cluster = opts.cluster.backend + (f" ({opts.cluster.name})" if opts.cluster.backend == "docker" else "")
     policies = policies_of(opts.replay.policy)
     est = estimate_plan(plan, TimeScale(opts.workload.shrink), opts.replay.warmup, cluster, policies, repeat,
                         trace=opts.workload.source.name, speedup=opts.replay.speedup or 1.0,
                         events=opts.replay.events, live_io=opts.workload.model == IO_AWARE)  # fmt: skip
-    block = describe(est)
+    note = fixed_rate_note(opts.replay.speedup, platform.node_count)
+    block = describe(est) + (f"\n{note}" if note else "")
     if long.get("dry_run"):
         click.echo(block)
         return None

@@ -173,6 +173,19 @@ def test_the_estimate_of_a_speed_up_divides_the_span(tmp_path: Path) -> None:
     assert "expected wall    at least 20 min 00 s per run" in result.output
 
 
+def test_the_estimate_says_where_a_fixed_speed_up_was_measured_to_hold() -> None:
+    from harness.emulation.run.estimate import fixed_rate_note
+
+    assert fixed_rate_note(100.0, 108) is None  # the bundled slice's machine: measured, held
+    assert fixed_rate_note(None, 4_320) is None  # the event clock (or the wall clock)
+    note = fixed_rate_note(50.0, 1_152)
+    assert note is not None and "x50 on 1,152 nodes" in note and "--clock events" in note
+    result = CliRunner().invoke(main, ["run", "--speedup", "50", "--platform", "cts1", "--dry-run"])
+    assert result.exit_code == 0 and "x50 on 4,3" in result.output, result.output
+    default = CliRunner().invoke(main, ["run", "--speedup", "50", "--dry-run"])
+    assert default.exit_code == 0 and "note" not in default.output
+
+
 def test_page_readers_wait_while_a_jump_moves_the_daemons_then_the_page(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
