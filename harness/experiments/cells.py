@@ -145,6 +145,7 @@ def cell_plan(cell: Cell, platform: Any) -> pd.DataFrame:
         sampling=Sampling(**sampling) if sampling else None,
         shuffle=p["shuffle"],
         shuffle_seed=p["shuffle_seed"],
+        procs_per_node=p.get("procs_per_node"),
     )
     return with_drift(plan, p.get("drift", 0.0))
 

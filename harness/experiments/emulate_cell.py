@@ -53,7 +53,8 @@ def run_options(cell: Cell, folder: Path, slot: Slot | None = None) -> Any:
 
     p = cell.params
     sampling = p["sampling"]
-    prepare = {"bb_model": p["bb_model"], "bb_constant_mb": p["bb_constant_mb"]}
+    prepare = {"bb_model": p["bb_model"], "bb_constant_mb": p["bb_constant_mb"],
+               **({"procs_per_node": p["procs_per_node"]} if "procs_per_node" in p else {})}  # fmt: skip
     workload = WorkloadSpec(
         trace=Path(cell.inputs["trace_path"]), shrink=float(p["shrink"]), seed=p["bb_seed"],
         shuffle=p["shuffle"], shuffle_seed=p["shuffle_seed"], first_n=p["first_n"],

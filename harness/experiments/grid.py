@@ -97,6 +97,7 @@ def _fixed_params(spec: ExperimentSpec) -> dict[str, Any]:
         **_clock_params(spec),
         # only when set, so that the cells of files without them keep their keys
         **({"drift": w.drift[0]} if w.drift != (0.0,) else {}),
+        **({"procs_per_node": w.procs_per_node} if w.procs_per_node else {}),
         **({"model": spec.model} if spec.models != (ALLOC_ONLY,) else {}),  # an axis overrides it
         **{name: getattr(w, name)[0] for name in ("priority", "preempt") if getattr(w, name) != ("none",)},
         **({"twin": [spec.simulate.tick, spec.simulate.launch_delay]} if _twin(spec) != NO_TWIN else {}),

@@ -63,6 +63,7 @@ class WorkloadAxes:
     bb_model: str = "lognormal"
     bb_constant_mb: int | None = None
     first_n: int | None = None
+    procs_per_node: int | None = None  # of the traced machine (a trace without a header: RICC)
     window: tuple[float, float | None] | None = None
     sampling: dict[str, Any] | None = None  # "offset" and "ratio" are tuples: axes when longer than 1
     shuffle: bool = False
@@ -192,6 +193,7 @@ def _workload(keys: Keys, spec_path: Path) -> WorkloadAxes:
         bb_model=keys.string("bb_model", "lognormal", tuple(MODELS)),
         bb_constant_mb=keys.integer("bb_constant_mb", None, minimum=0, maximum=checks.MAX_INT32),
         first_n=keys.integer("first_n", None, minimum=1),
+        procs_per_node=keys.integer("procs_per_node", None, minimum=1),
         window=_window(keys),
         sampling=_sampling(keys.table("sampling")) if "sampling" in keys.data else None,
         shuffle=keys.boolean("shuffle", False),

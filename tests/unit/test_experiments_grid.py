@@ -90,3 +90,25 @@ def test_bad_exclusion_names_the_axis(tmp_path: Path) -> None:
         expand(spec_of(tmp_path, BASE + "\n[[exclude]]\nshrink = 0.9\n"))
     with pytest.raises(SpecError, match="the grid is empty"):
         expand(spec_of(tmp_path, BASE + "\n[[exclude]]\nbb_seed = 2020\n"))
+
+
+def test_processors_per_node_reach_each_cells_plan(tmp_path: Path) -> None:
+    """A trace without a header (RICC) needs its machine's processors per node, as `harness
+    run --procs-per-node`: a job of P processors asks ceil(P / 4) nodes with 4."""
+    import math
+
+    from harness.experiments.cells import cell_plan
+    from harness.platform import load_platform
+
+    plain = expand(spec_of(tmp_path, BASE))[0]
+    four = expand(spec_of(tmp_path, BASE.replace("first_n = 40", "first_n = 40\nprocs_per_node = 4")))[0]
+    assert four.params["procs_per_node"] == 4 and "procs_per_node" not in plain.params
+    assert four.key != plain.key  # another machine: another cell
+    platform = load_platform("default")
+    by_one = cell_plan(plain, platform).set_index("job_id")["nodes"]
+    by_four = cell_plan(four, platform).set_index("job_id")["nodes"]
+    both = by_one.index.intersection(by_four.index)
+    assert len(both) > 20 and (by_one[both] > 4).any()
+    assert all(by_four[j] == math.ceil(by_one[j] / 4) for j in both)
+    with pytest.raises(SpecError, match="procs_per_node"):
+        spec_of(tmp_path, BASE.replace("first_n = 40", "first_n = 40\nprocs_per_node = 0"))
