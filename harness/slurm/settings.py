@@ -55,8 +55,10 @@ VIRTUAL_BACKFILL_LIMITS = {"bf_max_time": 100, "bf_yield_interval": 10_000_000}
 # released, which at x1 none does: backfill then packed small jobs onto its first nodes and a
 # wide job lost its place (bundled slice, slurm-backfill-1, x100: mean wait -8 to -18 % of the
 # x1 reference). With CompleteWait no job is scheduled while one completes, for at most this
-# long (0.6 real s at x100): two runs gave the reference to 0.1 % (docs/virtual-time.md).
-FIXED_RATE_COMPLETE_WAIT_S = 60
+# many real seconds (times the speed-up on the clock). 0.6 real s held the slice's 108 nodes
+# (the reference to 0.3 % in 5 runs), not RICC's 1,152, whose releases took up to 2.5 real s
+# (0 of 8 runs kept a 256-node job's place); with 3 real s, 2 of 2 did (docs/virtual-time.md).
+FIXED_RATE_COMPLETE_WAIT_REAL_S = 3.0
 BurstBufferMode = Literal["licenses", "lua"]
 # GPUs without GPUs (a site's platform): gres.conf gives every GPU a stand-in device file
 # here, a symbolic link to /dev/null (a character device, as slurmd's check wants) that each
@@ -97,7 +99,7 @@ class SchedulerConfig:
     max_job_count: int = 100_000
     min_job_age: int = 600
     ctld_debug: str = "info"
-    # slurm.conf's CompleteWait (0: not set): FIXED_RATE_COMPLETE_WAIT_S at a fixed speed-up
+    # slurm.conf's CompleteWait (0: not set): FIXED_RATE_COMPLETE_WAIT_REAL_S at a fixed speed-up
     complete_wait_s: int = 0
     # 'virtual': every Slurm daemon reads the emulation's virtual clock (harness.model.clock):
     # no node pings (a jump must not mark nodes DOWN), launch credentials that outlive a jump

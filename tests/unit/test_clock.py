@@ -133,7 +133,8 @@ def test_slurm_schedules_nothing_while_a_job_completes_at_a_fixed_speed_up_only(
     """The real milliseconds of a job's release are seconds at x100: CompleteWait keeps every
     pass from seeing a job half released. The event clock and the wall clock do without."""
     events = RunOptions(WorkloadSpec(shrink=0.0), ClusterSpec(), ReplaySpec(events=True))
-    assert (complete_wait_for(opts(100.0, shrink=0.0)), complete_wait_for(events)) == (60, 0)
+    assert (complete_wait_for(opts(100.0, shrink=0.0)), complete_wait_for(events)) == (300, 0)
+    assert complete_wait_for(opts(50.0, shrink=0.0)) == 150  # 3 real s of release at any speed-up
     assert complete_wait_for(opts(None, shrink=0.9)) == 0
     fixed = render_slurm_files(load_platform(), SchedulerConfig(clock="virtual", complete_wait_s=60))
     assert conf_value(fixed["slurm.conf"], "CompleteWait") == "60"

@@ -10,6 +10,7 @@ directory with ``resume=True`` skips them.
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import replace
 from datetime import datetime
@@ -35,7 +36,7 @@ from harness.policies.io_platform import NoIoTreeError
 from harness.policies.registry import UnknownPolicyError, get_policy
 from harness.slurm.config import ClockMode, SchedulerConfig
 from harness.slurm.native import is_native, scheduler_for
-from harness.slurm.settings import FIXED_RATE_COMPLETE_WAIT_S
+from harness.slurm.settings import FIXED_RATE_COMPLETE_WAIT_REAL_S
 from harness.workload.priority import parse_priority
 
 
@@ -90,8 +91,10 @@ def clock_for(opts: RunOptions) -> ClockMode:
 
 def complete_wait_for(opts: RunOptions) -> int:
     """slurm.conf's CompleteWait: set at a fixed speed-up of the virtual clock only (the event
-    clock stands still while nodes are released, the wall clock releases them at x1)."""
-    return FIXED_RATE_COMPLETE_WAIT_S if opts.replay.speedup is not None else 0
+    clock stands still while nodes are released, the wall clock releases them at x1): the real
+    seconds a release may take, on the clock (300 s at x100)."""
+    speedup = opts.replay.speedup
+    return math.ceil(FIXED_RATE_COMPLETE_WAIT_REAL_S * speedup) if speedup is not None else 0
 
 
 def with_priorities(sched: SchedulerConfig, opts: RunOptions) -> SchedulerConfig:
