@@ -50,6 +50,8 @@ def test_the_run_asks_for_a_lead_at_a_fixed_speed_up_with_backfill_only() -> Non
     assert ahead_options(False, False, None, True) == []  # the wall clock
     # slurm-fcfs: only Slurm's periodic main pass would see a begin come
     assert ahead_options(False, False, 100.0, False) == []
+    assert ahead_options(False, False, 100.0, True, io=True) == []  # live I/O: at its instant
+    assert ahead_options(False, True, None, True, io=True) == ["--submit-ahead"]  # the event clock
     # the agent would see, and start, a held job before its instant
     assert ahead_options(True, False, 100.0, True) == ahead_options(True, True, None, True) == []
 

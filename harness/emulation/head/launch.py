@@ -74,7 +74,7 @@ class HeadRun:
     def __init__(
         self, backend: ClusterBackend, run_id: str, spec: ReplaySpec, seed: int, uses_agent: bool,
         say: Callable[[str], None], quiet: bool = False, verbose: bool = False, backfill: bool = True,
-        site_users: bool = False,
+        site_users: bool = False, live_io: bool = False,
     ) -> None:  # fmt: skip
         """``backfill``: slurmctld runs sched/backfill (its passes are among the event clock's signals);
         ``site_users``: each job is submitted as its plan user (the replay runs as root)."""
@@ -85,6 +85,7 @@ class HeadRun:
         self.uses_agent = uses_agent
         self.backfill = backfill
         self.site_users = site_users
+        self.io_aware = live_io
         self.say = say
         self.quiet = quiet
         self.verbose = verbose
@@ -242,7 +243,9 @@ class HeadRun:
             *(["--clock-page", self.backend.shared_path(CLOCK_PAGE)] if self.spec.virtual else []),
             # a fixed speed-up: the launch's real ms would be seconds of the job (docs/virtual-time.md)
             *(["--from-slurm-start"] if self.spec.speedup is not None else []),
-            *ahead_options(self.uses_agent, self.spec.events, self.spec.speedup, self.backfill),
+            *ahead_options(
+                self.uses_agent, self.spec.events, self.spec.speedup, self.backfill, self.io_aware
+            ),
             *(["--no-bandwidth-license"] if self.uses_agent else []),  # the agent schedules bandwidth
             *(["--site-requests"] if self.site_requests else []),
             *(["--site-users"] if self.site_users else []),

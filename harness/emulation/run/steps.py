@@ -52,6 +52,7 @@ from harness.emulation.run.slurm_time import (
 from harness.emulation.run.specs import RunOptions, plan_for
 from harness.model import rundir
 from harness.model.atomic import atomic_write_csv, atomic_write_parquet
+from harness.model.io_models import IO_AWARE
 from harness.model.jsonio import append_jsonl, read_json, read_jsonl, write_json
 from harness.model.records import read_job_records, read_submissions
 from harness.model.timescale import TimeScale
@@ -188,6 +189,7 @@ def replay(ctx: RunContext) -> dict[str, Any]:
         verbose=ctx.opts.verbose,
         backfill=ctx.sched.mode == "backfill",
         site_users=ctx.site_users,
+        live_io=ctx.opts.workload.model == IO_AWARE,
     )
     path = ctx.run_dir / rundir.REPLAY_PLAN
     plan = plan_on_clock(*ctx.plan(), ctx.scale, ctx.plugins, ctx.backend.platform, path)
