@@ -77,7 +77,8 @@ class HeadRun:
         site_users: bool = False, live_io: bool = False,
     ) -> None:  # fmt: skip
         """``backfill``: slurmctld runs sched/backfill (its passes are among the event clock's signals);
-        ``site_users``: each job is submitted as its plan user (the replay runs as root)."""
+        ``site_users``: each job is submitted as its plan user (the replay runs as root);
+        ``live_io``: an io-aware run (no submitting ahead at a fixed speed-up: ahead_options)."""
         self.backend = backend
         self.run_id = run_id
         self.spec = spec
