@@ -129,6 +129,12 @@ RUN_POLICY_HELP = (
     help="Submit every job as the emulation's one user, emu, even when the plan says who ran it "
     "(a plan from from-sacct is otherwise replayed as its users and accounts: docs/site-whatif.md).",
 )  # fmt: skip
+@click.option(
+    "--slurm", "slurm_settings", multiple=True, metavar="KEY=VALUE",
+    help="A slurm.conf setting for Slurm's own policies, as an experiment file's [slurm] "
+    "(CompleteWait=120, SchedulerParameters.bf_window=2880, Partition.MaxTime=2-00:00:00); "
+    "repeat for more. The run records them and the lines they change (docs/site-whatif.md).",
+)  # fmt: skip
 @priority_options
 @long_run_options
 @size_options
@@ -190,7 +196,7 @@ def _run_options(trace: Path | None, kw: dict[str, Any]) -> Any:
                           drift=kw["drift"], timeout=kw["timeout"], keep_jobs=kw["keep_jobs"],
                           compare_sim=kw["compare_sim"], preempt=kw["preempt"], speedup=kw["speedup"],
                           events=kw["clock"] == "events", policy_params=_policy_params(kw),
-                          as_emu=kw["as_emu"]),
+                          slurm_settings=_slurm_settings(kw), as_emu=kw["as_emu"]),
         runs_dir=kw["output"], quiet=kw["quiet"] or bool(os.environ.get("CI")), verbose=kw["verbose"],
         figure_formats=kw["figure_formats"],
     )  # fmt: skip
@@ -215,6 +221,26 @@ def _policy_params(kw: dict[str, Any]) -> tuple[str, ...]:
     except PolicyParamError as exc:
         raise click.BadParameter(str(exc), param_hint=hint) from None
     return pairs
+
+
+def _slurm_settings(kw: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """``--slurm``, each checked as an experiment's ``[slurm]`` key, against the run's policies."""
+    from harness.emulation.run.estimate import policies_of
+    from harness.slurm.conf_settings import SettingError, parse_assignment, policies_problem
+
+    hint, settings = "'--slurm'", {}
+    for text in kw.pop("slurm_settings"):
+        try:
+            key, value = parse_assignment(text)
+        except SettingError as exc:
+            raise click.BadParameter(str(exc), param_hint=hint) from None
+        if key in settings:
+            raise click.BadParameter(f"{key} given twice", param_hint=hint)
+        settings[key] = value
+    problem = policies_problem({key: (value,) for key, value in settings.items()}, policies_of(kw["policy"]))
+    if settings and problem:
+        raise click.BadParameter(problem, param_hint=hint)
+    return tuple(settings.items())
 
 
 def _clock(kw: dict[str, Any]) -> str:

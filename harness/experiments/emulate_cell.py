@@ -28,9 +28,6 @@ from harness.model.exitcodes import Terminated, stop_signal_reason
 from harness.model.expdir import RUN_DIR
 from harness.model.io_models import ALLOC_ONLY
 
-SETTINGS_FILE = "slurm-settings.json"  # in a cell's run directory: its slurm.conf settings
-DIFF_FILE = "slurm.conf.diff"  # the slurm.conf lines they change against the baseline
-
 
 class EmulateModeError(ValueError):
     """An emulate-mode experiment asked to run in a way it cannot."""
@@ -94,8 +91,6 @@ def emulate(cell: Cell, folder: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
         except RunToResume:  # a cell is started over, never resumed: its jobs must not outlive it
             cancel_submitted(experiment.backend, experiment.run_dir()[1], lambda _: None)
             raise
-    if cell.params.get("slurm"):
-        write_settings_record(run_dir, experiment.backend.platform, experiment.sched)
     manifest = rundir.read_manifest(run_dir)
     if not manifest.get("complete"):
         raise RuntimeError(f"the run in {run_dir} is incomplete: {manifest.get('incomplete_reason')}")
@@ -118,19 +113,6 @@ def _on_the_cells_clock(opts: Any) -> None:
     running = running_clock(opts.cluster.name)
     if running is not None and running != clock_for(opts):
         DockerCluster(name=opts.cluster.name).down()
-
-
-def write_settings_record(run_dir: Path, platform: Any, sched: Any) -> None:
-    """``slurm-settings.json`` (the cell's settings, its baseline and the slurm.conf lines they
-    change) and ``slurm.conf.diff`` (those lines) in the cell's run directory."""
-    from harness.model.atomic import atomic_write_text
-    from harness.model.jsonio import to_json
-    from harness.slurm.config import settings_diff
-
-    baseline, diff = settings_diff(platform, sched)
-    record = {"settings": dict(sched.settings), "baseline": baseline, "slurm_conf_diff": diff}
-    atomic_write_text(run_dir / SETTINGS_FILE, to_json(record))
-    atomic_write_text(run_dir / DIFF_FILE, "".join(f"{line}\n" for line in diff))
 
 
 @contextmanager

@@ -11,11 +11,11 @@ import pandas as pd
 
 from harness.analysis.document import Block, Section, Table
 from harness.experiments.cells import cell_dir
-from harness.experiments.emulate_cell import DIFF_FILE
 from harness.experiments.report_data import ExperimentData
 from harness.experiments.report_tables import plain_value, value_text
 from harness.experiments.screen import SCREENED_OUT, read_screening
 from harness.experiments.stats import rank_groups
+from harness.model import rundir
 from harness.model.expdir import RUN_DIR
 from harness.model.metric_names import metric_spec
 
@@ -88,7 +88,7 @@ def _diff_block(data: ExperimentData, row: dict[str, Any], axes: list[str]) -> B
     where = {a: row[a] for a in axes if pd.notna(row[a])}
     name = ", ".join(f"{a} {plain_value(v)}" for a, v in where.items())
     for key in data.keys(**where):
-        path = cell_dir(data.exp_dir, key) / RUN_DIR / DIFF_FILE
+        path = cell_dir(data.exp_dir, key) / RUN_DIR / rundir.SETTINGS_DIFF
         if path.is_file():
             lines = path.read_text().splitlines()
             return f"#{row['rank']} ({name}): " + (

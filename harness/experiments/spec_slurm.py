@@ -12,7 +12,7 @@ from typing import Any
 from harness.experiments.keys import Keys, SpecError
 from harness.model import checks
 from harness.model.metric_names import METRIC_SPECS
-from harness.slurm.conf_settings import SettingError, check_policy_fit, setting
+from harness.slurm.conf_settings import SettingError, policies_problem, setting
 
 SUMMARY_METRICS = tuple(METRIC_SPECS)
 
@@ -77,10 +77,6 @@ def check_slurm(
     if mode != "emulate":
         raise SpecError(f'{where}: only for mode = "emulate" (slurmctld reads them; the twin screens '
                         "them with [screen])")  # fmt: skip
-    for name in policies:
-        if not name.startswith("slurm-"):
-            raise SpecError(f"{where}: only for Slurm's own policies (slurm-*); {name!r} runs in the "
-                            "ordering agent, which ignores slurmctld's scheduler settings")  # fmt: skip
-        problem = check_policy_fit(slurm, backfill=name.startswith("slurm-backfill"))
-        if problem:
-            raise SpecError(f"{where} {problem} (policy {name})")
+    problem = policies_problem(slurm, policies)
+    if problem:
+        raise SpecError(f"{where} {problem}")

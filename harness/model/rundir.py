@@ -58,6 +58,8 @@ PROGRESS = "progress.json"  # the run's latest progress (submitted, finished, ET
 INTERIM_DIR = "interim"  # metrics, results and report of the jobs finished so far
 REQUEST = "request.json"  # a detached run: its options
 RUN_LOG = "run.log"  # a detached run: what it prints (rotated)
+SETTINGS_RECORD = "slurm-settings.json"  # a run's slurm.conf settings, their baseline, the lines changed
+SETTINGS_DIFF = "slurm.conf.diff"  # those slurm.conf lines alone
 
 # Written on the head node, in the shared run directory.
 SUBMISSIONS = "submissions.jsonl"  # the replay: one line per submitted job

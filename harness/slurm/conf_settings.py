@@ -204,6 +204,23 @@ def setting(key: str) -> SlurmSetting:
     )
 
 
+def parse_assignment(text: str) -> tuple[str, SettingValue]:
+    """``KEY=VALUE`` as a command line gives it (``harness run --slurm``): the key known, the
+    value typed (digits an integer, true/false a flag) and checked as an experiment's ``[slurm]``."""
+    key, sep, raw = (part.strip() for part in text.partition("="))
+    if not sep or not key or not raw:
+        raise SettingError(f"{text!r}: give KEY=VALUE (e.g. CompleteWait=300)")
+    known = setting(key)
+    value: SettingValue = _FLAG_WORDS.get(raw.lower(), raw) if known.kind == "flag" else _typed(raw)
+    checked = known.check(value)
+    if checked is None:
+        raise SettingError(f"{key}={raw}: {key} takes {known.expected()}")
+    return key, checked
+
+
+_FLAG_WORDS = {"true": True, "false": False}
+
+
 def twin_modelled(key: str) -> bool:
     return bool(KNOWN[key].twin)
 
@@ -331,6 +348,19 @@ def check_policy_fit(values: Mapping[str, tuple[Any, ...]], backfill: bool) -> s
     types = values.get("PriorityType", ())
     if weights and (not types or any(t != MULTIFACTOR for t in types)):
         return f'{weights[0]}: only priority/multifactor reads it: set PriorityType = "{MULTIFACTOR}" too'
+    return None
+
+
+def policies_problem(values: Mapping[str, tuple[Any, ...]], policies: Iterable[str]) -> str | None:
+    """Why settings cannot go with one of ``policies`` (None: they can with each): the ordering
+    agent's policies run sched/builtin with every weight 0 and ignore slurmctld's settings."""
+    for name in policies:
+        if not name.startswith("slurm-"):
+            return (f"settings are only for Slurm's own policies (slurm-*); {name!r} runs in the "
+                    "ordering agent, which ignores slurmctld's scheduler settings")  # fmt: skip
+        problem = check_policy_fit(values, backfill=name.startswith("slurm-backfill"))
+        if problem:
+            return f"{problem} (policy {name})"
     return None
 
 

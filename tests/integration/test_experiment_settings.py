@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from harness.cluster.containers.backend import DockerCluster
-from harness.experiments.emulate_cell import DIFF_FILE, RUN_DIR, SETTINGS_FILE
+from harness.experiments.emulate_cell import RUN_DIR
 from harness.experiments.executors import LocalExecutor
 from harness.experiments.results import load_table
 from harness.experiments.runner import run_experiment
 from harness.experiments.spec import load_spec
+from harness.model.rundir import SETTINGS_DIFF, SETTINGS_RECORD
 from harness.platform import load_platform
 from tests.platforms import platform_toml
 
@@ -78,9 +79,9 @@ def test_each_cells_slurmctld_runs_with_its_setting(tmp_path: Path) -> None:
     assert sorted(set(table["SchedulerParameters.bf_window"])) == [60, 120]
     for key in set(table["key"]):
         run = out / "cells" / key / RUN_DIR
-        record = json.loads((run / SETTINGS_FILE).read_text())
+        record = json.loads((run / SETTINGS_RECORD).read_text())
         window = record["settings"]["SchedulerParameters.bf_window"]
         assert record["baseline"] == "policy"
         assert [line.startswith(("-", "+")) for line in record["slurm_conf_diff"]] == [True, True]
         assert f"bf_window={window}," in record["slurm_conf_diff"][1]
-        assert (run / DIFF_FILE).read_text().splitlines() == record["slurm_conf_diff"]
+        assert (run / SETTINGS_DIFF).read_text().splitlines() == record["slurm_conf_diff"]

@@ -97,7 +97,7 @@ def test_a_bad_setting_is_a_one_line_error_naming_file_and_key(
 
 
 def test_settings_are_for_slurms_own_policies_in_emulate_mode(tmp_path: Path) -> None:
-    with pytest.raises(SpecError, match=r"\[slurm\]: only for Slurm's own policies .* 'backfill-1' runs in"):
+    with pytest.raises(SpecError, match=r"\[slurm\] settings are only for Slurm's .* 'backfill-1' runs in"):
         load_spec(spec_file(tmp_path, policy="backfill-1"))
     with pytest.raises(SpecError, match=r"\[slurm\] SchedulerParameters.bf_window: only sched/backfill"):
         load_spec(spec_file(tmp_path, policy="slurm-fcfs"))

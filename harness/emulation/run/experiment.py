@@ -20,6 +20,7 @@ from harness.cluster.base import ClusterBackend, ClusterError
 from harness.emulation.head.watch import HeadProcessDied
 from harness.emulation.run.io_tree import bound_to_tree
 from harness.emulation.run.manifest import write_manifest
+from harness.emulation.run.settings_record import write_settings_record
 from harness.emulation.run.specs import ClusterSpec, RunOptions, options_from_dict, run_id_for
 from harness.emulation.run.state import mark_process
 from harness.emulation.run.steps import (
@@ -184,6 +185,8 @@ class Experiment:
         try:
             run_steps(ctx, rundir.done_steps(run_dir) if resume else {})
             self.sched = ctx.sched  # as the plan made it (a site's priority with its users)
+            if self.opts.replay.slurm_settings:
+                write_settings_record(run_dir, self.backend.platform, self.sched)
         except BaseException:
             if {p.name for p in run_dir.iterdir()} <= {rundir.PROCESS}:  # e.g. an unreadable trace:
                 (run_dir / rundir.PROCESS).unlink(missing_ok=True)  # leave no empty run directory

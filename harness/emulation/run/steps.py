@@ -300,8 +300,7 @@ def fidelity(ctx: RunContext) -> dict[str, Any]:
         policy_params=parse_assignments(ctx.opts.replay.policy_params),
         slurm_t0=float(ctx.found("collect").get("t0", 0.0)),  # Slurm's will-run windows align on it
     )  # fmt: skip
-    (ctx.run_dir / rundir.SIMULATION_DIR).mkdir(exist_ok=True)
-    atomic_write_parquet(ctx.run_dir / rundir.SIMULATION_DIR / rundir.RESULTS, simulated)
+    atomic_write_parquet(ctx.run_dir / rundir.SIMULATION_DIR / rundir.RESULTS, simulated)  # makes the folder
     tau, wait = found["start_order"]["kendall_tau"], found["metrics"]["mean_wait"]
     ticked = found["tick_aware"]["metrics"]["mean_wait"]
     ctx.say(
@@ -310,6 +309,9 @@ def fidelity(ctx: RunContext) -> dict[str, Any]:
         f"({wait['rel_diff']:+.1%}), "
         f"{ticked['simulated']:.0f} s tick-aware twin ({ticked['rel_diff']:+.1%})"
     )
+    if ctx.opts.replay.slurm_settings:  # only an experiment's [screen] gives the twin some of them
+        found["settings_not_in_twins"] = unseen = [key for key, _ in ctx.opts.replay.slurm_settings]
+        ctx.say(f"the twins ran with the policy's own settings, not with {', '.join(unseen)}")
     return {"fidelity": found}
 
 
