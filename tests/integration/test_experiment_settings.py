@@ -1,6 +1,7 @@
 """A Slurm setting as an experiment axis on the real Slurm: two emulated cells of one policy that
-differ by ``bf_window``, and each cell's slurmctld runs with its own value (cluster ``expersettings``,
-ports 7500 / 32501+; never run by the unit suite: ``pytest -m integration`` with Docker)."""
+differ by ``bf_window``, and each cell's slurmctld runs with its own value; one run's own settings
+(``harness run --slurm``) the same way (cluster ``expersettings``, ports 7500 / 32501+; never run
+by the unit suite: ``pytest -m integration`` with Docker)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import re
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from harness.cli import main
 from harness.cluster.containers.backend import DockerCluster
 from harness.experiments.emulate_cell import RUN_DIR
 from harness.experiments.executors import LocalExecutor
@@ -85,3 +88,31 @@ def test_each_cells_slurmctld_runs_with_its_setting(tmp_path: Path) -> None:
         assert [line.startswith(("-", "+")) for line in record["slurm_conf_diff"]] == [True, True]
         assert f"bf_window={window}," in record["slurm_conf_diff"][1]
         assert (run / SETTINGS_DIFF).read_text().splitlines() == record["slurm_conf_diff"]
+
+
+def test_a_runs_own_setting_reaches_slurmctld_and_is_recorded(tmp_path: Path) -> None:
+    """``harness run --slurm``: the running slurmctld has the settings, the run directory the
+    record of them (on the wall clock the harness sets no CompleteWait: the line is new)."""
+    platform = tmp_path / "platform.toml"
+    platform.write_text(platform_toml(name="expersettings-8+1", controller_port=7500, slurmd_base_port=32501,
+                                      node_containers=1))  # fmt: skip
+    (tmp_path / "ten.swf").write_text(SWF)
+    backend = DockerCluster(name=CLUSTER, platform=load_platform(platform))
+    backend.down()
+    args = ["run", str(tmp_path / "ten.swf"), "--platform", str(platform), "--name", CLUSTER,
+            "--shrink", "0.99", "--bb-model", "constant", "--bb-constant", "100",
+            "--slurm", "CompleteWait=7", "--slurm", "SchedulerParameters.bf_window=90",
+            "-o", str(tmp_path / "runs"), "-q", "--yes"]  # fmt: skip
+    try:
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 0, result.output
+        shown = backend.exec(["scontrol", "show", "config"], timeout=30).stdout
+        assert re.search(r"^CompleteWait\s*=\s*7 sec", shown, re.MULTILINE), shown
+        assert "bf_window=90" in scheduler_parameters(backend).split(",")
+    finally:
+        backend.down()
+    run = Path(result.output.strip().splitlines()[-1])
+    record = json.loads((run / SETTINGS_RECORD).read_text())
+    assert record["settings"] == {"CompleteWait": 7, "SchedulerParameters.bf_window": 90}
+    assert "+CompleteWait=7" in record["slurm_conf_diff"] and record["baseline"] == "policy"
+    assert json.loads((run / "manifest.json").read_text())["complete"]
