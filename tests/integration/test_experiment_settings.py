@@ -60,13 +60,19 @@ def scheduler_parameters(backend: DockerCluster) -> str:
     return found.group(1)
 
 
-def test_each_cells_slurmctld_runs_with_its_setting(tmp_path: Path) -> None:
+def fresh_cluster(tmp_path: Path) -> tuple[Path, DockerCluster]:
+    """The 8-node platform file and the trace in ``tmp_path``; the cluster down to start from."""
     platform = tmp_path / "platform.toml"
     platform.write_text(platform_toml(name="expersettings-8+1", controller_port=7500, slurmd_base_port=32501,
                                       node_containers=1))  # fmt: skip
     (tmp_path / "ten.swf").write_text(SWF)
     backend = DockerCluster(name=CLUSTER, platform=load_platform(platform))
     backend.down()
+    return platform, backend
+
+
+def test_each_cells_slurmctld_runs_with_its_setting(tmp_path: Path) -> None:
+    _, backend = fresh_cluster(tmp_path)
     out = tmp_path / "out"
     try:
         # the first cell alone, then the grid of both: the second run resumes with the other cell
@@ -93,12 +99,7 @@ def test_each_cells_slurmctld_runs_with_its_setting(tmp_path: Path) -> None:
 def test_a_runs_own_setting_reaches_slurmctld_and_is_recorded(tmp_path: Path) -> None:
     """``harness run --slurm``: the running slurmctld has the settings, the run directory the
     record of them (on the wall clock the harness sets no CompleteWait: the line is new)."""
-    platform = tmp_path / "platform.toml"
-    platform.write_text(platform_toml(name="expersettings-8+1", controller_port=7500, slurmd_base_port=32501,
-                                      node_containers=1))  # fmt: skip
-    (tmp_path / "ten.swf").write_text(SWF)
-    backend = DockerCluster(name=CLUSTER, platform=load_platform(platform))
-    backend.down()
+    platform, backend = fresh_cluster(tmp_path)
     args = ["run", str(tmp_path / "ten.swf"), "--platform", str(platform), "--name", CLUSTER,
             "--shrink", "0.99", "--bb-model", "constant", "--bb-constant", "100",
             "--slurm", "CompleteWait=7", "--slurm", "SchedulerParameters.bf_window=90",
