@@ -237,8 +237,10 @@ def _slurm_settings(kw: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
         if key in settings:
             raise click.BadParameter(f"{key} given twice", param_hint=hint)
         settings[key] = value
+    if not settings:
+        return ()
     problem = policies_problem({key: (value,) for key, value in settings.items()}, policies_of(kw["policy"]))
-    if settings and problem:
+    if problem:
         raise click.BadParameter(problem, param_hint=hint)
     return tuple(settings.items())
 

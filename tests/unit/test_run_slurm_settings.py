@@ -14,6 +14,7 @@ from click.testing import CliRunner
 import harness.cli.run as run_cli
 from harness.cli import main
 from harness.emulation.run.settings_record import write_settings_record
+from harness.emulation.run.specs import options_from_dict
 from harness.model import rundir
 from harness.platform import load_platform
 from harness.slurm.conf_settings import SettingError, parse_assignment
@@ -86,6 +87,8 @@ def test_the_settings_reach_the_run_in_the_order_given(
     assert result.exit_code == 0, result.output
     assert seen[0].replay.slurm_settings == (("SchedulerParameters.bf_continue", True), ("CompleteWait", 120))
     assert seen[0].as_dict()["replay"]["slurm_settings"] == seen[0].replay.slurm_settings  # for --resume
+    recorded = json.loads(json.dumps(seen[0].as_dict()))  # as the plan step records the options
+    assert options_from_dict(recorded).replay.slurm_settings == seen[0].replay.slurm_settings
 
 
 def test_the_run_records_its_settings_and_the_lines_they_change(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ EVENT_IO_WALL_S_PER_JOB = 3.4
 OVERHEAD_S = 60.0  # cluster check/bring-up, collection and report of one run (measured 20-40 s)
 # the largest emulation (slurmd daemons) on which x100 was measured to keep Slurm's x1 schedule
 # in five runs; on 1,152 (RICC day 118) three of five lost a 256-node job's place, mean wait RSD 15 %
-# (docs/virtual-time.md, "A second RICC window, short enough for x100")
+# (docs/virtual-time.md, "RICC day 118 at x100, five runs per policy")
 FIXED_RATE_MEASURED_NODES = 108
 DEFAULT_CONFIRM_OVER_S = 2 * 3600.0  # ask (or refuse without --yes) above this expected wall time
 MIN_JOBS = 10  # fewer jobs are no experiment: not suggested as --first-n
