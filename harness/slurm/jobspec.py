@@ -10,6 +10,7 @@ agent: both sides use this module only.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -27,6 +28,15 @@ class JobSpec:
     def managed(self) -> bool:
         """Whether the replay submitted this job (only those carry their exact walltime)."""
         return self.walltime_s is not None
+
+
+def slurm_limit_minutes(walltime_s: float) -> int:
+    """Slurm limits are whole minutes: round up so sigsleep's own exact limit fires first."""
+    return max(1, math.ceil(walltime_s / 60.0))
+
+
+def slurm_time_limit(walltime_s: float) -> str:
+    return str(slurm_limit_minutes(walltime_s))
 
 
 def encode_comment(

@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 
 from harness.emulation.head.ahead import eligible_instants, release_instants
-from harness.emulation.head.replay import Replayer, ReplayOptions, sbatch_command, slurm_time_limit
+from harness.emulation.head.replay import Replayer, ReplayOptions, sbatch_command
 from harness.model.rundir import STATUS, SUBMISSIONS
+from harness.slurm.jobspec import slurm_time_limit
 
 
 class FakeClock:
@@ -39,9 +40,12 @@ def plan_of(submits: list[float]) -> pd.DataFrame:
 
 def make_replayer(
     tmp_path: Path, submits: list[float], clock: FakeClock, drift: float = 0.0, fail=(), ahead: bool = False,
-    page: str | None = None, **options: object,
+    page: str | None = None, pokes: list[float] | None = None, **options: object,
 ):  # fmt: skip
+    """A replayer on ``clock`` whose sbatch calls go to ``calls`` and pokes of slurmctld (a
+    fixed speed-up's begins) to ``pokes``, each at the clock's instant."""
     calls: list[tuple[float, list[str]]] = []
+    poked = pokes if pokes is not None else []
 
     def fake_submit(cmd: list[str]) -> tuple[int | None, str]:
         calls.append((clock.now, cmd))
@@ -60,7 +64,15 @@ def make_replayer(
         clock=page,
         **options,  # type: ignore[arg-type]
     )
-    return Replayer(plan_of(submits), opts, submit_fn=fake_submit, clock=clock.time, sleep=clock.sleep), calls
+
+    def fake_poke() -> bool:
+        poked.append(clock.now)
+        return True
+
+    replayer = Replayer(
+        plan_of(submits), opts, submit_fn=fake_submit, clock=clock.time, sleep=clock.sleep, poke=fake_poke
+    )
+    return replayer, calls
 
 
 def test_submissions_happen_at_absolute_instants_despite_slow_sbatch(tmp_path: Path) -> None:

@@ -21,7 +21,6 @@ from scipy import stats
 
 from harness.analysis.metrics import summary
 from harness.emulation.head.agent import DEFAULT_POLL_S
-from harness.emulation.head.replay import slurm_limit_minutes
 from harness.emulation.iolive.staging_replay import staging_given_starts
 from harness.model.io_models import ALLOC_ONLY, IO_AWARE
 from harness.model.metric_names import HEADLINE_METRICS
@@ -34,6 +33,7 @@ from harness.policies.will_run import SLURM_TIME_WINDOW_S
 from harness.sim.engine import simulate
 from harness.sim.tiers import is_tiered
 from harness.slurm.config import SchedulerConfig
+from harness.slurm.jobspec import slurm_limit_minutes
 
 # The twin of Slurm's backfill picks and reserves concrete nodes (docs/virtual-time.md, "A twin
 # with Slurm's will-run windows": measured on the slice and a whole KTH period)

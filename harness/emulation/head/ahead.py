@@ -23,12 +23,13 @@ def ahead_options(
     """The replay's options for submitting ahead, each job with its begin. Not with the
     ordering agent, which would see (and start) a held job before its instant. The event
     clock: at the previous instant, so that Slurm's queue holds each instant's jobs when the
-    clock gets there (events.py). A fixed speed-up with backfill, whose pass each clock second
-    sees a begin come: a lead of AHEAD_REAL_S real seconds, so that a burst's sbatch calls are
-    done by its instant and go in the trace's order. Not without backfill (slurm-fcfs): Slurm's
-    main pass alone would see a begin only at its next periodic run. Not with live I/O at a fixed
-    speed-up either: with a lead, the x50 io-aware integration run's transfers left the staging
-    model by 16 % in 2 of 5 runs (0 of 3 without it; not traced)."""
+    clock gets there (events.py). A fixed speed-up with backfill: a lead of AHEAD_REAL_S real
+    seconds, so that a burst's sbatch calls are done by its instant and go in the trace's
+    order; the replay pokes slurmctld at each begin (begin_pokes.py), or a begin would wait for
+    Slurm's periodic main pass. Not without backfill (slurm-fcfs; not measured with pokes).
+    Not with live I/O at a fixed speed-up either: with a lead (before the pokes), the x50
+    io-aware integration run's transfers left the staging model by 16 % in 2 of 5 runs (0 of
+    3 without it; not traced, possibly the same wait for the periodic pass)."""
     if agent:
         return []
     if events:

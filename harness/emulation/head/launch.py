@@ -86,12 +86,12 @@ class HeadRun:
         self.uses_agent = uses_agent
         self.backfill = backfill
         self.site_users = site_users
-        self.io_aware = live_io
+        self.live_io = live_io
         self.say = say
         self.quiet = quiet
         self.verbose = verbose
         self.running_since: dict[int, float] = {}  # plan job id -> start (epoch s), from squeue
-        self.live_io: LiveIOWatch | None = None  # on the event clock, an io-aware run's transfers
+        self.io_watch: LiveIOWatch | None = None  # on the event clock, an io-aware run's transfers
         self.shared = f"{rundir.SHARED_RUNS}/{run_id}"
         self.observer: RunObserver | None = None  # writes progress and interim results as the run goes
         self.passes = PassTally()  # slurmctld's scheduling passes during the run
@@ -150,7 +150,7 @@ class HeadRun:
         return complete, reason
 
     def _end_events(self, driver: EventDriver, complete: bool) -> None:
-        if complete and self.live_io is not None:  # the last stage-outs move on the clock's events
+        if complete and self.io_watch is not None:  # the last stage-outs move on the clock's events
             wait_for_stage_outs(self.backend, SUBMIT_USER)
         driver.stop()
         if self.shell is not None:
@@ -167,7 +167,7 @@ class HeadRun:
         """With ``--clock events``: the driver of the held clock, started."""
         if not (self.spec.events and isinstance(self.clock, VirtualClock)):
             return None
-        self.live_io = LiveIOWatch.of_run(self.backend, plan)
+        self.io_watch = LiveIOWatch.of_run(self.backend, plan)
         driver = EventDriver(
             self.clock, plan, self._observe, self._running,
             ahead=not self.uses_agent, agent=self.uses_agent, backfill=self.backfill,
@@ -187,7 +187,7 @@ class HeadRun:
         submitted = int(status.get("submitted", 0)) + int(status.get("failed", 0))
         self._read_started()
         running = {int(r[1][1:]) for r in rows or () if r[0] == "RUNNING" and r[1][1:].isdigit()}
-        io = self.live_io.state(self.clock.now(), running, rows) if self.live_io is not None else None
+        io = self.io_watch.state(self.clock.now(), running, rows) if self.io_watch is not None else None
         return Observation(
             t0, submitted, rows, bool(status.get("done")), activity, len(running - self.started.keys()),
             looked, released, io,
@@ -210,7 +210,7 @@ class HeadRun:
 
     def _look(self) -> tuple[list[str] | None, SlurmActivity | None]:
         """squeue's rows of the run's jobs (None: no answer) and slurmctld's activity (sdiag)."""
-        columns = LiveIOWatch.squeue_columns() if self.live_io is not None else ["--format=%T %j %S"]
+        columns = LiveIOWatch.squeue_columns() if self.io_watch is not None else ["--format=%T %j %S"]
         cmd = ["squeue", "--noheader", *self.users_filter(), *columns]
         if self.shell is not None:
             return split_look(self.shell.run(look_script(cmd)) or "")
@@ -245,7 +245,7 @@ class HeadRun:
             # a fixed speed-up: the launch's real ms would be seconds of the job (docs/virtual-time.md)
             *(["--from-slurm-start"] if self.spec.speedup is not None else []),
             *ahead_options(
-                self.uses_agent, self.spec.events, self.spec.speedup, self.backfill, self.io_aware
+                self.uses_agent, self.spec.events, self.spec.speedup, self.backfill, self.live_io
             ),
             *(["--no-bandwidth-license"] if self.uses_agent else []),  # the agent schedules bandwidth
             *(["--site-requests"] if self.site_requests else []),

@@ -42,6 +42,7 @@ from typing import TextIO
 import pandas as pd
 
 from harness.emulation.head.ahead import send_plan
+from harness.emulation.head.begin_pokes import BeginPokes, poke_slurm
 from harness.emulation.head.faultlog import note_outage
 from harness.emulation.head.io_requests import PFS_RATE, io_directives, io_volume_words, pfs_license
 from harness.emulation.head.resubmit import (
@@ -60,7 +61,7 @@ from harness.model.records import Submission
 from harness.model.rundir import SHARED_JOBS, SIGSLEEP_LOG, STARTED, STATUS, STOP_FILE, SUBMISSIONS
 from harness.slurm.config import URGENT_PARTITION
 from harness.slurm.jobcomp import slurm_instant
-from harness.slurm.jobspec import encode_comment
+from harness.slurm.jobspec import encode_comment, slurm_time_limit
 
 DEFAULT_SIGSLEEP = "/usr/local/bin/sigsleep"
 DEFAULT_WORKERS = 8  # concurrent sbatch processes at most
@@ -109,15 +110,7 @@ class ReplayStatus:
     errors: list[str] = field(default_factory=list)
     updated: float = 0.0
     caught_up: bool = False  # every submission due so far has returned (the ordering agent looks then)
-
-
-def slurm_limit_minutes(walltime_s: float) -> int:
-    """Slurm limits are whole minutes: round up so sigsleep's own exact limit fires first."""
-    return max(1, math.ceil(walltime_s / 60.0))
-
-
-def slurm_time_limit(walltime_s: float) -> str:
-    return str(slurm_limit_minutes(walltime_s))
+    begin_pokes: int = 0  # with a lead (ahead_by): pokes of slurmctld at the begins (begin_pokes.py)
 
 
 def sbatch_command(job: dict, opts: ReplayOptions, intended: float, begin: float | None = None) -> list[str]:
@@ -192,12 +185,14 @@ class Replayer:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
         run_jobs: Callable[[str | None], dict[int, int]] | None = None,
+        poke: Callable[[], bool] | None = None,
     ) -> None:
         self.plan = plan.sort_values("submit", kind="stable").reset_index(drop=True)
         self.opts = opts
         self.submit_fn = submit_fn
         self.clock = clock
         self.sleep = sleep
+        self.pokes = BeginPokes((), poke or poke_slurm(opts.partition))  # the run's, in run()
         # the run's jobs Slurm knows (trace id -> Slurm id), optionally of one job name
         self.run_jobs = run_jobs or (lambda name: squeue_run_jobs(opts.run_id, name))
         self.status = ReplayStatus(run_id=opts.run_id, jobs=len(self.plan))
@@ -230,6 +225,8 @@ class Replayer:
             intended = self.intended_instants(t0)
             begins, releases = send_plan(intended, self.opts.ahead, self.opts.ahead_by)
             pool = ThreadPoolExecutor(self.opts.workers) if self.opts.workers > 1 else None
+            to_come = [b for b, job in zip(begins, rows, strict=True) if int(job["job_id"]) not in done]
+            self.pokes = BeginPokes(to_come if self.opts.ahead_by is not None else (), self.pokes.poke)
             try:
                 for index, job in enumerate(rows):
                     if int(job["job_id"]) in done:
@@ -244,6 +241,8 @@ class Replayer:
                         self._submit_one(out, index, job, intended[index], begins[index])
                     else:
                         pool.submit(self._submit_one, out, index, job, intended[index], begins[index])
+                if self.pokes.begins and not self._wait_until(self.pokes.last):  # a lead after the last
+                    self.status.stopped = True
                 with self._lock:  # nothing more is due: caught up once the last ones return
                     self._waiting = True
                     self._tell_caught_up()
@@ -255,17 +254,20 @@ class Replayer:
         return self.status
 
     def _wait_until(self, instant: float) -> bool:
-        """Sleep until ``instant`` (absolute wall clock), waking to honour a stop request."""
+        """Sleep until ``instant`` (clock s), waking to honour a stop request and to poke at begins."""
         while True:
             if self._should_stop():
                 return False
-            remaining = instant - self.clock()
+            now = self.clock()
+            to_begin = self.pokes.poke_passed(now)
+            self.status.begin_pokes = self.pokes.pokes
+            remaining = instant - now
             with self._lock:
                 self._waiting = remaining > 0
                 self._tell_caught_up()
             if remaining <= 0:
                 return True
-            self.sleep(min(remaining, 0.5))
+            self.sleep(min(remaining, 0.5, to_begin))
             self._write_status()
 
     def _submit_one(self, out: TextIO, index: int, job: dict, intended: float, begin: float | None) -> None:
@@ -364,11 +366,8 @@ class Replayer:
     def _ran(self) -> dict[int, int]:
         """Plan job id -> Slurm id of the jobs that wrote their own record (the sigsleep log)."""
         records = read_jsonl(self.opts.run_dir / SIGSLEEP_LOG)
-        return {
-            int(r["job_id"]): int(r["slurm_job_id"])
-            for r in records
-            if r.get("job_id") and r.get("slurm_job_id")
-        }
+        ran = [r for r in records if r.get("job_id") and r.get("slurm_job_id")]
+        return {int(r["job_id"]): int(r["slurm_job_id"]) for r in ran}
 
     def _write_status(self, force: bool = False) -> None:
         now = self.clock()
