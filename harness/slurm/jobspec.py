@@ -30,6 +30,11 @@ class JobSpec:
         return self.walltime_s is not None
 
 
+def job_name(trace_id: int) -> str:
+    """The Slurm job name of a trace's job (sbatch --job-name): how the replay finds it again."""
+    return f"t{int(trace_id)}"
+
+
 def slurm_limit_minutes(walltime_s: float) -> int:
     """Slurm limits are whole minutes: round up so sigsleep's own exact limit fires first."""
     return max(1, math.ceil(walltime_s / 60.0))

@@ -40,10 +40,10 @@ def plan_of(submits: list[float]) -> pd.DataFrame:
 
 def make_replayer(
     tmp_path: Path, submits: list[float], clock: FakeClock, drift: float = 0.0, fail=(), ahead: bool = False,
-    page: str | None = None, pokes: list[float] | None = None, **options: object,
+    page: str | None = None, pokes: list[tuple[float, int, str]] | None = None, **options: object,
 ):  # fmt: skip
     """A replayer on ``clock`` whose sbatch calls go to ``calls`` and pokes of slurmctld (a
-    fixed speed-up's begins) to ``pokes``, each at the clock's instant."""
+    fixed speed-up's begins) to ``pokes``: (the clock's instant, the Slurm id and name poked)."""
     calls: list[tuple[float, list[str]]] = []
     poked = pokes if pokes is not None else []
 
@@ -65,8 +65,8 @@ def make_replayer(
         **options,  # type: ignore[arg-type]
     )
 
-    def fake_poke() -> bool:
-        poked.append(clock.now)
+    def fake_poke(slurm_id: int, name: str) -> bool:
+        poked.append((clock.now, slurm_id, name))
         return True
 
     replayer = Replayer(

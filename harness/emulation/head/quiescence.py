@@ -75,16 +75,12 @@ def look_script(squeue: list[str]) -> str:
     return f'{shlex.join(squeue)}; echo "@@rc $?"; sdiag --json 2>/dev/null; echo; echo {END}\n'
 
 
-def poke_command(partition: str) -> list[str]:
-    """The command that asks slurmctld for a scheduling cycle without changing anything: a
-    partition update to the state it has. Every update RPC queues the main pass, and the
-    partition's update time counts as a change for backfill (``_more_work`` in backfill.c)."""
-    return ["scontrol", "update", f"PartitionName={partition}", "State=UP"]
-
-
 def poke_script(partition: str) -> str:
-    """:func:`poke_command` as shell lines for the controller's shell, then END."""
-    return f"{shlex.join(poke_command(partition))} >/dev/null 2>&1; echo {END}\n"
+    """The shell lines that ask slurmctld for a main scheduling cycle without changing
+    anything: a partition update to the state it has (every update RPC queues the scheduler),
+    then END."""
+    update = ["scontrol", "update", f"PartitionName={partition}", "State=UP"]
+    return f"{shlex.join(update)} >/dev/null 2>&1; echo {END}\n"
 
 
 def split_look(text: str) -> tuple[list[str] | None, SlurmActivity | None]:

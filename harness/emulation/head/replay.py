@@ -61,7 +61,7 @@ from harness.model.records import Submission
 from harness.model.rundir import SHARED_JOBS, SIGSLEEP_LOG, STARTED, STATUS, STOP_FILE, SUBMISSIONS
 from harness.slurm.config import URGENT_PARTITION
 from harness.slurm.jobcomp import slurm_instant
-from harness.slurm.jobspec import encode_comment, slurm_time_limit
+from harness.slurm.jobspec import encode_comment, job_name, slurm_time_limit
 
 DEFAULT_SIGSLEEP = "/usr/local/bin/sigsleep"
 DEFAULT_WORKERS = 8  # concurrent sbatch processes at most
@@ -134,7 +134,7 @@ def sbatch_command(job: dict, opts: ReplayOptions, intended: float, begin: float
     ]  # fmt: skip
     cmd = [
         "sbatch", "--parsable",
-        f"--job-name=t{int(job['job_id'])}",
+        f"--job-name={job_name(job['job_id'])}",
         # a high-priority job (the plan's priority column) goes to the urgent tier
         f"--partition={URGENT_PARTITION if job.get('priority', 0) else own_partition(job, opts)}",
         f"--nodes={int(job['nodes'])}",
@@ -185,14 +185,14 @@ class Replayer:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
         run_jobs: Callable[[str | None], dict[int, int]] | None = None,
-        poke: Callable[[], bool] | None = None,
+        poke: Callable[[int, str], bool] = poke_slurm,
     ) -> None:
         self.plan = plan.sort_values("submit", kind="stable").reset_index(drop=True)
         self.opts = opts
         self.submit_fn = submit_fn
         self.clock = clock
         self.sleep = sleep
-        self.pokes = BeginPokes((), poke or poke_slurm(opts.partition))  # the run's, in run()
+        self.pokes = BeginPokes((), poke)  # the run's begins, in run()
         # the run's jobs Slurm knows (trace id -> Slurm id), optionally of one job name
         self.run_jobs = run_jobs or (lambda name: squeue_run_jobs(opts.run_id, name))
         self.status = ReplayStatus(run_id=opts.run_id, jobs=len(self.plan))
@@ -306,6 +306,8 @@ class Replayer:
                     self.status.errors.append(f"job {int(job['job_id'])}: {error}")
             else:
                 self.status.submitted += 1
+                if begin is not None:
+                    self.pokes.note(begin, slurm_id, job_name(job["job_id"]))
             self.status.max_lag = max(self.status.max_lag, entered - intended)
             out.write(json.dumps(record) + "\n")
             self._in_flight -= 1
@@ -324,7 +326,7 @@ class Replayer:
         return True
 
     def _find(self, trace_id: int) -> int | None:
-        return self.run_jobs(f"t{trace_id}").get(trace_id)
+        return self.run_jobs(job_name(trace_id)).get(trace_id)
 
     def _resume(self, out: TextIO) -> set[int]:
         """Take up the run where the killed replay left it: its t0 and counts; the trace ids
