@@ -31,8 +31,8 @@ EVENT_IO_WALL_S_PER_JOB = 3.4
 OVERHEAD_S = 60.0  # cluster check/bring-up, collection and report of one run (measured 20-40 s)
 # the largest emulation (slurmd daemons) on which x100 was measured to keep Slurm's x1 schedule
 # in five runs; on 1,152 (RICC day 118, with the begin pokes) the mean wait held (+4.5 %, RSD 1.8 %)
-# but not the bounded slowdown (+10.7 %): a wide job's nodes take 60-100 trace s to come free
-# there (docs/virtual-time.md, "Jobs sent ahead waited for Slurm's periodic pass")
+# but not the bounded slowdown (+10.7 %): a 128-node job lost its place in 4 of 5 runs
+# (docs/virtual-time.md, "Jobs sent ahead waited for Slurm's periodic pass")
 FIXED_RATE_MEASURED_NODES = 108
 DEFAULT_CONFIRM_OVER_S = 2 * 3600.0  # ask (or refuse without --yes) above this expected wall time
 MIN_JOBS = 10  # fewer jobs are no experiment: not suggested as --first-n
