@@ -82,7 +82,7 @@ def test_a_replay_with_a_lead_pokes_at_each_begin_even_after_its_last_submission
     # each with the first job sent for its begin (Slurm ids 1-4 in order); the last one after
     # the last submission
     assert pokes == [(1002.0, 1, "t100"), (1003.0, 2, "t101"), (1008.0, 4, "t103")]
-    assert status.done and status.begin_pokes == 3
+    assert status.done and status.begin_pokes == 3 and status.begin_pokes_failed == 0
     assert json.loads((tmp_path / STATUS).read_text())["begin_pokes"] == 3
 
 

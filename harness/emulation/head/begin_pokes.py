@@ -44,12 +44,20 @@ class BeginPokes:
     seconds while a poke runs costs one more, not one each). Without begins, it never pokes."""
 
     def __init__(self, begins: Iterable[float | None], poke: Callable[[int, str], bool]) -> None:
-        self.begins = sorted({b for b in begins if b is not None}, reverse=True)  # None: sent at its instant
-        self.last = self.begins[0] if self.begins else -math.inf
         self.poke = poke
         self.jobs: dict[float, tuple[int, str]] = {}  # begin -> (Slurm id, name) of a job sent for it
         self.pokes = 0  # pokes slurmctld took
         self.failed = 0  # pokes it did not take, or begins with no job in Slurm (the next begin pokes again)
+        self.expect(begins)
+
+    def expect(self, begins: Iterable[float | None]) -> None:
+        """The begins to poke at from now on (None: a job sent at its instant, no begin)."""
+        self.begins = sorted({b for b in begins if b is not None}, reverse=True)  # the next one last
+
+    @property
+    def last(self) -> float:
+        """The last begin still to come (-inf: none)."""
+        return self.begins[0] if self.begins else -math.inf
 
     def note(self, begin: float, slurm_id: int, name: str) -> None:
         """A job for ``begin`` is in Slurm's queue (called as its sbatch returns)."""

@@ -111,6 +111,7 @@ class ReplayStatus:
     updated: float = 0.0
     caught_up: bool = False  # every submission due so far has returned (the ordering agent looks then)
     begin_pokes: int = 0  # with a lead (ahead_by): pokes of slurmctld at the begins (begin_pokes.py)
+    begin_pokes_failed: int = 0  # ... that slurmctld refused, or begins with no job of the run in Slurm
 
 
 def sbatch_command(job: dict, opts: ReplayOptions, intended: float, begin: float | None = None) -> list[str]:
@@ -192,7 +193,7 @@ class Replayer:
         self.submit_fn = submit_fn
         self.clock = clock
         self.sleep = sleep
-        self.pokes = BeginPokes((), poke)  # the run's begins, in run()
+        self.pokes = BeginPokes((), poke)  # the run's begins: expected in run()
         # the run's jobs Slurm knows (trace id -> Slurm id), optionally of one job name
         self.run_jobs = run_jobs or (lambda name: squeue_run_jobs(opts.run_id, name))
         self.status = ReplayStatus(run_id=opts.run_id, jobs=len(self.plan))
@@ -226,7 +227,7 @@ class Replayer:
             begins, releases = send_plan(intended, self.opts.ahead, self.opts.ahead_by)
             pool = ThreadPoolExecutor(self.opts.workers) if self.opts.workers > 1 else None
             to_come = [b for b, job in zip(begins, rows, strict=True) if int(job["job_id"]) not in done]
-            self.pokes = BeginPokes(to_come if self.opts.ahead_by is not None else (), self.pokes.poke)
+            self.pokes.expect(to_come if self.opts.ahead_by is not None else ())
             try:
                 for index, job in enumerate(rows):
                     if int(job["job_id"]) in done:
@@ -249,6 +250,7 @@ class Replayer:
             finally:
                 if pool is not None:
                     pool.shutdown(wait=True)
+        self.status.begin_pokes, self.status.begin_pokes_failed = self.pokes.pokes, self.pokes.failed
         self.status.done = not self.status.stopped
         self._write_status(force=True)
         return self.status
@@ -259,9 +261,7 @@ class Replayer:
             if self._should_stop():
                 return False
             now = self.clock()
-            to_begin = self.pokes.poke_passed(now)
-            self.status.begin_pokes = self.pokes.pokes
-            remaining = instant - now
+            to_begin, remaining = self.pokes.poke_passed(now), instant - now  # a poke at a passed begin
             with self._lock:
                 self._waiting = remaining > 0
                 self._tell_caught_up()
