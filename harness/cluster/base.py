@@ -13,6 +13,10 @@ from harness.model.commands import CommandResult
 from harness.platform import Platform
 from harness.slurm.config import SchedulerConfig
 
+# the unprivileged user the emulated jobs are submitted as (the image and the Ansible role create it;
+# burst-buffer jobs of root are refused)
+SUBMIT_USER = "emu"
+
 
 class ClusterError(RuntimeError):
     """The cluster could not be brought up, reached or used; the message says why."""

@@ -74,7 +74,7 @@ def emulate(cell: Cell, folder: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Replay the cell; its job table and metrics."""
     from harness.analysis.metrics import summary
     from harness.emulation.collect.results import finished
-    from harness.emulation.head.launch import cancel_submitted
+    from harness.emulation.head.leftovers import cancel_submitted
     from harness.emulation.run.experiment import Experiment, RunToResume
     from harness.model import rundir
     from harness.platform import load_platform

@@ -114,6 +114,21 @@ def test_a_replay_at_x50_completes_in_trace_time_and_slurm_agrees(vclock_run) ->
     assert sum(passes["backfill"].values()) > 0 and sum(passes["main"].values()) > 0, passes
 
 
+def test_the_clock_stands_still_while_slurm_releases_an_ended_job(vclock_run) -> None:
+    """At a fixed speed-up the clock is held at each job's end until Slurm has released the
+    job (release_holds.py): Slurm records the end sigsleep made, not the real milliseconds of
+    the release times the speed-up (10 virtual s and more at x100 before)."""
+    run_dir, _ = vclock_run
+    metrics = read_json(run_dir / rundir.METRICS)
+    holds = metrics["release_holds"]
+    # every job runs 100 s or more (2 real s): its start marker comes long before its end, held
+    assert holds["ends"] == JOBS and holds["missed"] == 0, holds
+    assert holds["unreleased"] == 0 and 0 < holds["holds"] <= JOBS, holds
+    # Slurm stamps the end at the held instant's second (a hold that came late: a wake-up's
+    # lateness x50, a fraction of a second)
+    assert metrics["cross_check"]["max_end_diff_s"] < 3.0, metrics["cross_check"]
+
+
 def test_slurm_is_told_when_a_job_sent_ahead_becomes_eligible(vclock_run) -> None:
     """Jobs go to Slurm a lead ahead of their instant (sbatch --begin); the replay pokes
     slurmctld at each begin, or a job arriving at an idle machine would wait for Slurm's

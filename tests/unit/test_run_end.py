@@ -11,7 +11,7 @@ import pytest
 
 from harness.analysis.document import status_counts
 from harness.emulation.head import watch
-from harness.emulation.head.launch import leftover_advice
+from harness.emulation.head.leftovers import leftover_advice
 from harness.emulation.head.quiescence import running_since
 from harness.emulation.run.summary import exit_code, format_run_summary, run_summary
 from harness.model.exitcodes import INTERRUPTED, describe_exit

@@ -22,6 +22,7 @@ from pathlib import Path
 import jinja2
 
 from harness import __version__
+from harness.cluster.base import SUBMIT_USER
 from harness.model.atomic import atomic_write_text, write_private
 from harness.model.paths import resource_path, state_root
 from harness.model.rundir import SHARED
@@ -30,7 +31,6 @@ from harness.slurm.config import SchedulerConfig, render_slurm_files, write_slur
 from harness.slurm.dbd import new_storage_password, render_dbd_files
 
 MUNGE_KEY_BYTES = 1024
-SUBMIT_USER = "emu"  # the unprivileged user jobs are submitted as (the image creates it)
 SUBDIRS = ("etc", "munge", "log", "spool", "shared", "shared/log", "shared/jobs")
 
 

@@ -20,11 +20,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.cluster.base import ClusterBackend, ClusterError, Spawned, node_states
+from harness.cluster.base import SUBMIT_USER, ClusterBackend, ClusterError, Spawned, node_states
 from harness.emulation.head.ahead import ahead_options
+from harness.emulation.head.event_times import job_durations
 from harness.emulation.head.events import EventDriver, Observation
 from harness.emulation.head.faultlog import FaultMonitor
 from harness.emulation.head.io_watch import LiveIOWatch
+from harness.emulation.head.leftovers import cancel_submitted, submitted_ids
 from harness.emulation.head.progress import RunObserver
 from harness.emulation.head.quiescence import (
     ControllerShell,
@@ -35,6 +37,7 @@ from harness.emulation.head.quiescence import (
     running_since,
     split_look,
 )
+from harness.emulation.head.release_holds import HoldTally, ReleaseHolds
 from harness.emulation.head.site_requests import uses_site_requests
 from harness.emulation.head.watch import HeadProcessDied, Watcher
 from harness.emulation.iolive.staging_results import wait_for_stage_outs
@@ -48,8 +51,6 @@ from harness.platform import built_in_name
 from harness.slurm.config import HARNESS_PYTHON
 from harness.slurm.passes import PassTally, read_pass_exits
 
-SUBMIT_USER = "emu"
-CANCEL_CHUNK = 500  # job ids per scontrol/scancel call
 # Slurm's states of a job that ended without running to its end (a fault, or a cancel)
 ENDED_EARLY = (
     "NODE_FAIL",
@@ -92,6 +93,7 @@ class HeadRun:
         self.verbose = verbose
         self.running_since: dict[int, float] = {}  # plan job id -> start (epoch s), from squeue
         self.io_watch: LiveIOWatch | None = None  # on the event clock, an io-aware run's transfers
+        self.hold_tally: HoldTally | None = None  # at a fixed speed-up, what the release holds did
         self.shared = f"{rundir.SHARED_RUNS}/{run_id}"
         self.observer: RunObserver | None = None  # writes progress and interim results as the run goes
         self.passes = PassTally()  # slurmctld's scheduling passes during the run
@@ -123,6 +125,7 @@ class HeadRun:
         # only root may submit as another user (sbatch --uid)
         proc = self.backend.spawn(self.replay_command(), user=None if self.site_users else SUBMIT_USER)
         driver = self._event_driver(plan)
+        holds = self._release_holds(plan)
         complete, reason, died = False, "", None
         try:
             complete, reason = Watcher(self, plan, self.shared, self.quiet, self.verbose).wait(proc, agent)
@@ -136,6 +139,9 @@ class HeadRun:
         finally:
             if driver is not None:
                 self._end_events(driver, complete)
+            if holds is not None:
+                self.hold_tally = holds.stop()
+                self.say(self.hold_tally.summary())
             self.stop(proc)
             if agent is not None:
                 self.stop(agent)  # the same STOP file ends the agent
@@ -175,6 +181,22 @@ class HeadRun:
         )  # fmt: skip
         driver.start()
         return driver
+
+    def _release_holds(self, plan: pd.DataFrame) -> ReleaseHolds | None:
+        """At a fixed speed-up (not with live I/O, whose ends its phases decide): the clock held
+        at each job's end until Slurm has released the job (release_holds.py), started."""
+        if self.spec.speedup is None or self.live_io or self.shell is None:
+            return None
+        assert isinstance(self.clock, VirtualClock)
+        holds = ReleaseHolds(
+            self.clock, self.spec.speedup, job_durations(plan), self._read_started, self._rows
+        )
+        holds.start()
+        return holds
+
+    def _rows(self) -> list[list[str]] | None:
+        lines = self._look()[0]
+        return None if lines is None else [line.split() for line in lines]
 
     def _observe(self) -> Observation:
         status = self._status()
@@ -217,16 +239,21 @@ class HeadRun:
         res = self.backend.exec(cmd, timeout=30)
         return ([line for line in res.stdout.splitlines() if line.strip()] if res.ok else None), None
 
-    def _read_started(self) -> None:
-        """The start markers sigsleep wrote since the last look (whole lines only)."""
+    def _read_started(self) -> list[tuple[int, float]]:
+        """The start markers sigsleep wrote since the last look (whole lines only), noted in
+        :attr:`started`; returned as (plan job id, start)."""
         data = self.backend.read_from(f"{self.shared}/{rundir.STARTED}", self._started_offset)
         if not data or b"\n" not in data:
-            return
+            return []
         whole = data[: data.rindex(b"\n") + 1]
         self._started_offset += len(whole)
-        for marker in parse_jsonl(whole.decode(errors="replace")):
-            if "job_id" in marker:
-                self.started[int(marker["job_id"])] = float(marker.get("start") or 0.0)
+        new = [
+            (int(m["job_id"]), float(m.get("start") or 0.0))
+            for m in parse_jsonl(whole.decode(errors="replace"))
+            if "job_id" in m
+        ]
+        self.started.update(new)
+        return new
 
     def _running(self, obs: Observation) -> dict[int, float]:
         """Plan job id -> start of the running jobs: sigsleep's own (its marker), else Slurm's."""
@@ -359,37 +386,8 @@ class HeadRun:
         return states.count("PENDING"), states.count("RUNNING") + states.count("COMPLETING")
 
 
-def submitted_ids(backend: ClusterBackend, run_id: str) -> list[str]:
-    """The Slurm ids of the run's submissions (its submissions file in the shared directory)."""
-    text = backend.read_text(f"{rundir.SHARED_RUNS}/{run_id}/{rundir.SUBMISSIONS}") or ""
-    return [str(s["slurm_job_id"]) for s in parse_jsonl(text) if s.get("slurm_job_id")]
-
-
-def cancel_submitted(backend: ClusterBackend, run_id: str, say: Callable[[str], None]) -> None:
-    """Cancel every job the run submitted (those that ended already are left as they are)."""
-    ids = submitted_ids(backend, run_id)
-    for chunk in range(0, len(ids), CANCEL_CHUNK):
-        part = ids[chunk : chunk + CANCEL_CHUNK]
-        # a suspended job that is cancelled gets SIGKILL at once and leaves no record
-        backend.exec(["scontrol", "resume", ",".join(part)], timeout=60)
-        backend.exec(["scancel", *part], timeout=60)
-    say(f"asked Slurm to cancel the run's {len(ids)} submitted job(s)")
-
-
 def _running_of(obs: Observation) -> dict[int, float]:
     return running_since([list(row) for row in obs.queue or ()])
-
-
-def leftover_advice(backend: str, name: str, every_user: bool = False) -> str:
-    """How to see and cancel the run's jobs from where the user is (the host has no Slurm client
-    for the cluster). ``every_user``: the plan's users ran them; by state, root cancels them all."""
-    by_state = "; ".join(f"scancel --state={s}" for s in ("PENDING", "RUNNING", "SUSPENDED"))
-    cancel = by_state if every_user else f"scancel --user {SUBMIT_USER}"
-    if backend != "docker":
-        return f"cancel them on the head node with `{cancel}`"
-    run = f"sh -c '{cancel}'" if every_user else cancel
-    return (f"see them with `harness cluster status --name {name}`, cancel them with "
-            f"`harness cluster exec --name {name} -- {run}`")  # fmt: skip
 
 
 def _number(value: object) -> float | None:

@@ -14,8 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.cluster.base import ClusterBackend
-from harness.cluster.containers.state_dir import SUBMIT_USER
+from harness.cluster.base import SUBMIT_USER, ClusterBackend
 from harness.emulation.collect.bb_check import keep_bb_states, staging_check
 from harness.emulation.iolive.drains import DRAIN_RECORDS, add_drains, drain_records, drain_stats
 from harness.emulation.iolive.phases import add_phases, phase_stats, with_phase_lists

@@ -7,7 +7,7 @@ after the last step that completed (:class:`harness.emulation.run.experiment.Exp
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,8 @@ from harness.emulation.collect.results import (
 )
 from harness.emulation.collect.slurm_view import slurm_records
 from harness.emulation.head.faultlog import fault_section
-from harness.emulation.head.launch import HeadRun, leftover_advice
+from harness.emulation.head.launch import HeadRun
+from harness.emulation.head.leftovers import leftover_advice
 from harness.emulation.head.progress import RunObserver
 from harness.emulation.head.site_requests import check_site_plan, uses_site_requests
 from harness.emulation.head.watch import HeadProcessDied
@@ -211,13 +212,16 @@ def replay(ctx: RunContext) -> dict[str, Any]:
         "complete": complete, "reason": reason, "fault_events": [*earlier, *head.monitor.events],
         "host_load": host_load,
         "slurm_passes": head.passes.passes(), "slurm_stats_resets": head.passes.resets,
+        "release_holds": asdict(head.hold_tally) if head.hold_tally is not None else None,
     }  # fmt: skip
 
 
 def add_run_passes(ctx: RunContext, sections: dict[str, Any]) -> None:
     """How Slurm's passes ended during the replay (``slurm_passes``); says so when some were cut
-    at a time limit."""
+    at a time limit. At a fixed speed-up also what the release holds did (``release_holds``)."""
     found = ctx.found("replay")
+    if found.get("release_holds"):
+        sections["release_holds"] = found["release_holds"]
     passes: PassExits | None = found.get("slurm_passes")
     if passes is None:
         return
@@ -322,15 +326,10 @@ def preemption(ctx: RunContext) -> dict[str, Any]:
         return {}
     raw = ctx.run_dir / rundir.RAW_DIR
     section = preemption_section(
-        ctx.run_dir,
-        ctx.plan()[0],
-        ctx.results(),
-        read_job_records(raw / rundir.SIGSLEEP_LOG),
-        float(ctx.found("collect").get("t0", 0.0)),
-        ctx.backend.platform,
-        ctx.scale,
+        ctx.run_dir, ctx.plan()[0], ctx.results(), read_job_records(raw / rundir.SIGSLEEP_LOG),
+        float(ctx.found("collect").get("t0", 0.0)), ctx.backend.platform, ctx.scale,
         ctx.sched.preempt_suspend,
-    )
+    )  # fmt: skip
     emu, twin = section["emulated"], section["twin"]
     ctx.say(
         f"suspensions: {emu['suspensions']} emulated ({emu['suspended_jobs']} jobs), "
