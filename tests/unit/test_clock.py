@@ -170,17 +170,19 @@ def test_the_estimate_of_a_speed_up_divides_the_span(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["run", "--speedup", "50", "--dry-run"])
     assert result.exit_code == 0, result.output
     assert "virtual, x50" in result.output
-    # the bundled slice spans 56,997 s of trace: 1,140 s at x50, plus a minute of overhead
-    assert "expected wall    at least 20 min 00 s per run" in result.output
+    # the bundled slice spans 56,997 s of trace: 1,140 s at x50, plus a minute of overhead and
+    # 0.17 s for each of its 200 jobs' ends, where the clock stands while Slurm releases it
+    assert "expected wall    at least 20 min 34 s per run" in result.output
 
 
 def test_the_estimate_says_where_a_fixed_speed_up_was_measured_to_hold() -> None:
     from harness.emulation.run.estimate import fixed_rate_note
 
     assert fixed_rate_note(100.0, 108) is None  # the bundled slice's machine: measured, held
+    assert fixed_rate_note(100.0, 1_152) is None  # RICC's, with the release holds
     assert fixed_rate_note(None, 4_320) is None  # the event clock (or the wall clock)
-    note = fixed_rate_note(50.0, 1_152)
-    assert note is not None and "x50 on 1,152 nodes" in note and "not on 1,152" in note
+    note = fixed_rate_note(50.0, 1_153)
+    assert note is not None and "x50 on 1,153 nodes" in note and "up to 1,152 nodes, not on more" in note
     assert "--clock events" in note
     result = CliRunner().invoke(main, ["run", "--speedup", "50", "--platform", "cts1", "--dry-run"])
     assert result.exit_code == 0 and "x50 on 4,3" in result.output, result.output
