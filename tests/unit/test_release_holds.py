@@ -30,17 +30,26 @@ def test_the_end_queue_gives_each_end_once_in_order_and_ignores_unknown_jobs() -
     assert ends.pop_until(149.0) == []
     assert ends.pop_until(150.0) == [1]  # an end at the instant is due
     assert ends.next_end() is None
+    resumed = EndQueue({1: 50.0, 2: 10.0}, since=140.0)  # a resumed run reads its old markers
+    resumed.add([(1, 100.0), (2, 120.0)])
+    assert resumed.pop_until(200.0) == [1]  # job 2's end (130) came before the run was taken up
 
 
 class StandIn:
     """Start markers given once, and squeue's answers in turn (the last one repeated); each
     look records the clock's instant and rate."""
 
-    def __init__(self, clock: VirtualClock, markers: list[tuple[int, float]], answers: list) -> None:
-        self.clock, self.markers, self.answers = clock, markers, answers
+    def __init__(
+        self, clock: VirtualClock, markers: list[tuple[int, float]], answers: list, late: int
+    ) -> None:
+        self.clock, self.markers, self.answers, self.late = clock, markers, answers, late
         self.seen: list[tuple[float, float]] = []
 
     def new_starts(self) -> list[tuple[int, float]]:
+        """The markers at the call after ``late`` calls (each 50 real ms, 5 virtual s apart)."""
+        self.late -= 1
+        if self.late >= 0:
+            return []
         markers, self.markers = self.markers, []
         return markers
 
@@ -50,9 +59,11 @@ class StandIn:
         return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
 
 
-def run_holds(tmp_path: Path, markers, answers, durations, wait_s: float) -> tuple[StandIn, HoldTally]:
+def run_holds(
+    tmp_path: Path, markers, answers, durations, wait_s: float, late: int = 0
+) -> tuple[StandIn, HoldTally]:  # fmt: skip
     clock = VirtualClock.create(tmp_path / "page", start=1000.0, rate=100.0)
-    stand_in = StandIn(clock, markers, answers)
+    stand_in = StandIn(clock, markers, answers, late)
     holds = ReleaseHolds(clock, 100.0, durations, stand_in.new_starts, stand_in.look)
     holds.start()
     time.sleep(wait_s)
@@ -78,7 +89,8 @@ def test_jobs_ending_at_one_instant_share_one_hold(tmp_path: Path) -> None:
 
 
 def test_an_end_already_past_when_its_marker_comes_is_not_held(tmp_path: Path) -> None:
-    stand_in, tally = run_holds(tmp_path, [(1, 990.0)], [[]], {1: 5.0}, 0.2)
+    # job 1 started at 1000 and ran 2 s; its marker is read at the second look, at about 1005
+    stand_in, tally = run_holds(tmp_path, [(1, 1000.0)], [[]], {1: 2.0}, 0.3, late=1)
     assert (tally.holds, tally.missed) == (0, 1)
     assert stand_in.seen == [] and stand_in.final.rate == 100.0
 

@@ -20,6 +20,7 @@ Slurm's passes and the agent keep the fixed pace between ends. An end the driver
 from __future__ import annotations
 
 import heapq
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -74,13 +75,15 @@ def releasing(rows: Rows, ended: Iterable[int]) -> bool:
 class EndQueue:
     """The ends to come (a heap of (end, plan job id)), fed with start markers."""
 
-    def __init__(self, durations: Mapping[int, float]) -> None:
+    def __init__(self, durations: Mapping[int, float], since: float = -math.inf) -> None:
+        """``since``: ends before it are not to come (a resumed run reads its old markers again)."""
         self.durations = durations
+        self.since = since
         self._heap: list[tuple[float, int]] = []
 
     def add(self, starts: Iterable[tuple[int, float]]) -> None:
         for job, start in starts:
-            if job in self.durations:
+            if job in self.durations and start + self.durations[job] >= self.since:
                 heapq.heappush(self._heap, (start + self.durations[job], job))
 
     def next_end(self) -> float | None:
@@ -114,6 +117,7 @@ class ReleaseHolds:
         self._thread = threading.Thread(target=self._run, name="release-holds", daemon=True)
 
     def start(self) -> None:
+        self.ends.since = self.clock.now()
         self._thread.start()
 
     def stop(self) -> HoldTally:
