@@ -106,6 +106,23 @@ def test_a_release_slurm_never_reports_holds_the_clock_for_a_bounded_time(
     assert stand_in.final.rate == 100.0
 
 
+def test_a_look_that_fails_leaves_the_clock_running_and_says_why(tmp_path: Path) -> None:
+    clock = VirtualClock.create(tmp_path / "page", start=1000.0, rate=100.0)
+
+    def broken_look():
+        raise OSError("the controller's shell is gone")
+
+    holds = ReleaseHolds(clock, 100.0, {1: 10.0}, lambda: [(1, 1000.0)], broken_look)
+    holds.start()
+    time.sleep(0.3)
+    tally = holds.stop()
+    assert clock.reading().rate == 100.0 and clock.reading().base_v == 1010.0 + PAST_END_S
+    assert tally.error == "OSError: the controller's shell is gone"
+    assert tally.summary().endswith(
+        "; stopped by OSError: the controller's shell is gone, the clock ran on without holds"
+    )
+
+
 def test_the_tally_says_what_the_holds_did() -> None:
     tally = HoldTally(holds=3, ends=4, held_s=1.25, longest_s=0.8, late=1, unreleased=0, missed=2)
     assert tally.summary() == (

@@ -51,12 +51,14 @@ class HoldTally:
     late: int = 0  # holds that came after their instant (the host woke late): held where it was
     unreleased: int = 0  # holds ended by RELEASE_WAIT_S, not by the release
     missed: int = 0  # ends already past when their start marker was read
+    error: str | None = None  # why the holds stopped before the run's end (the clock ran on)
 
     def summary(self) -> str:
+        stopped = f"; stopped by {self.error}, the clock ran on without holds" if self.error else ""
         return (
             f"release holds: {self.ends} job ends in {self.holds} holds, {self.held_s:.1f} real s held "
             f"(longest {self.longest_s:.2f} s); {self.late} late, {self.unreleased} not released in "
-            f"{RELEASE_WAIT_S:g} s, {self.missed} ends seen too late to hold"
+            f"{RELEASE_WAIT_S:g} s, {self.missed} ends seen too late to hold{stopped}"
         )
 
 
@@ -126,6 +128,12 @@ class ReleaseHolds:
         return self.tally
 
     def _run(self) -> None:
+        try:
+            self._drive()
+        except Exception as exc:  # (a look that failed): the clock runs on, without holds
+            self.tally.error = f"{type(exc).__name__}: {exc}"
+
+    def _drive(self) -> None:
         while not self._stop.is_set():
             self.ends.add(self.new_starts())
             missed = self.ends.pop_until(self.clock.now() - 1e-3)  # already past: too late
@@ -148,18 +156,22 @@ class ReleaseHolds:
         else:
             self.tally.late += 1
         ended = self.ends.pop_until(max(end + PAST_END_S, here))
-        deadline = began + RELEASE_WAIT_S
-        while not self._stop.is_set():
-            rows = self.look()
-            if rows is not None and not releasing(rows, ended):
-                break
-            if time.monotonic() >= deadline:
-                self.tally.unreleased += 1
-                break
-            time.sleep(LOOK_S)
-        self.clock.set(None, self.rate, DEFAULT_POLL_S)
+        try:
+            self._wait_for_release(ended, began + RELEASE_WAIT_S)
+        finally:
+            self.clock.set(None, self.rate, DEFAULT_POLL_S)  # never left held
         held = time.monotonic() - began
         self.tally.holds += 1
         self.tally.ends += len(ended)
         self.tally.held_s += held
         self.tally.longest_s = max(self.tally.longest_s, held)
+
+    def _wait_for_release(self, ended: list[int], deadline: float) -> None:
+        while not self._stop.is_set():
+            rows = self.look()
+            if rows is not None and not releasing(rows, ended):
+                return
+            if time.monotonic() >= deadline:
+                self.tally.unreleased += 1
+                return
+            time.sleep(LOOK_S)
