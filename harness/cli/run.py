@@ -69,7 +69,8 @@ RUN_POLICY_HELP = (
     "--speedup", type=SPEEDUP, default=None,
     help="Instead of --shrink: run Slurm, the jobs and the replay on a shared virtual clock S times "
     "faster than the wall clock, in the trace's own times (minute limits and Slurm's passes stay "
-    f"exact; at most x{MAX_SPEEDUP:g}, the highest measured to keep Slurm healthy; docs/virtual-time.md).",
+    "exact; the clock stands still while Slurm releases an ended job's nodes; "
+    f"at most x{MAX_SPEEDUP:g}, the highest measured to keep Slurm healthy; docs/virtual-time.md).",
 )  # fmt: skip
 @click.option(
     "--clock", type=click.Choice(["auto", "wall", "events"]), default="auto", show_default=True,
