@@ -89,16 +89,22 @@ class LoadSampler:
         return summary
 
 
-def read_cpu_times(path: Path) -> tuple[int, int] | None:
-    """(steal, total) jiffies of all CPUs from /proc/stat's ``cpu`` line; None without one."""
+def cpu_ticks(path: Path = PROC_STAT) -> list[int] | None:
+    """user, nice, system, idle, iowait, irq, softirq and steal jiffies of all CPUs from
+    /proc/stat's ``cpu`` line; None without one."""
     try:
         first = path.read_text().splitlines()[0].split()
     except (OSError, IndexError):
         return None
     if not first or first[0] != "cpu" or len(first) < 9:
         return None
-    ticks = [int(x) for x in first[1:9]]  # user nice system idle iowait irq softirq steal
-    return ticks[7], sum(ticks)
+    return [int(x) for x in first[1:9]]
+
+
+def read_cpu_times(path: Path) -> tuple[int, int] | None:
+    """(steal, total) jiffies of all CPUs from /proc/stat's ``cpu`` line; None without one."""
+    ticks = cpu_ticks(path)
+    return None if ticks is None else (ticks[7], sum(ticks))
 
 
 def overload_warning(load: dict[str, Any], wall_clock: bool) -> str | None:

@@ -43,6 +43,7 @@ from harness.emulation.plugin import Collected, RunPlugin
 from harness.emulation.run.hostload import LoadSampler, said_load
 from harness.emulation.run.io_tree import with_pfs_rates
 from harness.emulation.run.manifest import write_manifest
+from harness.emulation.run.settle import settle_before_replay
 from harness.emulation.run.site_run import SiteReplay, add_site_users, site_replay
 from harness.emulation.run.slurm_time import (
     collected_delays,
@@ -180,18 +181,10 @@ def replay(ctx: RunContext) -> dict[str, Any]:
         ctx.backend.revive(ctx.say)
         recheck_lost_launches(ctx.backend.exec, ctx.say, rate=ctx.opts.replay.speedup or 1.0)
     head = HeadRun(
-        ctx.backend,
-        ctx.run_id,
-        ctx.opts.replay,
-        ctx.opts.workload.seed,
-        ctx.uses_agent,
-        ctx.say,
-        quiet=ctx.opts.quiet,
-        verbose=ctx.opts.verbose,
-        backfill=ctx.sched.mode == "backfill",
-        site_users=ctx.site_users,
-        live_io=ctx.opts.workload.model == IO_AWARE,
-    )
+        ctx.backend, ctx.run_id, ctx.opts.replay, ctx.opts.workload.seed, ctx.uses_agent, ctx.say,
+        quiet=ctx.opts.quiet, verbose=ctx.opts.verbose, backfill=ctx.sched.mode == "backfill",
+        site_users=ctx.site_users, live_io=ctx.opts.workload.model == IO_AWARE,
+    )  # fmt: skip
     path = ctx.run_dir / rundir.REPLAY_PLAN
     plan = plan_on_clock(*ctx.plan(), ctx.scale, ctx.plugins, ctx.backend.platform, path)
     ctx.backend.put(ctx.run_dir / rundir.REPLAY_PLAN, f"{head.shared}/{rundir.PLAN}")
@@ -199,6 +192,7 @@ def replay(ctx: RunContext) -> dict[str, Any]:
         ctx.run_dir, plan, ctx.backend.platform, ctx.scale, ctx.opts.replay.interim_every
     )
     head.count_passes()
+    settled = settle_before_replay(ctx.opts.replay.events, ctx.opts.cluster.backend, ctx.say)
     with LoadSampler() as load:
         try:
             complete, reason = head.run(plan)
@@ -207,6 +201,8 @@ def replay(ctx: RunContext) -> dict[str, Any]:
             raise
     head.count_passes()
     host_load = said_load(load.summary(), wall_clock=not ctx.opts.replay.events, say=ctx.say)
+    if settled is not None:
+        host_load["settle"] = asdict(settled)
     earlier = [event for death in read_jsonl(ctx.run_dir / rundir.HEAD_DEATHS) for event in death["events"]]
     return {
         "complete": complete, "reason": reason, "fault_events": [*earlier, *head.monitor.events],
