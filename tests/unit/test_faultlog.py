@@ -7,7 +7,13 @@ import pandas as pd
 
 from harness.cluster.containers.faults import doomed_pids
 from harness.emulation.collect.results import build_results, cross_check
-from harness.emulation.head.faultlog import FaultMonitor, fault_section, job_outcome, note_outage
+from harness.emulation.head.faultlog import (
+    FaultMonitor,
+    fault_section,
+    job_outcome,
+    note_outage,
+    poke_warning,
+)
 from harness.emulation.run.specs import ClusterSpec, ReplaySpec, RunOptions, WorkloadSpec, options_from_dict
 
 
@@ -102,6 +108,15 @@ def test_fault_section_lists_events_and_every_affected_job() -> None:
          "what": "found in Slurm at the resume (not submitted again)"},
     ]  # fmt: skip
     assert found["n_affected"] == 3
+    assert (found["begin_pokes"], found["begin_pokes_failed"]) == (0, 0) and poke_warning(found) is None
+
+
+def test_pokes_slurmctld_did_not_take_are_counted_and_warned() -> None:
+    results = build_results(PLAN, SUBS, RECORDS, 100.0, SLURM)
+    found = fault_section(results, SUBS, [], {"begin_pokes": 37, "begin_pokes_failed": 3}, t0=100.0)
+    assert (found["begin_pokes"], found["begin_pokes_failed"]) == (37, 3)
+    warning = poke_warning(found)
+    assert warning is not None and warning.startswith("warning: 3 of 40 pokes of slurmctld")
 
 
 PS = """    PID    PPID COMMAND

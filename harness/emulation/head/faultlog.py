@@ -136,6 +136,22 @@ def fault_section(
         "found_after_failure": int(replay_status.get("found_after_failure", 0)),
         "resumes": int(replay_status.get("resumes", 0)),
         "adopted_at_resume": int(replay_status.get("adopted", 0)),
+        "begin_pokes": int(replay_status.get("begin_pokes", 0)),
+        "begin_pokes_failed": int(replay_status.get("begin_pokes_failed", 0)),
         "affected_jobs": affected[:MAX_LISTED],
         "n_affected": len(affected),
     }
+
+
+def poke_warning(faults: dict[str, Any]) -> str | None:
+    """A warning when pokes at the begins of jobs sent ahead (begin_pokes.py) were not taken:
+    those jobs may have waited for Slurm's periodic pass, which a submission at x1 never does."""
+    failed = faults.get("begin_pokes_failed", 0)
+    if not failed:
+        return None
+    tried = failed + faults.get("begin_pokes", 0)
+    return (
+        f"warning: {failed} of {tried} pokes of slurmctld at the begins of jobs sent ahead were not "
+        "taken (slurmctld away, or no job of the run in Slurm for that begin): those jobs may have "
+        "waited up to Slurm's sched_interval for its periodic pass (the report's faults section)"
+    )

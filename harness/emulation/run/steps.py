@@ -32,7 +32,7 @@ from harness.emulation.collect.results import (
     lag_stats,
 )
 from harness.emulation.collect.slurm_view import slurm_records
-from harness.emulation.head.faultlog import fault_section
+from harness.emulation.head.faultlog import fault_section, poke_warning
 from harness.emulation.head.launch import HeadRun
 from harness.emulation.head.leftovers import leftover_advice
 from harness.emulation.head.progress import RunObserver
@@ -264,7 +264,9 @@ def collect(ctx: RunContext) -> dict[str, Any]:
     faults = fault_section(
         results, submissions, events, read_json(raw / rundir.STATUS), t0, slurm_jobs, stopped
     )
-    if events or faults["n_affected"] or faults["resumes"]:
+    if warning := poke_warning(faults):
+        ctx.say(warning)
+    if events or faults["n_affected"] or faults["resumes"] or warning:
         sections["faults"] = faults
     if ctx.uses_agent:
         sections["agent"] = decision_stats(read_jsonl(raw / rundir.DECISIONS))
