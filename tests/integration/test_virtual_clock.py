@@ -105,8 +105,10 @@ def test_a_replay_at_x50_completes_in_trace_time_and_slurm_agrees(vclock_run) ->
     assert check["ok"], check
     assert check["compared"] == JOBS and check["tolerance_s"] == 1.0 * SPEEDUP
     # each job counted its runtime from Slurm's start (sigsleep --from-slurm-start): the launch,
-    # tens of real ms, seconds at x50, is not part of the job
-    assert check["max_start_diff_s"] < 1e-3
+    # tens of real ms, seconds at x50, is not part of the job. A job launched while the clock
+    # was held past another's end (release_holds.PAST_END_S, 1 ms) starts at that held instant,
+    # a millisecond or two after Slurm's whole second: far below a launch's seconds
+    assert check["max_start_diff_s"] < 0.01
     # slurmctld counted its passes on the x50 clock: none was cut at its time limit, which at
     # Slurm's defaults (1-2 virtual s, 20-40 real ms here) a backfill cycle would be
     passes = metrics["slurm_passes"]
